@@ -1,0 +1,19 @@
+# Warnings are errors for every target of ours; sanitizers apply to the whole build so that
+# static libraries and tests agree on instrumentation.
+add_compile_options(-Wall -Wextra -Werror -Wshadow -Wnon-virtual-dtor -Wold-style-cast
+                    -Wcast-align -Woverloaded-virtual -Wimplicit-fallthrough)
+
+if(HEARTH_SANITIZE)
+  set(_hearth_san_flags -fsanitize=${HEARTH_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_compile_options(${_hearth_san_flags})
+  add_link_options(${_hearth_san_flags})
+endif()
+
+if(HEARTH_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "HEARTH_FUZZ needs clang: configure with -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  # Coverage instrumentation for every library the harnesses link; the harnesses add the driver.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -1,0 +1,57 @@
+#pragma once
+// Hyper-parameters of a Llama-family model, read from the standard GGUF keys
+// (`<arch>.context_length`, `<arch>.embedding_length`, ...). Supported architectures:
+// `llama` (Llama 2/3, Mistral, TinyLlama, SmolLM) and `qwen2` (Q/K/V biases).
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.hpp"
+
+namespace hearth {
+
+namespace gguf {
+class file;
+}
+
+enum class model_arch { llama, qwen2 };
+//! How RoPE pairs dimensions: llama.cpp rotates adjacent pairs for `llama` (its converter
+//! permutes Q/K rows) and the two halves of each head for `qwen2` ("neox").
+enum class rope_pairing { adjacent, halves };
+
+struct rope_scaling_llama3 {
+  bool enabled = false;
+  float factor = 1.0f;
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 4.0f;
+  uint32_t original_context = 8192;
+};
+
+struct hparams {
+  model_arch arch = model_arch::llama;
+  std::string name;               //!< general.name, may be empty
+  uint32_t n_vocab = 0;
+  uint32_t n_ctx_train = 0;       //!< context length the model was trained for
+  uint32_t n_embd = 0;            //!< model dimension
+  uint32_t n_layer = 0;
+  uint32_t n_head = 0;
+  uint32_t n_head_kv = 0;         //!< < n_head for GQA
+  uint32_t n_ff = 0;              //!< SwiGLU hidden size
+  uint32_t head_dim = 0;          //!< n_embd / n_head unless the file says otherwise
+  uint32_t n_rot = 0;             //!< rope.dimension_count (usually head_dim)
+  float rms_eps = 1e-5f;
+  float rope_freq_base = 10000.0f;
+  rope_pairing pairing = rope_pairing::adjacent;
+  rope_scaling_llama3 rope_scaling;
+  bool has_qkv_bias = false;      //!< qwen2
+  bool tied_output = false;       //!< no output.weight: the head reuses token_embd
+
+  uint32_t n_embd_kv() const { return n_head_kv * head_dim; }
+};
+
+const char* to_string(model_arch a);
+
+//! Reads and validates (divisibility, ranges, tensor shapes); "unsupported architecture" for others.
+result<hparams> read_hparams(const gguf::file& f);
+
+}  // namespace hearth

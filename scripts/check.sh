@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The README's second command, and what CI runs: install packages, build with tests, run them
+# through CTest; then the same suite under AddressSanitizer + UndefinedBehaviorSanitizer; then
+# each libFuzzer harness for ${HEARTH_FUZZ_SECONDS:-30} seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+bash scripts/install-deps.sh
+
+echo "== tests (Release)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEARTH_BUILD_TESTS=ON
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHEARTH_BUILD_TESTS=ON \
+  -DHEARTH_SANITIZE=address,undefined
+cmake --build build-asan -j "$jobs"
+ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== fuzzing"
+bash scripts/fuzz.sh "${HEARTH_FUZZ_SECONDS:-30}"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The README's first command: install packages, build Release, create the default model if it is
+# missing, and run the main job on it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build
+
+model=models/tiny.gguf
+if [ ! -f "$model" ]; then
+  mkdir -p models
+  ./build/hearth model make --preset tiny --dtype f32 --seed 1 -o "$model"
+fi
+./build/hearth model info "$model"
+./build/hearth generate --model "$model" --prompt "Tell me a story about a hearth." -n 48
