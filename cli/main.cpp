@@ -3,11 +3,15 @@
 
 #include <cstdio>
 
+#include "cli/commands.hpp"
+
 int main(int argc, char** argv) {
   CLI::App app{"Hearth: one home server, one model, many household services"};
   app.set_version_flag("--version", "hearth 0.1.0");
-  app.require_subcommand(0, 1);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  hearth::cli::add_model_commands(app, exit_code);
+  hearth::cli::add_generate_command(app, exit_code);
   CLI11_PARSE(app, argc, argv);
-  if (app.get_subcommands().empty()) std::puts(app.help().c_str());
-  return 0;
+  return exit_code;
 }

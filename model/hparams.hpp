@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/result.hpp"
 
@@ -18,14 +19,6 @@ enum class model_arch { llama, qwen2 };
 //! How RoPE pairs dimensions: llama.cpp rotates adjacent pairs for `llama` (its converter
 //! permutes Q/K rows) and the two halves of each head for `qwen2` ("neox").
 enum class rope_pairing { adjacent, halves };
-
-struct rope_scaling_llama3 {
-  bool enabled = false;
-  float factor = 1.0f;
-  float low_freq_factor = 1.0f;
-  float high_freq_factor = 4.0f;
-  uint32_t original_context = 8192;
-};
 
 struct hparams {
   model_arch arch = model_arch::llama;
@@ -42,7 +35,10 @@ struct hparams {
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   rope_pairing pairing = rope_pairing::adjacent;
-  rope_scaling_llama3 rope_scaling;
+  //! n_rot/2 divisors of the RoPE frequencies, empty when none: theta_i = pos * base^(-2i/n_rot) / f[i].
+  //! From the `rope_freqs.weight` tensor (how llama.cpp stores Llama 3.1 scaling), or computed from
+  //! `rope.scaling.type` = "llama3" / "linear" keys.
+  std::vector<float> rope_freq_factors;
   bool has_qkv_bias = false;      //!< qwen2
   bool tied_output = false;       //!< no output.weight: the head reuses token_embd
 

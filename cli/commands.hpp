@@ -1,0 +1,11 @@
+#pragma once
+// Each subcommand registers itself on the app and runs from a callback; the callback stores the
+// process exit code here (0 success, 1 failure with a one-line reason on stderr).
+#include <CLI/CLI.hpp>
+
+namespace hearth::cli {
+
+void add_model_commands(CLI::App& app, int& exit_code);
+void add_generate_command(CLI::App& app, int& exit_code);
+
+}  // namespace hearth::cli

@@ -1,0 +1,191 @@
+#include "model/hparams.hpp"
+
+#include <cmath>
+#include <string>
+#include <tuple>
+
+#include "model/gguf.hpp"
+
+namespace hearth {
+namespace {
+
+// Bounds far above any real Llama-family model; they keep arithmetic on these numbers small.
+constexpr uint64_t max_embd = 1u << 16;
+constexpr uint64_t max_layers = 1024;
+constexpr uint64_t max_heads = 1024;
+constexpr uint64_t max_ff = 1u << 20;
+constexpr uint64_t max_vocab = 1u << 22;
+constexpr uint64_t max_ctx = 1u << 24;
+
+error bad(std::string msg) { return error{errc::malformed, "model: " + std::move(msg)}; }
+
+// Reads `<arch>.<key>` as an integer in [1, max]; `fallback` (0 = required) when absent.
+result<uint32_t> read_dim(const gguf::file& f, const std::string& arch, const char* key, uint64_t max,
+                          uint64_t fallback = 0) {
+  const std::string full = arch + "." + key;
+  const auto v = f.get_uint(full);
+  if (!v && f.find(full)) return bad(full + " is not a non-negative integer");
+  if (!v && fallback == 0) return bad("missing " + full);
+  const uint64_t n = v ? *v : fallback;
+  if (n < 1 || n > max) return bad(full + " = " + std::to_string(n) + " is outside [1, " + std::to_string(max) + "]");
+  return static_cast<uint32_t>(n);
+}
+
+result<float> read_positive_float(const gguf::file& f, const std::string& key, double fallback) {
+  const auto v = f.get_float(key);
+  if (!v && f.find(key)) return bad(key + " is not a float");
+  const double x = v ? *v : fallback;
+  if (!(x > 0.0 && x < 1e12)) return bad(key + " = " + std::to_string(x) + " must be positive and finite");
+  return static_cast<float>(x);
+}
+
+result<model_arch> read_arch(const gguf::file& f) {
+  const std::string* arch = f.get_string("general.architecture");
+  if (!arch) return bad("missing general.architecture");
+  if (*arch == "llama") return model_arch::llama;
+  if (*arch == "qwen2") return model_arch::qwen2;
+  return error{errc::unsupported, "model: unsupported architecture '" + *arch +
+                                      "' (Hearth runs the Llama family: llama, qwen2)"};
+}
+
+// Dimensions: embedding, layers, heads, FFN, context, vocabulary.
+status<> read_shape(const gguf::file& f, const std::string& a, hparams& hp) {
+  struct field {
+    uint32_t& out;
+    const char* key;
+    uint64_t max;
+    uint64_t fallback;
+  };
+  const auto* token_embd = f.find_tensor("token_embd.weight");
+  if (!token_embd || token_embd->dims.size() != 2) return bad("missing 2-D tensor token_embd.weight");
+  hp.n_vocab = token_embd->dims[1] <= max_vocab ? static_cast<uint32_t>(token_embd->dims[1]) : 0;
+  for (const field& fd : {field{hp.n_embd, "embedding_length", max_embd, 0}, field{hp.n_layer, "block_count", max_layers, 0},
+                          field{hp.n_head, "attention.head_count", max_heads, 0},
+                          field{hp.n_ff, "feed_forward_length", max_ff, 0},
+                          field{hp.n_ctx_train, "context_length", max_ctx, 0},
+                          field{hp.n_vocab, "vocab_size", max_vocab, hp.n_vocab}}) {
+    auto v = read_dim(f, a, fd.key, fd.max, fd.fallback);
+    if (!v) return v.error();
+    fd.out = *v;
+  }
+  for (const field& fd : {field{hp.n_head_kv, "attention.head_count_kv", max_heads, hp.n_head},
+                          field{hp.head_dim, "attention.key_length", max_embd, hp.n_embd / hp.n_head}}) {
+    auto v = read_dim(f, a, fd.key, fd.max, fd.fallback);
+    if (!v) return v.error();
+    fd.out = *v;
+  }
+  auto n_rot = read_dim(f, a, "rope.dimension_count", hp.head_dim, hp.head_dim);
+  if (!n_rot) return n_rot.error();
+  hp.n_rot = *n_rot;
+  return {};
+}
+
+status<> check_consistency(const gguf::file& f, const hparams& hp) {
+  if (hp.n_head % hp.n_head_kv != 0) {
+    return bad("head_count " + std::to_string(hp.n_head) + " is not a multiple of head_count_kv " +
+               std::to_string(hp.n_head_kv));
+  }
+  if (hp.n_rot % 2 != 0) return bad("rope.dimension_count must be even");
+  const auto* token_embd = f.find_tensor("token_embd.weight");
+  if (token_embd->dims[0] != hp.n_embd || token_embd->dims[1] != hp.n_vocab) {
+    return bad("token_embd.weight is not [" + std::to_string(hp.n_embd) + ", " + std::to_string(hp.n_vocab) + "]");
+  }
+  return {};
+}
+
+// Llama 3.1 frequency smoothing, as llama.cpp's converter computes `rope_freqs.weight`:
+// long wavelengths are divided by `factor`, short ones kept, the band between interpolated.
+std::vector<float> llama3_freq_factors(const hparams& hp, double factor, double low, double high, double orig_ctx) {
+  constexpr double pi = 3.14159265358979323846;
+  std::vector<float> out(hp.n_rot / 2);
+  for (uint32_t i = 0; i < hp.n_rot / 2; ++i) {
+    const double wavelen = 2 * pi / std::pow(hp.rope_freq_base, -2.0 * i / hp.n_rot);
+    if (wavelen < orig_ctx / high) {
+      out[i] = 1.0f;
+    } else if (wavelen > orig_ctx / low) {
+      out[i] = static_cast<float>(factor);
+    } else {
+      const double smooth = (orig_ctx / wavelen - low) / (high - low);
+      out[i] = static_cast<float>(1.0 / ((1 - smooth) / factor + smooth));
+    }
+  }
+  return out;
+}
+
+result<std::vector<float>> read_freq_tensor(const gguf::file& f, const hparams& hp) {
+  const auto* t = f.find_tensor("rope_freqs.weight");
+  if (t->type != tensor_type::f32 || t->dims.size() != 1 || t->dims[0] != hp.n_rot / 2) {
+    return bad("rope_freqs.weight must be f32 [" + std::to_string(hp.n_rot / 2) + "]");
+  }
+  std::vector<float> out(hp.n_rot / 2);
+  dequantize(t->type, f.data(*t), out);
+  for (float x : out) {
+    if (!(x > 0.0f && x < 1e6f)) return bad("rope_freqs.weight holds a factor that is not positive and finite");
+  }
+  return out;
+}
+
+// Scaling from keys, when the file carries no rope_freqs.weight tensor.
+status<> read_rope_scaling_keys(const gguf::file& f, const std::string& a, hparams& hp) {
+  const std::string* type = f.get_string(a + ".rope.scaling.type");
+  if (!type || *type == "none") return {};
+  if (*type != "llama3" && *type != "linear") {
+    return error{errc::unsupported, "model: unsupported rope scaling type '" + *type + "' (llama3, linear)"};
+  }
+  double v[3];
+  const std::tuple<const char*, double> keys[] = {
+      {".rope.scaling.factor", 8.0}, {".rope.scaling.low_freq_factor", 1.0}, {".rope.scaling.high_freq_factor", 4.0}};
+  for (int i = 0; i < 3; ++i) {
+    auto x = read_positive_float(f, a + std::get<0>(keys[i]), std::get<1>(keys[i]));
+    if (!x) return x.error();
+    v[i] = *x;
+  }
+  if (*type == "linear") {
+    hp.rope_freq_factors.assign(hp.n_rot / 2, static_cast<float>(v[0]));
+    return {};
+  }
+  auto orig = read_dim(f, a, "rope.scaling.original_context_length", max_ctx, 8192);
+  if (!orig) return orig.error();
+  if (v[2] <= v[1]) return bad("rope.scaling.high_freq_factor must exceed low_freq_factor");
+  hp.rope_freq_factors = llama3_freq_factors(hp, v[0], v[1], v[2], *orig);
+  return {};
+}
+
+// RoPE: base frequency, pairing by architecture, optional frequency factors.
+status<> read_rope(const gguf::file& f, const std::string& a, hparams& hp) {
+  auto base = read_positive_float(f, a + ".rope.freq_base", 10000.0);
+  if (!base) return base.error();
+  hp.rope_freq_base = *base;
+  hp.pairing = hp.arch == model_arch::qwen2 ? rope_pairing::halves : rope_pairing::adjacent;
+  if (f.find_tensor("rope_freqs.weight")) {
+    auto factors = read_freq_tensor(f, hp);
+    if (!factors) return factors.error();
+    hp.rope_freq_factors = std::move(*factors);
+    return {};
+  }
+  return read_rope_scaling_keys(f, a, hp);
+}
+
+}  // namespace
+
+const char* to_string(model_arch a) { return a == model_arch::llama ? "llama" : "qwen2"; }
+
+result<hparams> read_hparams(const gguf::file& f) {
+  auto arch = read_arch(f);
+  if (!arch) return arch.error();
+  hparams hp;
+  hp.arch = *arch;
+  const std::string a = to_string(hp.arch);
+  if (const std::string* name = f.get_string("general.name")) hp.name = *name;
+  if (auto s = read_shape(f, a, hp); !s) return s.error();
+  if (auto s = check_consistency(f, hp); !s) return s.error();
+  auto eps = read_positive_float(f, a + ".attention.layer_norm_rms_epsilon", 1e-5);
+  if (!eps) return eps.error();
+  hp.rms_eps = *eps;
+  if (auto s = read_rope(f, a, hp); !s) return s.error();
+  hp.has_qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  hp.tied_output = f.find_tensor("output.weight") == nullptr;
+  return hp;
+}
+
+}  // namespace hearth

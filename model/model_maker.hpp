@@ -1,0 +1,48 @@
+#pragma once
+// Deterministic generated models: Llama-architecture GGUF files with random weights and a real
+// vocabulary learned from generated text, so Hearth runs on a fresh machine with no download.
+// Same options -> byte-identical file.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/result.hpp"
+#include "model/gguf.hpp"
+#include "model/tensor_types.hpp"
+#include "model/vocab.hpp"
+
+namespace hearth {
+
+struct model_preset {
+  const char* name;
+  uint32_t n_embd;
+  uint32_t n_layer;
+  uint32_t n_head;
+  uint32_t n_head_kv;
+  uint32_t n_ff;
+  uint32_t n_vocab;
+};
+
+//! tiny (dim 288, 6 layers), small (dim 768, 12 layers), 1b (TinyLlama-1.1B shape).
+std::span<const model_preset> model_presets();
+const model_preset* find_preset(std::string_view name);
+
+struct make_options {
+  model_preset preset;
+  tensor_type dtype = tensor_type::f32;  //!< of the 2-D weights; norms stay f32 as llama.cpp keeps them
+  uint64_t seed = 1;
+  tokenizer_kind tokenizer = tokenizer_kind::bpe;
+  uint32_t n_ctx = 2048;
+};
+
+//! Checks the options (block sizes divide the dimensions, heads divide the width).
+status<> validate(const make_options& opt);
+//! A writer holding the whole model; tensor data is generated while the file is written.
+//! Requires validate(opt) to have passed.
+gguf::writer model_writer(const make_options& opt);
+//! validate + model_writer + write.
+status<> make_model(const make_options& opt, const std::string& path);
+
+}  // namespace hearth
