@@ -176,6 +176,22 @@ TEST_CASE("RoPE frequency factors come from rope_freqs.weight or llama3 keys", "
     CHECK(hp->rope_freq_factors.back() == 8.0f);   // wavelength ~6e5 tokens: divided by the factor
     for (size_t i = 1; i < 8; ++i) CHECK(hp->rope_freq_factors[i] >= hp->rope_freq_factors[i - 1]);
   }
+  SECTION("llama3 keys, every regime") {
+    // n_rot 8, base 10000: wavelengths 2pi * 10^i = 6.3, 63, 628, 6283 against an original
+    // context of 64 with low/high factors 1/4: kept (< 16), blended (16..64), stretched (> 64).
+    auto w = model_writer(test_options());
+    w.set("llama.rope.dimension_count", uint32_t{8});
+    w.set("llama.rope.scaling.type", std::string("llama3"));
+    w.set("llama.rope.scaling.original_context_length", uint32_t{64});
+    auto m = parse(w);
+    auto hp = read_hparams(m.file);
+    REQUIRE(hp.ok());
+    REQUIRE(hp->rope_freq_factors.size() == 4);
+    CHECK(hp->rope_freq_factors[0] == 1.0f);
+    CHECK(hp->rope_freq_factors[1] == Approx(0.1 / 0.01304226));  // the blend of 0.1 and 0.1 / 8
+    CHECK(hp->rope_freq_factors[2] == 8.0f);
+    CHECK(hp->rope_freq_factors[3] == 8.0f);
+  }
   SECTION("tensor") {
     auto w = model_writer(test_options());
     std::vector<float> f{1, 1, 2, 2, 4, 4, 8, 8};

@@ -1,0 +1,185 @@
+#include "kernels/reference_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "common/checked.hpp"
+#include "kernels/reference_ops.hpp"
+
+namespace hearth {
+
+namespace {
+
+status<> invalid(const std::string& what) {
+  return error{errc::invalid_argument, "reference model: " + what};
+}
+
+status<> check_hparams(const hparams& hp, uint32_t n_ctx) {
+  if (hp.n_vocab == 0 || hp.n_embd == 0 || hp.n_layer == 0 || hp.n_head == 0 ||
+      hp.n_head_kv == 0 || hp.n_ff == 0 || hp.head_dim == 0) {
+    return invalid("n_vocab, n_embd, n_layer, n_head, n_head_kv, n_ff and head_dim must be > 0");
+  }
+  if (hp.n_vocab > static_cast<uint32_t>(std::numeric_limits<token_id>::max())) {
+    return invalid("n_vocab " + std::to_string(hp.n_vocab) + " does not fit a token id");
+  }
+  if (uint64_t{hp.n_head} * hp.head_dim > std::numeric_limits<uint32_t>::max()) {
+    return invalid("n_head * head_dim does not fit 32 bits");
+  }
+  if (hp.n_head % hp.n_head_kv != 0) {
+    return invalid("n_head " + std::to_string(hp.n_head) + " is not a multiple of n_head_kv " +
+                   std::to_string(hp.n_head_kv));
+  }
+  if (hp.n_rot % 2 != 0 || hp.n_rot > hp.head_dim) {
+    return invalid("n_rot " + std::to_string(hp.n_rot) + " must be even and <= head_dim " +
+                   std::to_string(hp.head_dim));
+  }
+  if (!(hp.rms_eps >= 0.0f) || !std::isfinite(hp.rms_eps)) return invalid("rms_eps must be >= 0");
+  if (!(hp.rope_freq_base > 0.0f) || !std::isfinite(hp.rope_freq_base)) {
+    return invalid("rope_freq_base must be > 0");
+  }
+  if (n_ctx == 0) return invalid("n_ctx must be > 0");
+  // Every buffer below is at most the KV cache's or a weight matrix's size; 32-bit products of
+  // two u32 fit in u64, the cache's three factors might not.
+  auto cache = checked_mul(uint64_t{hp.n_layer} * n_ctx, hp.n_embd_kv());
+  if (!cache || *cache > std::numeric_limits<size_t>::max() / sizeof(float)) {
+    return invalid("KV cache of " + std::to_string(n_ctx) + " positions is too large");
+  }
+  if (!hp.rope_freq_factors.empty() && hp.rope_freq_factors.size() != hp.n_rot / 2) {
+    return invalid("rope_freq_factors needs n_rot / 2 = " + std::to_string(hp.n_rot / 2) + " entries");
+  }
+  for (float f : hp.rope_freq_factors) {
+    if (!(f > 0.0f) || !std::isfinite(f)) return invalid("rope frequency factors must be positive and finite");
+  }
+  return {};
+}
+
+}  // namespace
+
+result<reference_model> reference_model::create(hparams hp, reference_weights w, uint32_t n_ctx) {
+  if (auto st = check_hparams(hp, n_ctx); !st) return st.error();
+  if (auto st = check_weights(hp, w); !st) return st.error();
+  return reference_model(std::move(hp), std::move(w), n_ctx);
+}
+
+reference_model::reference_model(hparams hp, reference_weights w, uint32_t n_ctx)
+    : hp_(std::move(hp)),
+      w_(std::move(w)),
+      n_ctx_(n_ctx),
+      q_dim_(hp_.n_head * hp_.head_dim),
+      kv_dim_(hp_.n_embd_kv()),
+      key_cache_(size_t{hp_.n_layer} * n_ctx * kv_dim_),
+      value_cache_(key_cache_.size()),
+      x_(hp_.n_embd),
+      xb_(hp_.n_embd),
+      q_(q_dim_),
+      att_out_(q_dim_),
+      scores_(n_ctx),
+      hb_(hp_.n_ff),
+      hb2_(hp_.n_ff),
+      logits_(hp_.n_vocab) {}
+
+float* reference_model::key_at(uint32_t layer, uint32_t pos) {
+  return key_cache_.data() + (size_t{layer} * n_ctx_ + pos) * kv_dim_;
+}
+
+float* reference_model::value_at(uint32_t layer, uint32_t pos) {
+  return value_cache_.data() + (size_t{layer} * n_ctx_ + pos) * kv_dim_;
+}
+
+std::span<const float> reference_model::forward(token_id token, uint32_t pos) {
+  if (token < 0 || static_cast<uint32_t>(token) >= hp_.n_vocab || pos > n_past_ || pos >= n_ctx_) {
+    return {};
+  }
+  const size_t embd = hp_.n_embd;
+  std::copy_n(w_.token_embd.begin() + static_cast<ptrdiff_t>(token * embd), embd, x_.begin());
+  for (uint32_t l = 0; l < hp_.n_layer; ++l) {
+    attention_block(l, pos);
+    ffn_block(l);
+  }
+  ref::rmsnorm(x_, w_.output_norm, hp_.rms_eps, xb_);
+  ref::matvec(w_.head(), xb_, logits_);  // head (n_vocab, n_embd) @ xb (n_embd,) -> (n_vocab,)
+  n_past_ = pos + 1;
+  return logits_;
+}
+
+std::vector<std::vector<float>> reference_model::forward_all(std::span<const token_id> tokens,
+                                                             uint32_t start_pos) {
+  // Check everything first so that a bad batch leaves the cache as it was.
+  const bool tokens_ok = std::all_of(tokens.begin(), tokens.end(), [&](token_id t) {
+    return t >= 0 && static_cast<uint32_t>(t) < hp_.n_vocab;
+  });
+  if (!tokens_ok || start_pos > n_past_ || tokens.size() > n_ctx_ - std::min(start_pos, n_ctx_)) {
+    return {};
+  }
+  std::vector<std::vector<float>> rows;
+  rows.reserve(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    auto logits = forward(tokens[i], start_pos + static_cast<uint32_t>(i));
+    rows.emplace_back(logits.begin(), logits.end());
+  }
+  return rows;
+}
+
+void reference_model::attention_block(uint32_t layer, uint32_t pos) {
+  const reference_layer& lw = w_.layers[layer];
+  const uint32_t hd = hp_.head_dim;
+  std::span<float> k(key_at(layer, pos), kv_dim_);    // (kv_dim,) written straight into the cache
+  std::span<float> v(value_at(layer, pos), kv_dim_);  // (kv_dim,)
+  ref::rmsnorm(x_, lw.attn_norm, hp_.rms_eps, xb_);
+  ref::matvec(lw.wq, xb_, q_);  // wq (q_dim, n_embd) @ xb (n_embd,) -> q (q_dim,)
+  ref::matvec(lw.wk, xb_, k);   // wk (kv_dim, n_embd) @ xb -> k (kv_dim,)
+  ref::matvec(lw.wv, xb_, v);   // wv (kv_dim, n_embd) @ xb -> v (kv_dim,)
+  if (hp_.has_qkv_bias) {
+    ref::add(q_, lw.bq);
+    ref::add(k, lw.bk);
+    ref::add(v, lw.bv);
+  }
+  for (uint32_t h = 0; h < hp_.n_head; ++h) {
+    ref::rope(std::span(q_).subspan(size_t{h} * hd, hd), hp_.n_rot, pos, hp_.rope_freq_base,
+              hp_.pairing, hp_.rope_freq_factors);
+  }
+  for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
+    ref::rope(k.subspan(size_t{h} * hd, hd), hp_.n_rot, pos, hp_.rope_freq_base, hp_.pairing,
+              hp_.rope_freq_factors);
+  }
+  attend(layer, pos);
+  ref::matvec(lw.wo, att_out_, xb_);  // wo (n_embd, q_dim) @ att_out (q_dim,) -> xb (n_embd,)
+  ref::add(x_, xb_);
+}
+
+void reference_model::attend(uint32_t layer, uint32_t pos) {
+  const uint32_t hd = hp_.head_dim;
+  const uint32_t group = hp_.n_head / hp_.n_head_kv;  // query heads sharing one kv head
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  std::span<float> scores(scores_.data(), size_t{pos} + 1);  // (pos + 1,) over positions 0..pos
+  for (uint32_t h = 0; h < hp_.n_head; ++h) {
+    const size_t kv_off = size_t{h / group} * hd;
+    std::span<const float> q = std::span(q_).subspan(size_t{h} * hd, hd);  // (hd,)
+    for (uint32_t t = 0; t <= pos; ++t) {
+      scores[t] = static_cast<float>(ref::dot(q, {key_at(layer, t) + kv_off, hd}) * scale);
+    }
+    ref::softmax(scores);
+    // out_h (hd,) = sum_t scores[t] * v_t (hd,)
+    for (uint32_t i = 0; i < hd; ++i) {
+      double acc = 0.0;
+      for (uint32_t t = 0; t <= pos; ++t) {
+        acc += static_cast<double>(scores[t]) * value_at(layer, t)[kv_off + i];
+      }
+      att_out_[size_t{h} * hd + i] = static_cast<float>(acc);
+    }
+  }
+}
+
+void reference_model::ffn_block(uint32_t layer) {
+  const reference_layer& lw = w_.layers[layer];
+  ref::rmsnorm(x_, lw.ffn_norm, hp_.rms_eps, xb_);
+  ref::matvec(lw.w_gate, xb_, hb_);  // w_gate (n_ff, n_embd) @ xb (n_embd,) -> hb (n_ff,)
+  ref::matvec(lw.w_up, xb_, hb2_);   // w_up (n_ff, n_embd) @ xb -> hb2 (n_ff,)
+  for (size_t i = 0; i < hb_.size(); ++i) hb_[i] = ref::silu(hb_[i]) * hb2_[i];
+  ref::matvec(lw.w_down, hb_, xb_);  // w_down (n_embd, n_ff) @ hb (n_ff,) -> xb (n_embd,)
+  ref::add(x_, xb_);
+}
+
+}  // namespace hearth
