@@ -40,6 +40,7 @@ static_assert(min_spm_vocab == 3 + 256 + n_spm_chars);
 static_assert(min_bpe_vocab == 256 + llama3_specials.size());
 
 std::vector<bpe_merge> learned_merges(uint64_t seed, size_t max_merges) {
+  if (max_merges == 0) return {};
   const auto pieces = synthetic_word_counts(seed, training_text_bytes);
   return train_bpe(pieces, max_merges);
 }
