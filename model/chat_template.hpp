@@ -25,6 +25,8 @@ struct chat_message {
 const char* to_string(chat_format f);
 //! Detects the family from template text; `plain` for empty or unrecognised text.
 chat_format detect_chat_format(std::string_view jinja);
+//! The canonical Jinja text of a family (what generated models embed); empty for `plain`.
+std::string_view chat_template_text(chat_format f);
 
 //! The prompt text, with special tokens written as text: encode it with parse_special = true.
 //! `bos` / `eos` are the vocabulary's token texts (empty when absent).

@@ -1,0 +1,168 @@
+#include "model/vocab_builder.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string_view>
+
+#include "model/bpe_trainer.hpp"
+#include "model/byte_unicode.hpp"
+#include "model/chat_template.hpp"
+#include "model/synthetic_text.hpp"
+
+namespace hearth {
+namespace {
+
+// Training text per vocabulary: big enough that the default seed yields every merge a 32000-token
+// vocabulary needs, small enough that building one stays well under a second in Release.
+constexpr size_t training_text_bytes = size_t{2} << 20;
+
+// Llama 3's first ten special tokens, in its order (ids 128000..128009 there).
+constexpr std::array llama3_specials = std::to_array<std::string_view>({
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|reserved_special_token_0|>",
+    "<|reserved_special_token_1|>",
+    "<|reserved_special_token_2|>",
+    "<|reserved_special_token_3|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|reserved_special_token_4|>",
+    "<|eot_id|>",
+});
+constexpr int32_t llama3_eos_offset = 1;
+constexpr int32_t llama3_eot_offset = 9;
+constexpr int n_llama3_reserved = 5;  // reserved_special_token_0..4 above
+
+constexpr std::string_view spm_space = "\xe2\x96\x81";  // "▁" U+2581
+constexpr size_t n_spm_chars = 95;                      // "▁" and '!'..'~'
+static_assert(min_spm_vocab == 3 + 256 + n_spm_chars);
+static_assert(min_bpe_vocab == 256 + llama3_specials.size());
+
+std::vector<bpe_merge> learned_merges(uint64_t seed, size_t max_merges) {
+  if (max_merges == 0) return {};
+  const auto pieces = synthetic_word_counts(seed, training_text_bytes);
+  return train_bpe(pieces, max_merges);
+}
+
+void add_token(vocab_spec& v, std::string text, token_type type, float score = 0.0f) {
+  v.tokens.push_back(std::move(text));
+  v.types.push_back(type);
+  if (v.kind == tokenizer_kind::spm) v.scores.push_back(score);
+}
+
+// Length of the UTF-8 sequence a lead byte starts, 0 for a byte that cannot lead one.
+size_t utf8_length(unsigned char lead) {
+  if (lead < 0x80) return 1;
+  if (lead >= 0xc2 && lead <= 0xdf) return 2;
+  if (lead >= 0xe0 && lead <= 0xef) return 3;
+  if (lead >= 0xf0 && lead <= 0xf4) return 4;
+  return 0;
+}
+
+// True when `bytes` is well-formed UTF-8 (no overlong forms, surrogates or code points past
+// U+10FFFF) without C0 controls or DEL: text a SentencePiece vocabulary would hold as a piece.
+bool is_spm_piece_text(std::string_view bytes) {
+  for (size_t i = 0; i < bytes.size();) {
+    const auto lead = static_cast<unsigned char>(bytes[i]);
+    const size_t len = utf8_length(lead);
+    if (len == 0 || i + len > bytes.size()) return false;
+    if (len == 1 && (lead < 0x20 || lead == 0x7f)) return false;
+    char32_t cp = len == 1 ? lead : lead & (0x7f >> len);
+    for (size_t k = 1; k < len; ++k) {
+      const auto c = static_cast<unsigned char>(bytes[i + k]);
+      if ((c & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    constexpr std::array<char32_t, 5> smallest = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < smallest[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string spm_text(std::string_view bytes) {
+  std::string out;
+  for (const char c : bytes) {
+    if (c == ' ') {
+      out += spm_space;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string byte_token_text(int b) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+  return buf;
+}
+
+}  // namespace
+
+vocab_spec make_bpe_vocab(uint64_t seed, uint32_t n_vocab) {
+  n_vocab = std::max(n_vocab, min_bpe_vocab);
+  vocab_spec v;
+  v.kind = tokenizer_kind::bpe;
+  v.pre = "llama-bpe";
+  v.add_bos = true;
+  v.chat_template = chat_template_text(chat_format::llama3);
+  v.tokens.reserve(n_vocab);
+  for (int b = 0; b < 256; ++b) {
+    add_token(v, bytes_to_bpe_text(std::string(1, static_cast<char>(b))), token_type::normal);
+  }
+
+  const size_t n_merges_wanted = n_vocab - min_bpe_vocab;
+  for (const bpe_merge& m : learned_merges(seed, n_merges_wanted)) {
+    const std::string left = bytes_to_bpe_text(m.left);
+    const std::string right = bytes_to_bpe_text(m.right);
+    add_token(v, left + right, token_type::normal);
+    v.merges.push_back(left + " " + right);
+  }
+
+  const auto first_special = static_cast<token_id>(v.tokens.size());
+  for (const std::string_view s : llama3_specials) add_token(v, std::string(s), token_type::control);
+  v.bos = first_special;
+  v.eos = first_special + llama3_eos_offset;
+  v.eot = first_special + llama3_eot_offset;
+  for (int n = n_llama3_reserved; v.tokens.size() < n_vocab; ++n) {
+    add_token(v, "<|reserved_special_token_" + std::to_string(n) + "|>", token_type::control);
+  }
+  return v;
+}
+
+vocab_spec make_spm_vocab(uint64_t seed, uint32_t n_vocab) {
+  n_vocab = std::max(n_vocab, min_spm_vocab);
+  vocab_spec v;
+  v.kind = tokenizer_kind::spm;
+  v.add_bos = true;
+  v.chat_template = chat_template_text(chat_format::llama2);
+  v.tokens.reserve(n_vocab);
+  add_token(v, "<unk>", token_type::unknown);
+  add_token(v, "<s>", token_type::control);
+  add_token(v, "</s>", token_type::control);
+  v.unk = 0;
+  v.bos = 1;
+  v.eos = 2;
+  for (int b = 0; b < 256; ++b) add_token(v, byte_token_text(b), token_type::byte);
+
+  // Some merges end inside a UTF-8 sequence or hold a newline; they are skipped, so train a
+  // quarter more than needed.
+  const size_t n_pieces_wanted = n_vocab - min_spm_vocab;
+  float rank = 0;
+  for (const bpe_merge& m : learned_merges(seed, n_pieces_wanted + n_pieces_wanted / 4)) {
+    if (v.tokens.size() == n_vocab - n_spm_chars) break;
+    const std::string bytes = m.left + m.right;
+    if (is_spm_piece_text(bytes)) add_token(v, spm_text(bytes), token_type::normal, -rank++);
+  }
+  // Single characters come last, as in Llama 2's vocabulary, so every ASCII character is a piece.
+  add_token(v, std::string(spm_space), token_type::normal, -rank++);
+  for (char c = '!'; c <= '~'; ++c) add_token(v, std::string(1, c), token_type::normal, -rank++);
+  for (int n = 0; v.tokens.size() < n_vocab; ++n) {
+    add_token(v, "<unused_" + std::to_string(n) + ">", token_type::unused);
+  }
+  return v;
+}
+
+}  // namespace hearth

@@ -1,0 +1,132 @@
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "model/chat_template.hpp"
+
+using namespace hearth;
+
+// Expected prompts below were checked against Jinja2 3.1 rendering the templates of
+// chat_template_text() the way Hugging Face does (trim_blocks, lstrip_blocks).
+
+namespace {
+
+const std::vector<chat_message> conversation = {
+    {"system", "You are a helpful assistant."},
+    {"user", "Hello!"},
+    {"assistant", "Hi there."},
+    {"user", "What's the weather?"},
+};
+
+std::string format(chat_format f, bool add_generation_prompt,
+                   std::span<const chat_message> msgs = conversation) {
+  const bool llama3 = f == chat_format::llama3;
+  return format_chat(f, msgs, add_generation_prompt, llama3 ? "<|begin_of_text|>" : "<s>",
+                     llama3 ? "<|end_of_text|>" : "</s>");
+}
+
+}  // namespace
+
+TEST_CASE("each family is detected from its canonical template text", "[chat_template]") {
+  for (const chat_format f : {chat_format::llama2, chat_format::llama3, chat_format::chatml,
+                              chat_format::mistral, chat_format::zephyr, chat_format::plain}) {
+    CAPTURE(to_string(f));
+    CHECK(detect_chat_format(chat_template_text(f)) == f);
+  }
+  CHECK(chat_template_text(chat_format::plain).empty());
+}
+
+TEST_CASE("detection reads other models' variants by their markers", "[chat_template]") {
+  // Llama 3.1 (excerpt), Qwen 2 (excerpt), TinyLlama chat (Zephyr), a hand-written Alpaca template.
+  CHECK(detect_chat_format("{{- bos_token }}{%- if custom_tools is defined %}{{- '<|start_header_id|>system"
+                           "<|end_header_id|>\\n\\n' }}") == chat_format::llama3);
+  CHECK(detect_chat_format("{% for message in messages %}{% if loop.first and messages[0]['role'] != "
+                           "'system' %}{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' "
+                           "}}{% endif %}") == chat_format::chatml);
+  CHECK(detect_chat_format("{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + "
+                           "eos_token }}") == chat_format::zephyr);
+  CHECK(detect_chat_format("{{ '[INST] ' + message['content'] + ' [/INST]' }}") == chat_format::mistral);
+  CHECK(detect_chat_format("'[INST] ' + '<<SYS>>\\n' + system_message") == chat_format::llama2);
+  CHECK(detect_chat_format("### Instruction:\n{{ prompt }}\n### Response:\n") == chat_format::plain);
+  CHECK(detect_chat_format("") == chat_format::plain);
+}
+
+TEST_CASE("format names", "[chat_template]") {
+  CHECK(std::string(to_string(chat_format::llama2)) == "llama2");
+  CHECK(std::string(to_string(chat_format::llama3)) == "llama3");
+  CHECK(std::string(to_string(chat_format::chatml)) == "chatml");
+  CHECK(std::string(to_string(chat_format::mistral)) == "mistral");
+  CHECK(std::string(to_string(chat_format::zephyr)) == "zephyr");
+  CHECK(std::string(to_string(chat_format::plain)) == "plain");
+}
+
+TEST_CASE("Llama 3: bos once, headers, trimmed content, assistant header as generation prompt",
+          "[chat_template]") {
+  const std::string turns =
+      "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant.<|eot_id|>"
+      "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
+      "<|start_header_id|>assistant<|end_header_id|>\n\nHi there.<|eot_id|>"
+      "<|start_header_id|>user<|end_header_id|>\n\nWhat's the weather?<|eot_id|>";
+  CHECK(format(chat_format::llama3, false) == turns);
+  CHECK(format(chat_format::llama3, true) == turns + "<|start_header_id|>assistant<|end_header_id|>\n\n");
+
+  const std::vector<chat_message> padded = {{"user", " \n Hello!\t\n"}};
+  CHECK(format(chat_format::llama3, false, padded) ==
+        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>");
+}
+
+TEST_CASE("Llama 2: system folded into the first user turn, no generation prompt", "[chat_template]") {
+  const std::string expected =
+      "<s>[INST] <<SYS>>\nYou are a helpful assistant.\n<</SYS>>\n\nHello! [/INST] Hi there. </s>"
+      "<s>[INST] What's the weather? [/INST]";
+  CHECK(format(chat_format::llama2, false) == expected);
+  CHECK(format(chat_format::llama2, true) == expected);
+
+  const std::span<const chat_message> no_system = std::span(conversation).subspan(1);
+  CHECK(format(chat_format::llama2, true, no_system) ==
+        "<s>[INST] Hello! [/INST] Hi there. </s><s>[INST] What's the weather? [/INST]");
+  const std::vector<chat_message> padded = {{"user", "  Hello!\n"}};
+  CHECK(format(chat_format::llama2, false, padded) == "<s>[INST] Hello! [/INST]");
+}
+
+TEST_CASE("ChatML: im_start/im_end turns, assistant opener as generation prompt", "[chat_template]") {
+  const std::string turns =
+      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n"
+      "<|im_start|>assistant\nHi there.<|im_end|>\n<|im_start|>user\nWhat's the weather?<|im_end|>\n";
+  CHECK(format(chat_format::chatml, false) == turns);
+  CHECK(format(chat_format::chatml, true) == turns + "<|im_start|>assistant\n");
+}
+
+TEST_CASE("Mistral v0.1: bos once, [INST] turns, system opens the first user turn", "[chat_template]") {
+  const std::span<const chat_message> no_system = std::span(conversation).subspan(1);
+  const std::string plain_turns = "<s>[INST] Hello! [/INST]Hi there.</s>[INST] What's the weather? [/INST]";
+  CHECK(format(chat_format::mistral, false, no_system) == plain_turns);
+  CHECK(format(chat_format::mistral, true, no_system) == plain_turns);
+  CHECK(format(chat_format::mistral, true) ==
+        "<s>[INST] You are a helpful assistant.\n\nHello! [/INST]Hi there.</s>[INST] What's the weather? "
+        "[/INST]");
+}
+
+TEST_CASE("Zephyr: role tags, eos after each turn, assistant tag as generation prompt", "[chat_template]") {
+  const std::string turns =
+      "<|system|>\nYou are a helpful assistant.</s>\n<|user|>\nHello!</s>\n<|assistant|>\nHi there.</s>\n"
+      "<|user|>\nWhat's the weather?</s>\n";
+  CHECK(format(chat_format::zephyr, false) == turns);
+  CHECK(format(chat_format::zephyr, true) == turns + "<|assistant|>\n");
+}
+
+TEST_CASE("plain: role-prefixed lines", "[chat_template]") {
+  const std::string turns =
+      "system: You are a helpful assistant.\nuser: Hello!\nassistant: Hi there.\nuser: What's the weather?\n";
+  CHECK(format(chat_format::plain, false) == turns);
+  CHECK(format(chat_format::plain, true) == turns + "assistant:");
+}
+
+TEST_CASE("an empty conversation formats without crashing", "[chat_template]") {
+  const std::vector<chat_message> none;
+  CHECK(format(chat_format::llama3, true, none) == "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  CHECK(format(chat_format::llama2, true, none).empty());
+  CHECK(format(chat_format::mistral, true, none) == "<s>");
+  CHECK(format(chat_format::zephyr, true, none).empty());
+  CHECK(format(chat_format::chatml, true, none) == "<|im_start|>assistant\n");
+}
