@@ -39,7 +39,9 @@ std::vector<character> split_characters(std::string_view text) {
   return chars;
 }
 
-char32_t ascii_lower(char32_t cp) { return cp >= 'A' && cp <= 'Z' ? cp + ('a' - 'A') : cp; }
+char32_t ascii_lower(char32_t cp) {
+  return cp >= 'A' && cp <= 'Z' ? cp + ('a' - 'A') : cp;
+}
 
 // One range [begin, end) of characters being split; mirrors llama.cpp's per-offset lambdas.
 class splitter {
@@ -102,7 +104,8 @@ void splitter::run_gpt2() {
     }
     const size_t lead = cp(pos) == ' ' ? 1 : 0;  // the optional space before a run
     const cclass c2 = cls(pos + lead);
-    if (c2 == cclass::letter || c2 == cclass::number || c2 == cclass::other) {  //  ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+
+    //  ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+
+    if (c2 == cclass::letter || c2 == cclass::number || c2 == cclass::other) {
       pos += emit(run_of(pos + lead, c2));
       continue;
     }
@@ -188,9 +191,15 @@ std::vector<std::string_view> pretokenize(pretokenizer_kind kind, std::string_vi
   const std::vector<character> chars = split_characters(text);
   std::vector<std::string_view> out;
   switch (kind) {
-    case pretokenizer_kind::gpt2: splitter(text, chars, out, 0, chars.size()).run_gpt2(); break;
-    case pretokenizer_kind::llama3: splitter(text, chars, out, 0, chars.size()).run_llama3(3); break;
-    case pretokenizer_kind::qwen2: splitter(text, chars, out, 0, chars.size()).run_llama3(1); break;
+    case pretokenizer_kind::gpt2:
+      splitter(text, chars, out, 0, chars.size()).run_gpt2();
+      break;
+    case pretokenizer_kind::llama3:
+      splitter(text, chars, out, 0, chars.size()).run_llama3(3);
+      break;
+    case pretokenizer_kind::qwen2:
+      splitter(text, chars, out, 0, chars.size()).run_llama3(1);
+      break;
     case pretokenizer_kind::smollm:
       // llama.cpp applies `\p{N}` first: each digit is a piece, the text between them is split by gpt2.
       for (size_t begin = 0; begin < chars.size();) {

@@ -1,7 +1,17 @@
+// Validation, special-token matching and decoding; the encoders are in tokenizer_spm.cpp and
+// tokenizer_bpe.cpp. Behaviour follows llama.cpp (llama-vocab.cpp) except where noted:
+// - parse_special=false leaves user-defined tokens as plain text too (llama.cpp always matches them).
+// - Ordinary text only becomes normal/undefined tokens (bpe: also byte-typed ones), never control,
+//   user-defined, unknown, unused or spm byte tokens, so decoding gives the text back.
+// - spm decoding drops one leading space of the first ordinary token at the start and after each
+//   special token: exactly the spaces the encoder adds (llama.cpp drops it only at the start).
+// - add_eos is not applied by encode.
+
 #include "model/tokenizer.hpp"
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "model/byte_unicode.hpp"
 #include "model/tokenizer_impl.hpp"
@@ -10,7 +20,9 @@
 namespace hearth {
 namespace {
 
-error malformed(std::string what) { return {errc::malformed, "tokenizer: " + std::move(what)}; }
+error malformed(std::string what) {
+  return {errc::malformed, "tokenizer: " + std::move(what)};
+}
 
 std::string quoted(std::string_view s) {
   std::string out;
@@ -27,10 +39,14 @@ std::optional<uint8_t> parse_byte_token(std::string_view text) {
   int value = 0;
   for (char c : text.substr(3, 2)) {
     int digit;
-    if (c >= '0' && c <= '9') digit = c - '0';
-    else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
-    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      digit = c - '0';
+    else if (c >= 'A' && c <= 'F')
+      digit = c - 'A' + 10;
+    else if (c >= 'a' && c <= 'f')
+      digit = c - 'a' + 10;
+    else
+      return std::nullopt;
     value = value * 16 + digit;
   }
   return static_cast<uint8_t>(value);
@@ -47,8 +63,8 @@ std::string byte_token_text(uint8_t b) {
 // Texts that end a turn in the chat formats of the Llama family and its neighbours.
 bool is_end_marker_text(std::string_view text) {
   static constexpr std::string_view markers[] = {
-      "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end_of_text|>", "</s>", "<|endoftext|>", "<|end|>",
-      "<end_of_turn>",
+      "<|eot_id|>", "<|eom_id|>",    "<|im_end|>", "<|end_of_text|>",
+      "</s>",       "<|endoftext|>", "<|end|>",    "<end_of_turn>",
   };
   return std::find(std::begin(markers), std::end(markers), text) != std::end(markers);
 }
@@ -92,17 +108,19 @@ void index_tokens(tokenizer_state& m) {
   const tokenizer_kind kind = spec.kind;
   m.byte_token.fill(no_token);
   m.end_of_generation.assign(spec.tokens.size(), false);
+  m.plain.reserve(spec.tokens.size());
   for (size_t i = 0; i < spec.tokens.size(); ++i) {
     const auto id = static_cast<token_id>(i);
     const std::string& text = spec.tokens[i];
     const token_type t = spec.types[i];
-    if (text.empty()) continue;  // can neither be matched nor spelled
+    m.end_of_generation[i] =
+        id == spec.eos || id == spec.eot || (t == token_type::control && is_end_marker_text(text));
+    if (text.empty()) continue;                             // can neither be matched nor spelled
     if (is_plain_type(kind, t)) m.plain.emplace(text, id);  // emplace keeps the first duplicate
     if (m.is_special(id)) m.specials.push_back(id);
     if (kind == tokenizer_kind::spm && t == token_type::byte) {
       if (auto b = parse_byte_token(text); b && m.byte_token[*b] == no_token) m.byte_token[*b] = id;
     }
-    m.end_of_generation[i] = id == spec.eos || id == spec.eot || (t == token_type::control && is_end_marker_text(text));
   }
   std::stable_sort(m.specials.begin(), m.specials.end(), [&](token_id a, token_id b) {
     return spec.tokens[size_t(a)].size() > spec.tokens[size_t(b)].size();
@@ -132,29 +150,32 @@ token_id plain_token(const tokenizer_state& m, std::string_view text) {
 
 // Merges are "left right", highest priority first; every part must be an ordinary token.
 status<> index_merges(tokenizer_state& m) {
+  m.merges.reserve(m.spec.merges.size());
+  std::string joined;
   for (size_t rank = 0; rank < m.spec.merges.size(); ++rank) {
-    const std::string& merge = m.spec.merges[rank];
-    const std::string where = "merge " + std::to_string(rank) + " " + quoted(merge);
+    const std::string_view merge = m.spec.merges[rank];
+    const auto fail = [&](std::string_view why) {
+      return malformed("merge " + std::to_string(rank) + " " + quoted(merge) + std::string(why));
+    };
     const size_t space = merge.find(' ', 1);  // from 1, as llama.cpp: a left part may start with ' '
-    if (space == std::string::npos || space + 1 == merge.size()) return malformed(where + " is not \"left right\"");
-    const std::string_view left = std::string_view(merge).substr(0, space);
-    const std::string_view right = std::string_view(merge).substr(space + 1);
-    const token_id l = plain_token(m, left), r = plain_token(m, right);
-    const token_id result = plain_token(m, std::string(left) + std::string(right));
-    if (l == no_token) return malformed(where + ": token " + quoted(left) + " is not in the vocabulary");
-    if (r == no_token) return malformed(where + ": token " + quoted(right) + " is not in the vocabulary");
-    if (result == no_token) {
-      return malformed(where + ": token " + quoted(std::string(left) + std::string(right)) + " is not in the vocabulary");
+    if (space == std::string_view::npos || space + 1 == merge.size()) return fail(" is not \"left right\"");
+    const std::string_view left = merge.substr(0, space), right = merge.substr(space + 1);
+    joined.assign(left).append(right);
+    const token_id l = plain_token(m, left), r = plain_token(m, right), result = plain_token(m, joined);
+    for (const auto& [id, part] :
+         {std::pair{l, left}, std::pair{r, right}, std::pair{result, std::string_view(joined)}}) {
+      if (id == no_token) return fail(": token " + quoted(part) + " is not in the vocabulary");
     }
     const uint64_t key = uint64_t(uint32_t(l)) << 32 | uint32_t(r);
-    m.merges.emplace(key, bpe_merge{static_cast<int32_t>(rank), result});  // a repeated pair keeps its first rank
+    m.merges.emplace(key,
+                     bpe_merge{static_cast<int32_t>(rank), result});  // a repeated pair keeps its first rank
   }
   return {};
 }
 
 struct fragment {
-  std::string_view text;     // ordinary text, when id is no_token
-  token_id id = no_token;    // a special token found in the text
+  std::string_view text;   // ordinary text, when id is no_token
+  token_id id = no_token;  // a special token found in the text
 };
 
 // Cuts special-token texts out of the text, longest token first, as llama.cpp does.
@@ -189,8 +210,10 @@ bool tokenizer_state::is_special(token_id id) const {
 }
 
 void tokenizer_state::push_byte(uint8_t b, std::vector<token_id>& out) const {
-  if (byte_token[b] != no_token) out.push_back(byte_token[b]);
-  else if (spec.unk != no_token) out.push_back(spec.unk);
+  if (byte_token[b] != no_token)
+    out.push_back(byte_token[b]);
+  else if (spec.unk != no_token)
+    out.push_back(spec.unk);
 }
 
 result<tokenizer> tokenizer::create(vocab_spec spec) {
@@ -222,7 +245,8 @@ std::vector<token_id> tokenizer::encode(std::string_view text, const encode_opti
   out.reserve(text.size() / 2 + 2);
   if (opt.add_bos && m.spec.add_bos && m.spec.bos != no_token) out.push_back(m.spec.bos);
   if (text.empty()) return out;
-  const std::vector<fragment> frags = opt.parse_special ? split_specials(m, text) : std::vector<fragment>{{text}};
+  const std::vector<fragment> frags =
+      opt.parse_special ? split_specials(m, text) : std::vector<fragment>{{text}};
   // spm prefixes a space to each stretch of text at the start or after a special token (llama.cpp).
   bool after_special = true;
   for (const fragment& f : frags) {
@@ -246,8 +270,10 @@ std::string tokenizer::token_bytes(token_id id, bool render_special) const {
   switch (m.spec.types[size_t(id)]) {
     case token_type::control:
     case token_type::unknown:
-    case token_type::unused: return render_special ? text : std::string();
-    case token_type::user_defined: return text;  // matched from raw text, stored as raw text
+    case token_type::unused:
+      return render_special ? text : std::string();
+    case token_type::user_defined:
+      return text;  // matched from raw text, stored as raw text
     case token_type::byte:
       if (m.spec.kind == tokenizer_kind::spm) {
         auto b = parse_byte_token(text);
@@ -255,7 +281,8 @@ std::string tokenizer::token_bytes(token_id id, bool render_special) const {
       }
       break;
     case token_type::normal:
-    case token_type::undefined: break;
+    case token_type::undefined:
+      break;
   }
   if (m.spec.kind == tokenizer_kind::bpe) {
     auto bytes = bpe_text_to_bytes(text);
@@ -274,7 +301,8 @@ std::string tokenizer::token_bytes(token_id id, bool render_special) const {
   return out;
 }
 
-void append_token_text(const tokenizer& tok, token_id id, bool render_special, bool& at_start, std::string& out) {
+void append_token_text(const tokenizer& tok, token_id id, bool render_special, bool& at_start,
+                       std::string& out) {
   std::string bytes = tok.token_bytes(id, render_special);
   if (tok.kind() != tokenizer_kind::spm || id < 0 || size_t(id) >= tok.n_vocab()) {
     out += bytes;
@@ -298,12 +326,24 @@ std::string tokenizer::decode(std::span<const token_id> ids, bool render_special
   return out;
 }
 
-tokenizer_kind tokenizer::kind() const { return impl_->spec.kind; }
-size_t tokenizer::n_vocab() const { return impl_->spec.tokens.size(); }
-token_id tokenizer::bos() const { return impl_->spec.bos; }
-token_id tokenizer::eos() const { return impl_->spec.eos; }
-token_id tokenizer::eot() const { return impl_->spec.eot; }
-const vocab_spec& tokenizer::spec() const { return impl_->spec; }
+tokenizer_kind tokenizer::kind() const {
+  return impl_->spec.kind;
+}
+size_t tokenizer::n_vocab() const {
+  return impl_->spec.tokens.size();
+}
+token_id tokenizer::bos() const {
+  return impl_->spec.bos;
+}
+token_id tokenizer::eos() const {
+  return impl_->spec.eos;
+}
+token_id tokenizer::eot() const {
+  return impl_->spec.eot;
+}
+const vocab_spec& tokenizer::spec() const {
+  return impl_->spec;
+}
 
 bool tokenizer::is_end_of_generation(token_id id) const {
   return id >= 0 && size_t(id) < n_vocab() && impl_->end_of_generation[size_t(id)];
@@ -314,7 +354,8 @@ tokenizer::tokenizer(tokenizer&&) noexcept = default;
 tokenizer& tokenizer::operator=(tokenizer&&) noexcept = default;
 tokenizer::~tokenizer() = default;
 
-stream_decoder::stream_decoder(const tokenizer& tok, bool render_special) : tok_(&tok), render_special_(render_special) {}
+stream_decoder::stream_decoder(const tokenizer& tok, bool render_special)
+    : tok_(&tok), render_special_(render_special) {}
 
 std::string stream_decoder::push(token_id id) {
   append_token_text(*tok_, id, render_special_, first_, pending_);
@@ -325,8 +366,10 @@ std::string stream_decoder::push(token_id id) {
   while (pos < pending_.size()) {
     const utf8_char c = decode_utf8(pending_, pos);
     if (c.status == utf8_status::truncated) break;
-    if (c.status == utf8_status::ok) out.append(pending_, pos, c.len);
-    else append_utf8(out, replacement_char);
+    if (c.status == utf8_status::ok)
+      out.append(pending_, pos, c.len);
+    else
+      append_utf8(out, replacement_char);
     pos += c.len;
   }
   pending_.erase(0, pos);

@@ -59,7 +59,8 @@ void tokenizer_state::encode_bpe(std::string_view text, std::vector<token_id>& o
       queue.pop();
       symbol& left = symbols[size_t(b.left)];
       symbol& right = symbols[size_t(b.right)];
-      if (!left.alive || !right.alive || left.next != b.right || left.id != b.left_id || right.id != b.right_id) {
+      if (!left.alive || !right.alive || left.next != b.right || left.id != b.left_id ||
+          right.id != b.right_id) {
         continue;  // stale
       }
       left.id = b.result;
@@ -72,8 +73,10 @@ void tokenizer_state::encode_bpe(std::string_view text, std::vector<token_id>& o
 
     for (int i = symbols.empty() ? -1 : 0; i != -1; i = symbols[size_t(i)].next) {
       const token_id id = symbols[size_t(i)].id;
-      if (id != no_token) out.push_back(id);
-      else if (spec.unk != no_token) out.push_back(spec.unk);  // a byte with no token
+      if (id != no_token)
+        out.push_back(id);
+      else if (spec.unk != no_token)
+        out.push_back(spec.unk);  // a byte with no token
     }
   }
 }

@@ -33,8 +33,10 @@ std::string escape_spaces(std::string_view text, bool space_prefix) {
   out.reserve(text.size() + 3);
   if (space_prefix) out += escaped_space;
   for (char c : text) {
-    if (c == ' ') out += escaped_space;
-    else out += c;
+    if (c == ' ')
+      out += escaped_space;
+    else
+      out += c;
   }
   return out;
 }
@@ -80,11 +82,12 @@ void tokenizer_state::encode_spm(std::string_view raw, bool space_prefix, std::v
   }
 
   for (int i = symbols.empty() ? -1 : 0; i != -1; i = symbols[size_t(i)].next) {
-    const std::string_view piece = std::string_view(text).substr(symbols[size_t(i)].offset, symbols[size_t(i)].len);
+    const std::string_view piece =
+        std::string_view(text).substr(symbols[size_t(i)].offset, symbols[size_t(i)].len);
     if (auto it = plain.find(piece); it != plain.end()) {
       out.push_back(it->second);
     } else if (piece == escaped_space) {
-      push_byte(' ', out);  // spelled as the byte it stands for, so that decoding gives a space back
+      push_byte(' ', out);  // the byte it stands for, so decoding gives a space (llama.cpp: the bytes of "▁")
     } else {
       for (char c : piece) push_byte(static_cast<uint8_t>(c), out);
     }

@@ -12,21 +12,29 @@ using unicode_tables::cp_range;
 bool in_ranges(const cp_range* ranges, size_t count, char32_t cp) {
   const cp_range* end = ranges + count;
   // First range whose last code point is >= cp; cp is in the class when that range starts at or before it.
-  const cp_range* it = std::lower_bound(ranges, end, cp, [](const cp_range& r, char32_t c) { return r.last < c; });
+  const cp_range* it =
+      std::lower_bound(ranges, end, cp, [](const cp_range& r, char32_t c) { return r.last < c; });
   return it != end && it->first <= cp;
 }
 
-bool is_continuation(uint8_t b) { return (b & 0xc0) == 0x80; }
+bool is_continuation(uint8_t b) {
+  return (b & 0xc0) == 0x80;
+}
 
 // Allowed range of the second byte after lead byte c0 (RFC 3629 table), which rules out overlongs,
 // surrogates and code points past U+10FFFF without decoding first.
 bool second_byte_ok(uint8_t c0, uint8_t c1) {
   switch (c0) {
-    case 0xe0: return c1 >= 0xa0 && c1 <= 0xbf;
-    case 0xed: return c1 >= 0x80 && c1 <= 0x9f;
-    case 0xf0: return c1 >= 0x90 && c1 <= 0xbf;
-    case 0xf4: return c1 >= 0x80 && c1 <= 0x8f;
-    default: return is_continuation(c1);
+    case 0xe0:
+      return c1 >= 0xa0 && c1 <= 0xbf;
+    case 0xed:
+      return c1 >= 0x80 && c1 <= 0x9f;
+    case 0xf0:
+      return c1 >= 0x90 && c1 <= 0xbf;
+    case 0xf4:
+      return c1 >= 0x80 && c1 <= 0x8f;
+    default:
+      return is_continuation(c1);
   }
 }
 
@@ -80,8 +88,12 @@ void append_utf8(std::string& out, char32_t cp) {
   }
 }
 
-bool is_letter(char32_t cp) { return in_ranges(unicode_tables::letter, unicode_tables::letter_count, cp); }
-bool is_number(char32_t cp) { return in_ranges(unicode_tables::number, unicode_tables::number_count, cp); }
+bool is_letter(char32_t cp) {
+  return in_ranges(unicode_tables::letter, unicode_tables::letter_count, cp);
+}
+bool is_number(char32_t cp) {
+  return in_ranges(unicode_tables::number, unicode_tables::number_count, cp);
+}
 bool is_whitespace(char32_t cp) {
   return in_ranges(unicode_tables::whitespace, unicode_tables::whitespace_count, cp);
 }

@@ -16,8 +16,8 @@ enum class utf8_status {
 };
 
 struct utf8_char {
-  char32_t cp;        //!< the code point; U+FFFD unless status is ok
-  size_t len;         //!< bytes consumed: the sequence (ok), the prefix (truncated), or 1 (invalid)
+  char32_t cp;  //!< the code point; U+FFFD unless status is ok
+  size_t len;   //!< bytes consumed: the sequence (ok), the prefix (truncated), or 1 (invalid)
   utf8_status status;
 };
 

@@ -10,9 +10,9 @@ struct cp_range {
   char32_t first, last;  // inclusive
 };
 
-extern const cp_range letter[];      //!< \p{L}: general categories Lu Ll Lt Lm Lo
+extern const cp_range letter[];  //!< \p{L}: general categories Lu Ll Lt Lm Lo
 extern const size_t letter_count;
-extern const cp_range number[];      //!< \p{N}: Nd Nl No
+extern const cp_range number[];  //!< \p{N}: Nd Nl No
 extern const size_t number_count;
 extern const cp_range whitespace[];  //!< \s: the White_Space property
 extern const size_t whitespace_count;

@@ -16,12 +16,12 @@ static pieces split(pretokenizer_kind kind, std::string_view text) {
 
 TEST_CASE("unicode classes and UTF-8 decoding", "[pretokenizer]") {
   CHECK(is_letter(U'a'));
-  CHECK(is_letter(U'\u4f60'));   // 你 (Lo)
-  CHECK(is_letter(U'\u00e9'));   // é
+  CHECK(is_letter(U'\u4f60'));        // 你 (Lo)
+  CHECK(is_letter(U'\u00e9'));        // é
   CHECK_FALSE(is_letter(U'\u0301'));  // combining acute accent is a mark, not a letter
   CHECK(is_number(U'7'));
-  CHECK(is_number(U'\u00bd'));   // ½ (No)
-  CHECK(is_number(U'\u0663'));   // Arabic-Indic three (Nd)
+  CHECK(is_number(U'\u00bd'));  // ½ (No)
+  CHECK(is_number(U'\u0663'));  // Arabic-Indic three (Nd)
   CHECK(is_whitespace(U'\t'));
   CHECK(is_whitespace(U'\u3000'));
   CHECK_FALSE(is_whitespace(U'\u001c'));  // Python's isspace says yes; \s does not
@@ -30,8 +30,8 @@ TEST_CASE("unicode classes and UTF-8 decoding", "[pretokenizer]") {
   CHECK(decode_utf8("\xF0\x9F\x98\x80", 0).cp == U'\U0001F600');
   CHECK(decode_utf8("\xF0\x9F\x98", 0).status == utf8_status::truncated);
   CHECK(decode_utf8("\xF0\x9F\x98", 0).len == 3);
-  CHECK(decode_utf8("\xC0\xAF", 0).status == utf8_status::invalid);  // overlong '/'
-  CHECK(decode_utf8("\xED\xA0\x80", 0).status == utf8_status::invalid);  // surrogate
+  CHECK(decode_utf8("\xC0\xAF", 0).status == utf8_status::invalid);          // overlong '/'
+  CHECK(decode_utf8("\xED\xA0\x80", 0).status == utf8_status::invalid);      // surrogate
   CHECK(decode_utf8("\xF4\x90\x80\x80", 0).status == utf8_status::invalid);  // past U+10FFFF
   CHECK(decode_utf8("\x80", 0).len == 1);
   std::string s;
@@ -64,22 +64,29 @@ TEST_CASE("gpt2 splits", "[pretokenizer]") {
 TEST_CASE("llama-bpe (Llama 3) splits", "[pretokenizer]") {
   const auto k = pretokenizer_kind::llama3;
   CHECK(split(k, "Hello world") == pieces{"Hello", " world"});
-  CHECK(split(k, "I'M you'LL") == pieces{"I", "'M", " you", "'LL"});  // case-insensitive contractions
-  CHECK(split(k, "12345") == pieces{"123", "45"});                     // at most three digits
-  CHECK(split(k, "a 1234567") == pieces{"a", " ", "123", "456", "7"});   // no space before numbers
+  CHECK(split(k, "I'M you'LL") == pieces{"I", "'M", " you", "'LL"});    // case-insensitive contractions
+  CHECK(split(k, "12345") == pieces{"123", "45"});                      // at most three digits
+  CHECK(split(k, "a 1234567") == pieces{"a", " ", "123", "456", "7"});  // no space before numbers
   CHECK(split(k, "a   b") == pieces{"a", "  ", " b"});
   CHECK(split(k, "Hello\n\nworld") == pieces{"Hello", "\n\n", "world"});  // \s*[\r\n]+
   CHECK(split(k, "x  \n  y") == pieces{"x", "  \n", " ", " y"});
   CHECK(split(k, "...\n\nfoo") == pieces{"...\n\n", "foo"});  // punctuation takes trailing newlines
   CHECK(split(k, " $100") == pieces{" $", "100"});
-  CHECK(split(k, "\tword") == pieces{"\tword"});              // any non-letter/digit/newline may lead a word
+  CHECK(split(k, "\tword") == pieces{"\tword"});  // any non-letter/digit/newline may lead a word
   CHECK(split(k, "\r\nword") == pieces{"\r\n", "word"});
   CHECK(split(k, "hello 你好") == pieces{"hello", " 你好"});  // CJK are letters
   // 👋🏽 is a symbol plus a modifier symbol: one punctuation-like run with its leading space
-  CHECK(split(k, "hi \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!") == pieces{"hi", " \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!"});
+  CHECK(split(k, "hi \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!") ==
+        pieces{"hi", " \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!"});
   // An invalid byte is a one-byte character of no class, so it may lead a word
-  CHECK(split(k, "a\xFF" "b") == pieces{"a", "\xFF" "b"});
-  CHECK(split(pretokenizer_kind::gpt2, "a\xFF" "b") == pieces{"a", "\xFF", "b"});
+  CHECK(split(k,
+              "a\xFF"
+              "b") == pieces{"a",
+                             "\xFF"
+                             "b"});
+  CHECK(split(pretokenizer_kind::gpt2,
+              "a\xFF"
+              "b") == pieces{"a", "\xFF", "b"});
 }
 
 TEST_CASE("qwen2 and smollm split digits singly", "[pretokenizer]") {

@@ -12,15 +12,15 @@ namespace {
 // Ids 0..255 are the single bytes in GPT-2's alphabet (byte b is id b, so ' ' = 32 is "Ġ");
 // the merges below, in rank order, add one token each from id 256.
 const std::vector<std::string> merges = {
-    "h e",        // rank 0 -> 256 "he"
-    "t he",       // rank 1 -> 257 "the"
-    "\u0120 t",   // rank 2 -> 258 "Ġt"
-    "\u0120t he", // rank 3 -> 259 "Ġthe"
-    "a t",        // rank 4 -> 260 "at"
-    "\u0120 c",   // rank 5 -> 261 "Ġc"
-    "\u0120c at", // rank 6 -> 262 "Ġcat"
-    "3 4",        // rank 7 -> 263 "34"
-    "4 5",        // rank 8 -> 264 "45"
+    "h e",         // rank 0 -> 256 "he"
+    "t he",        // rank 1 -> 257 "the"
+    "\u0120 t",    // rank 2 -> 258 "Ġt"
+    "\u0120t he",  // rank 3 -> 259 "Ġthe"
+    "a t",         // rank 4 -> 260 "at"
+    "\u0120 c",    // rank 5 -> 261 "Ġc"
+    "\u0120c at",  // rank 6 -> 262 "Ġcat"
+    "3 4",         // rank 7 -> 263 "34"
+    "4 5",         // rank 8 -> 264 "45"
 };
 constexpr token_id id_he = 256, id_the = 257, id_sp_the = 259, id_at = 260, id_sp_cat = 262, id_34 = 263,
                    id_45 = 264;
@@ -127,7 +127,8 @@ TEST_CASE("bpe round-trips any bytes", "[tokenizer][bpe]") {
       "the cat sat on the mat",
       "  leading and trailing  ",
       "tabs\tand\nnew\r\nlines\n\n\n",
-      "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB and \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7",
+      "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB and "
+      "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7",
       "\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C 12345 I'M",
       "e\xCC\x81 combining",
       "bad \xFF\xFE bytes \xC3 cut \xE2\x82",

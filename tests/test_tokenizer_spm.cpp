@@ -10,7 +10,9 @@ namespace {
 
 // Ids 0..2 are <unk>, <s>, </s>; 3..258 the byte tokens <0x00>..<0xFF> (byte b is id 3 + b);
 // then the pieces below, in order from id 259, with their scores (higher merges first).
-constexpr token_id byte_id(int b) { return 3 + b; }
+constexpr token_id byte_id(int b) {
+  return 3 + b;
+}
 
 const std::vector<std::pair<std::string, float>> pieces = {
     {"\u2581", -5.0f},        // 259 ▁
@@ -30,8 +32,8 @@ const std::vector<std::pair<std::string, float>> pieces = {
     {"<think>", 0.0f},        // 273 user-defined
     {"<|im_end|>", 0.0f},     // 274 control, ends a turn by its name
 };
-constexpr token_id id_space = 259, id_he = 264, id_ll = 265, id_hello = 267, id_space_hello = 268, id_ab = 269,
-                   id_a = 271, id_space2 = 272, id_think = 273, id_im_end = 274;
+constexpr token_id id_space = 259, id_he = 264, id_ll = 265, id_hello = 267, id_space_hello = 268,
+                   id_ab = 269, id_a = 271, id_space2 = 272, id_think = 273, id_im_end = 274;
 
 vocab_spec make_spec() {
   vocab_spec v;
@@ -133,10 +135,11 @@ TEST_CASE("spm round-trips Unicode text through pieces and byte fallback", "[tok
       "hello world",
       "  leading and trailing  ",
       "tabs\tand\nnew\r\nlines\n\n",
-      "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB family \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7",
+      "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB family "
+      "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7",
       "\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C",  // 你好世界
-      "e\xCC\x81 combining",                                   // e + U+0301
-      "bad \xFF\xFE bytes \xC3 cut \xE2\x82",                  // invalid UTF-8
+      "e\xCC\x81 combining",                               // e + U+0301
+      "bad \xFF\xFE bytes \xC3 cut \xE2\x82",              // invalid UTF-8
       "</s><s><think> as text",
   };
   for (const auto& text : texts) {

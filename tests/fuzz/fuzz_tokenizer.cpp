@@ -42,7 +42,8 @@ void add_specials(vocab_spec& v) {
 vocab_spec bpe_spec() {
   vocab_spec v;
   v.kind = tokenizer_kind::bpe;
-  for (int b = 0; b < 256; ++b) add_token(v, bytes_to_bpe_text(std::string(1, static_cast<char>(b))), token_type::normal);
+  for (int b = 0; b < 256; ++b)
+    add_token(v, bytes_to_bpe_text(std::string(1, static_cast<char>(b))), token_type::normal);
   for (const char* m : {"t h", "th e", "\u0120 th", "\u0120th e", "i n", "e r", "\u0120 a", "a n", "an d",
                         "\u010a \u010a", "1 2", "\u00e4 \u00bd", "\u00f0 \u0141"}) {
     std::string joined = m;
@@ -66,8 +67,9 @@ vocab_spec spm_spec() {
     add_token(v, text, token_type::byte);
   }
   const std::pair<const char*, float> pieces[] = {
-      {"\u2581", -1}, {"\u2581t", -2}, {"he", -3}, {"\u2581the", -1.5f}, {"a", -5}, {"an", -4}, {"and", -2},
-      {"\u2581\u2581", -6}, {"\u4f60", -5}, {"\u4f60\u597d", -3}, {"e", -7}, {"t", -7}, {"h", -7}};
+      {"\u2581", -1}, {"\u2581t", -2},      {"he", -3},     {"\u2581the", -1.5f}, {"a", -5}, {"an", -4},
+      {"and", -2},    {"\u2581\u2581", -6}, {"\u4f60", -5}, {"\u4f60\u597d", -3}, {"e", -7}, {"t", -7},
+      {"h", -7}};
   for (const auto& [text, score] : pieces) add_token(v, text, token_type::normal, score);
   add_specials(v);
   v.add_bos = true;
@@ -138,7 +140,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       "bad \xFF\xFE \xC3 \xE2\x82 \xE2\x96\x81",
   };
   int n = 0;
-  for (const char* s : seeds) std::ofstream(std::string(dir) + "/seed" + std::to_string(n++), std::ios::binary) << s;
+  for (const char* s : seeds)
+    std::ofstream(std::string(dir) + "/seed" + std::to_string(n++), std::ios::binary) << s;
   return 0;
 }
 
