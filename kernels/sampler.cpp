@@ -14,21 +14,12 @@ error invalid(const char* field, const char* rule, float got) {
                                            ", got " + std::to_string(got)};
 }
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 // NaN would break the ordering the filters sort by: it becomes the least likely token. +inf
 // becomes the largest float so that differences of logits stay finite.
 float sanitize(float logit) {
   if (std::isnan(logit)) return -std::numeric_limits<float>::infinity();
   return std::min(logit, std::numeric_limits<float>::max());
 }
-
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 }  // namespace
 
@@ -45,24 +36,7 @@ result<sampler> sampler::create(const sampling_params& p) {
   return sampler(p);
 }
 
-sampler::sampler(const sampling_params& params) : params_(params) {
-  uint64_t s = params.seed;
-  for (auto& word : rng_) word = splitmix64(s);
-}
-
-uint64_t sampler::next_u64() {
-  const uint64_t result = rotl(rng_[1] * 5, 7) * 9;
-  const uint64_t t = rng_[1] << 17;
-  rng_[2] ^= rng_[0];
-  rng_[3] ^= rng_[1];
-  rng_[1] ^= rng_[2];
-  rng_[0] ^= rng_[3];
-  rng_[2] ^= t;
-  rng_[3] = rotl(rng_[3], 45);
-  return result;
-}
-
-double sampler::next_unit() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+sampler::sampler(const sampling_params& params) : params_(params), rng_(params.seed) {}
 
 token_id sampler::sample(std::span<const float> logits, std::span<const token_id> history) {
   if (logits.empty()) return no_token;
@@ -141,7 +115,7 @@ token_id sampler::draw() {
   const double temp = params_.temperature;
   double total = 0.0;
   for (const candidate& c : cands_) total += std::exp((c.logit - top) / temp);
-  const double u = next_unit() * total;
+  const double u = rng_.unit() * total;
   double cum = 0.0;
   for (const candidate& c : cands_) {
     cum += std::exp((c.logit - top) / temp);

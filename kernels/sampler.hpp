@@ -5,12 +5,12 @@
 // top_p and min_p see probabilities at temperature 1, as in that chain. One sampler per request:
 // it owns the request's random stream, so a seed replays the same tokens for the same logits.
 
-#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "common/result.hpp"
+#include "common/rng.hpp"
 #include "model/vocab.hpp"
 
 namespace hearth {
@@ -48,11 +48,9 @@ class sampler {
   void keep_top_p();
   void keep_min_p();
   token_id draw();
-  uint64_t next_u64();  // xoshiro256**
-  double next_unit();   // uniform in [0, 1), 53 bits
 
   sampling_params params_;
-  std::array<uint64_t, 4> rng_;      // xoshiro256** state, seeded through splitmix64
+  rng rng_;                          // the request's random stream, from params.seed
   std::vector<candidate> cands_;     // (n_vocab,) scratch; sorted by logit, descending, after top_k
   std::vector<token_id> recent_;     // (<= repeat_last_n,) scratch for the penalty
 };

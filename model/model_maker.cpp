@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/rng.hpp"
 #include "model/vocab_builder.hpp"
 
 namespace hearth {
@@ -27,15 +28,8 @@ uint32_t file_type_of(tensor_type t) {
   return 0;
 }
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 // One tensor's recipe: its values are uniform in [-amplitude, amplitude] (amplitude 0: all ones),
-// from a stream seeded by (model seed, tensor index) so tensors are independent of each other.
+// from an xoshiro256** stream seeded by (model seed, tensor index) so tensors are independent of each other.
 struct tensor_recipe {
   std::string name;
   std::vector<uint64_t> dims;  // ne: {in, out} for matrices
@@ -49,11 +43,10 @@ gguf::writer::fill_fn filler(tensor_recipe r) {
     const uint64_t row = r.dims[0];
     const uint64_t row_bytes = *bytes_for(r.type, row);
     std::vector<float> values(row);
-    uint64_t state = r.stream;
+    rng random(r.stream);
     for (uint64_t off = 0; off < out.size(); off += row_bytes) {
       for (float& v : values) {
-        const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1p-53;  // [0, 1)
-        v = r.amplitude == 0.0 ? 1.0f : static_cast<float>((2.0 * u - 1.0) * r.amplitude);
+        v = r.amplitude == 0.0 ? 1.0f : static_cast<float>((2.0 * random.unit() - 1.0) * r.amplitude);
       }
       quantize(r.type, values, out.subspan(off, row_bytes));
     }

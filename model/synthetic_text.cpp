@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/rng.hpp"
+
 namespace hearth {
 namespace {
 
@@ -76,63 +78,23 @@ constexpr std::array suffixes = std::to_array<std::string_view>({
 // Pseudo-words per seed: enough distinct types that ~32k merges still find pairs seen twice.
 constexpr size_t n_pseudo_words = 30000;
 
-// xoshiro256** seeded through splitmix64: integer arithmetic only, so every platform produces
-// the same stream (std:: distributions are implementation-defined).
-class rng {
- public:
-  explicit rng(uint64_t seed) {
-    for (auto& s : s_) s = splitmix64(seed);
-  }
+bool chance(rng& r, uint32_t per_mille) { return r.below(1000) < per_mille; }
 
-  uint64_t next() {
-    const uint64_t out = rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return out;
-  }
-
-  //! Uniform in [0, n), n > 0: draws below 2^64 mod n are rejected so no value is favoured.
-  uint64_t below(uint64_t n) {
-    const uint64_t reject_below = (0 - n) % n;
-    uint64_t x = next();
-    while (x < reject_below) x = next();
-    return x % n;
-  }
-
-  bool chance(uint32_t per_mille) { return below(1000) < per_mille; }
-
-  template <class Array>
-  auto pick(const Array& a) {
-    return a[below(a.size())];
-  }
-
- private:
-  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  static uint64_t splitmix64(uint64_t& x) {
-    uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-
-  uint64_t s_[4];
-};
+template <class Array>
+auto pick(rng& r, const Array& a) {
+  return a[r.below(a.size())];
+}
 
 std::string pseudo_word(rng& r) {
   std::string w;
   const uint64_t roll = r.below(100);
   const uint64_t n_syllables = roll < 35 ? 1 : roll < 80 ? 2 : 3;
   for (uint64_t i = 0; i < n_syllables; ++i) {
-    w += r.pick(onsets);
-    w += r.pick(nuclei);
-    w += r.pick(codas);
+    w += pick(r, onsets);
+    w += pick(r, nuclei);
+    w += pick(r, codas);
   }
-  if (r.chance(250)) w += r.pick(suffixes);
+  if (chance(r, 250)) w += pick(r, suffixes);
   return w;
 }
 
@@ -168,7 +130,7 @@ class piece_generator {
     sink_ = &sink;
     n_emitted_ = 0;
     while (n_emitted_ < n_bytes) {
-      if (line_start_ && rng_.chance(60)) {
+      if (line_start_ && chance(rng_, 60)) {
         list();
       } else {
         sentence();
@@ -196,7 +158,7 @@ class piece_generator {
     line_start_ = false;
     if (apostrophe != std::string::npos) {
       emit(std::string_view(w).substr(apostrophe));
-    } else if (static_cast<unsigned char>(w[0]) < 0x80 && rng_.chance(15)) {
+    } else if (static_cast<unsigned char>(w[0]) < 0x80 && chance(rng_, 15)) {
       emit("'s");
     }
   }
@@ -204,7 +166,7 @@ class piece_generator {
   // " " then the digits in groups of three from the left; sometimes a time "7:30".
   void number() {
     emit(" ");
-    if (rng_.chance(150)) {
+    if (chance(rng_, 150)) {
       emit(std::to_string(1 + rng_.below(12)));
       emit(":");
       const uint64_t minutes = rng_.below(60);
@@ -221,20 +183,20 @@ class piece_generator {
   void sentence() {
     const uint64_t n_words = 4 + rng_.below(12);
     for (uint64_t i = 0; i < n_words; ++i) {
-      if (i > 0 && rng_.chance(40)) {
+      if (i > 0 && chance(rng_, 40)) {
         number();
       } else {
         word(i == 0);
       }
-      if (i + 1 < n_words && rng_.chance(80)) emit(rng_.chance(900) ? "," : rng_.chance(500) ? ";" : ":");
+      if (i + 1 < n_words && chance(rng_, 80)) emit(chance(rng_, 900) ? "," : chance(rng_, 500) ? ";" : ":");
     }
     const uint64_t end = rng_.below(100);
     compose(end < 85 ? "." : end < 93 ? "?" : "!");
-    if (rng_.chance(30)) {
+    if (chance(rng_, 30)) {
       // The emoji is a piece of its own (" 🙂"), taking the line's newlines if it ends it.
       emit(scratch_);
       compose(" ");
-      scratch_ += rng_.pick(emoji);
+      scratch_ += pick(rng_, emoji);
     }
     line_end();
     emit(scratch_);
@@ -264,7 +226,7 @@ class piece_generator {
     for (uint64_t i = 0; i < n_lines; ++i) {
       emit("-");
       line_start_ = false;
-      if (rng_.chance(300)) number();
+      if (chance(rng_, 300)) number();
       word(false);
       emit("\n");
       line_start_ = true;

@@ -9,6 +9,7 @@
 #include "model/byte_unicode.hpp"
 #include "model/chat_template.hpp"
 #include "model/synthetic_text.hpp"
+#include "model/unicode.hpp"
 
 namespace hearth {
 namespace {
@@ -51,32 +52,13 @@ void add_token(vocab_spec& v, std::string text, token_type type, float score = 0
   if (v.kind == tokenizer_kind::spm) v.scores.push_back(score);
 }
 
-// Length of the UTF-8 sequence a lead byte starts, 0 for a byte that cannot lead one.
-size_t utf8_length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if (lead >= 0xc2 && lead <= 0xdf) return 2;
-  if (lead >= 0xe0 && lead <= 0xef) return 3;
-  if (lead >= 0xf0 && lead <= 0xf4) return 4;
-  return 0;
-}
-
-// True when `bytes` is well-formed UTF-8 (no overlong forms, surrogates or code points past
-// U+10FFFF) without C0 controls or DEL: text a SentencePiece vocabulary would hold as a piece.
+// True when `bytes` is well-formed UTF-8 without C0 controls or DEL: text a SentencePiece
+// vocabulary would hold as a piece.
 bool is_spm_piece_text(std::string_view bytes) {
   for (size_t i = 0; i < bytes.size();) {
-    const auto lead = static_cast<unsigned char>(bytes[i]);
-    const size_t len = utf8_length(lead);
-    if (len == 0 || i + len > bytes.size()) return false;
-    if (len == 1 && (lead < 0x20 || lead == 0x7f)) return false;
-    char32_t cp = len == 1 ? lead : lead & (0x7f >> len);
-    for (size_t k = 1; k < len; ++k) {
-      const auto c = static_cast<unsigned char>(bytes[i + k]);
-      if ((c & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (c & 0x3f);
-    }
-    constexpr std::array<char32_t, 5> smallest = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < smallest[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += len;
+    const utf8_char c = decode_utf8(bytes, i);
+    if (c.status != utf8_status::ok || c.cp < 0x20 || c.cp == 0x7f) return false;
+    i += c.len;
   }
   return true;
 }
