@@ -44,8 +44,12 @@ std::vector<token_id> prompt_tokens(const tokenizer& tok, const generate_args& a
   const auto& spec = tok.spec();
   const chat_message turn[] = {{"user", a.prompt}};
   auto piece = [&](token_id id) { return id == no_token ? std::string() : tok.token_bytes(id, true); };
-  const std::string text =
-      format_chat(detect_chat_format(spec.chat_template), turn, true, piece(spec.bos), piece(spec.eos));
+  const chat_format format = detect_chat_format(spec.chat_template);
+  if (format == chat_format::plain) {
+    std::fprintf(stderr, "hearth: warning: %s chat template; formatting the turn as plain text\n",
+                 spec.chat_template.empty() ? "the model has no" : "unrecognised");
+  }
+  const std::string text = format_chat(format, turn, true, piece(spec.bos), piece(spec.eos));
   return tok.encode(text, {.add_bos = false, .parse_special = true});
 }
 

@@ -9,7 +9,7 @@ shift || true
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DHEARTH_FUZZ=ON >/dev/null
-cmake --build build-fuzz -j "$(nproc)"
+cmake --build build-fuzz -j "$(nproc)" --target fuzzers
 
 harnesses=("$@")
 if [ ${#harnesses[@]} -eq 0 ]; then
