@@ -11,6 +11,7 @@
 
 #include "common/result.hpp"
 #include "model/hparams.hpp"
+#include "model/llama_weights.hpp"
 
 namespace hearth {
 
@@ -44,37 +45,37 @@ struct reference_weights {
   std::span<const float> head() const { return output.empty() ? token_embd : output; }
 };
 
+//! The vector holding the tensor `d` describes (W: reference_weights, const or not).
+template <class W>
+auto& slot(W& w, const weight_desc& d) {
+  auto& l = w.layers[d.layer];
+  switch (d.kind) {
+    case weight_kind::token_embd: return w.token_embd;
+    case weight_kind::attn_norm: return l.attn_norm;
+    case weight_kind::attn_q: return l.wq;
+    case weight_kind::attn_k: return l.wk;
+    case weight_kind::attn_v: return l.wv;
+    case weight_kind::attn_q_bias: return l.bq;
+    case weight_kind::attn_k_bias: return l.bk;
+    case weight_kind::attn_v_bias: return l.bv;
+    case weight_kind::attn_output: return l.wo;
+    case weight_kind::ffn_norm: return l.ffn_norm;
+    case weight_kind::ffn_gate: return l.w_gate;
+    case weight_kind::ffn_up: return l.w_up;
+    case weight_kind::ffn_down: return l.w_down;
+    case weight_kind::output_norm: return w.output_norm;
+    case weight_kind::output: return w.output;
+  }
+  return w.output;  // unreachable: every kind is listed
+}
+
 //! Calls f(gguf_name, dims, data) for every tensor the model has, in file order; dims as GGUF
 //! lists them (fastest-varying first: a matrix is {in, out}). W is `reference_weights` or its
 //! const; w.layers must already hold hp.n_layer layers.
 template <class W, class F>
 void for_each_weight(const hparams& hp, W& w, F&& f) {
   assert(w.layers.size() == hp.n_layer && "for_each_weight: layers not sized");
-  const uint64_t embd = hp.n_embd, q_dim = uint64_t{hp.n_head} * hp.head_dim;
-  const uint64_t kv_dim = hp.n_embd_kv(), ff = hp.n_ff, vocab = hp.n_vocab;
-  f(std::string("token_embd.weight"), std::vector<uint64_t>{embd, vocab}, w.token_embd);
-  for (uint32_t i = 0; i < hp.n_layer; ++i) {
-    auto& l = w.layers[i];
-    const std::string p = "blk." + std::to_string(i) + ".";
-    f(p + "attn_norm.weight", std::vector<uint64_t>{embd}, l.attn_norm);
-    f(p + "attn_q.weight", std::vector<uint64_t>{embd, q_dim}, l.wq);
-    f(p + "attn_k.weight", std::vector<uint64_t>{embd, kv_dim}, l.wk);
-    f(p + "attn_v.weight", std::vector<uint64_t>{embd, kv_dim}, l.wv);
-    if (hp.has_qkv_bias) {
-      f(p + "attn_q.bias", std::vector<uint64_t>{q_dim}, l.bq);
-      f(p + "attn_k.bias", std::vector<uint64_t>{kv_dim}, l.bk);
-      f(p + "attn_v.bias", std::vector<uint64_t>{kv_dim}, l.bv);
-    }
-    f(p + "attn_output.weight", std::vector<uint64_t>{q_dim, embd}, l.wo);
-    f(p + "ffn_norm.weight", std::vector<uint64_t>{embd}, l.ffn_norm);
-    f(p + "ffn_gate.weight", std::vector<uint64_t>{embd, ff}, l.w_gate);
-    f(p + "ffn_up.weight", std::vector<uint64_t>{embd, ff}, l.w_up);
-    f(p + "ffn_down.weight", std::vector<uint64_t>{ff, embd}, l.w_down);
-  }
-  f(std::string("output_norm.weight"), std::vector<uint64_t>{embd}, w.output_norm);
-  if (!hp.tied_output) {
-    f(std::string("output.weight"), std::vector<uint64_t>{embd, vocab}, w.output);
-  }
+  for (const weight_desc& d : llama_weights(hp)) f(d.name, d.dims, slot(w, d));
 }
 
 //! Checks that every tensor for_each_weight names has exactly its size (and that a tied model has

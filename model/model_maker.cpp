@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/rng.hpp"
+#include "model/llama_weights.hpp"
 #include "model/vocab_builder.hpp"
 
 namespace hearth {
@@ -56,31 +57,29 @@ gguf::writer::fill_fn filler(tensor_recipe r) {
 // Uniform amplitude giving standard deviation 1/sqrt(fan_in): activations keep their scale.
 double amplitude_for(uint64_t fan_in) { return std::sqrt(3.0 / static_cast<double>(fan_in)); }
 
-std::vector<tensor_recipe> recipes(const make_options& opt) {
+// The shape the preset describes, as read_hparams would report it from the written file.
+hparams preset_hparams(const make_options& opt) {
   const auto& p = opt.preset;
-  const uint64_t d = p.n_embd, kv = uint64_t{p.n_embd} / p.n_head * p.n_head_kv, ff = p.n_ff;
+  hparams hp;
+  hp.n_vocab = p.n_vocab;
+  hp.n_embd = p.n_embd;
+  hp.n_layer = p.n_layer;
+  hp.n_head = p.n_head;
+  hp.n_head_kv = p.n_head_kv;
+  hp.n_ff = p.n_ff;
+  hp.head_dim = p.n_embd / p.n_head;
+  return hp;
+}
+
+std::vector<tensor_recipe> recipes(const make_options& opt) {
   std::vector<tensor_recipe> r;
-  auto add = [&](std::string name, std::vector<uint64_t> dims, bool matrix) {
+  for (weight_desc& d : llama_weights(preset_hparams(opt))) {
+    const bool matrix = d.dims.size() == 2;
     const tensor_type type = matrix ? opt.dtype : tensor_type::f32;
-    const double amp = matrix ? amplitude_for(dims[0]) : 0.0;
-    r.push_back({std::move(name), std::move(dims), type, amp, opt.seed * 0x100000001b3ull + r.size()});
-  };
-  add("token_embd.weight", {d, p.n_vocab}, true);
-  for (uint32_t l = 0; l < p.n_layer; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    add(b + "attn_norm.weight", {d}, false);
-    add(b + "attn_q.weight", {d, d}, true);
-    add(b + "attn_k.weight", {d, kv}, true);
-    add(b + "attn_v.weight", {d, kv}, true);
-    add(b + "attn_output.weight", {d, d}, true);
-    add(b + "ffn_norm.weight", {d}, false);
-    add(b + "ffn_gate.weight", {d, ff}, true);
-    add(b + "ffn_up.weight", {d, ff}, true);
-    add(b + "ffn_down.weight", {ff, d}, true);
+    // Embeddings: unit variance per element; other matrices 1/sqrt(fan_in); norms all ones.
+    const double amp = d.kind == weight_kind::token_embd ? std::sqrt(3.0) : matrix ? amplitude_for(d.dims[0]) : 0.0;
+    r.push_back({std::move(d.name), std::move(d.dims), type, amp, opt.seed * 0x100000001b3ull + r.size()});
   }
-  add("output_norm.weight", {d}, false);
-  add("output.weight", {d, p.n_vocab}, true);
-  r.front().amplitude = std::sqrt(3.0);  // embeddings: unit variance per element
   return r;
 }
 

@@ -1,0 +1,37 @@
+#pragma once
+// The tensors of a Llama-family model: GGUF names and shapes, in file order. The one list that
+// the generated-model writer, the weight loaders and the tests share.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+#include "model/hparams.hpp"
+
+namespace hearth {
+
+namespace gguf {
+class file;
+struct tensor_info;
+}  // namespace gguf
+
+enum class weight_kind {
+  token_embd, attn_norm, attn_q, attn_k, attn_v, attn_q_bias, attn_k_bias, attn_v_bias,
+  attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down, output_norm, output,
+};
+
+struct weight_desc {
+  weight_kind kind;
+  uint32_t layer;              //!< the block index for blk.N tensors, else 0
+  std::string name;            //!< e.g. "blk.3.attn_q.weight"
+  std::vector<uint64_t> dims;  //!< GGUF order, fastest first: a matrix (out, in) is {in, out}
+};
+
+//! Every tensor the model has: biases only with hp.has_qkv_bias, output only when not tied.
+std::vector<weight_desc> llama_weights(const hparams& hp);
+
+//! The tensor `d` describes, with exactly its dims; errc::malformed naming it otherwise.
+result<const gguf::tensor_info*> find_weight(const gguf::file& f, const weight_desc& d);
+
+}  // namespace hearth
