@@ -35,6 +35,13 @@ struct batch_logits {
   std::span<const float> last(uint32_t s) const;
 };
 
+//! The checks every backend makes before an iteration: tokens below n_vocab, at least one token
+//! per sequence, positions within the model's context and the blocks given, block ids inside
+//! the pool, and no block that receives new tokens shared with another sequence (shared prefix
+//! blocks are read-only). errc::invalid_argument naming the sequence and what is wrong.
+status<> check_batch(std::span<const batch_seq> batch, const hparams& hp, const kv_layout& layout,
+                     uint32_t n_blocks);
+
 class backend {
  public:
   virtual ~backend() = default;
