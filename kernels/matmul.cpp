@@ -21,8 +21,8 @@
 // (weights layout, m, bias, threads) in dnnl_context, so the layers of a model, which repeat a
 // handful of shapes, share them. Exact m up to max_rows_per_call; a larger m runs in chunks of
 // max_rows_per_call rows plus one remainder, so a shape has at most max_rows_per_call primitives.
-// Measured (docs/threads.md): 256-row chunks cost little against exact m at m = 512 and above;
-// chunks of 64 cost 20-40% with gemm:jit on an AVX2 CPU.
+// Measured (docs/threads.md, gemm:jit on AVX2): 256-row chunks cost 12-17% against exact m at
+// m = 512-1024, 64-row chunks 20-25%; a bounded number of primitives per shape is worth that.
 //
 // The weights' layout is fixed once, the one oneDNN picks (format_tag::any) for layout_m rows,
 // and every other m's primitive is created with that layout, so one reordered copy serves all.
@@ -51,14 +51,15 @@ inline uint16_t bf16_bits(float f) {
   return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-void to_bf16(const float* x, uint16_t* out, size_t n) {
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void to_bf16(const float* x,
+                                                                                           uint16_t* out,
+                                                                                           size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = bf16_bits(x[i]);
 }
 
 // x rounded to bf16 and widened back: what a bf16 matmul sees, for CPUs that lack one.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-void round_to_bf16(const float* x, float* out, size_t n) {
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void round_to_bf16(
+    const float* x, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(uint32_t{bf16_bits(x[i])} << 16);
 }
 
@@ -132,12 +133,11 @@ void for_each_row_block(std::span<const weight_part> parts, uint32_t n_in, Sink&
 struct linear::impl {
   uint32_t n_in = 0;
   uint32_t n_out = 0;
-  compute_type ct = compute_type::f32;
   dnnl_dt src_dt = dnnl_dt::f32;  // what oneDNN multiplies: bf16, or f32 (also for emulated bf16)
   bool emulated_bf16 = false;
-  dnnl::memory weights;           // (n_in, n_out) in the pinned blocked layout
-  dnnl::memory bias;              // (1, n_out) f32, or empty
-  uint32_t layout = 0;            // dnnl_ctx::intern_layout(weights desc)
+  dnnl::memory weights;  // (n_in, n_out) in the pinned blocked layout
+  dnnl::memory bias;     // (1, n_out) f32, or empty
+  uint32_t layout = 0;   // dnnl_ctx::intern_layout(weights desc)
   // m = 1, made at load: forward falls back to it row by row if a primitive cannot be created.
   std::shared_ptr<const dnnl::matmul> row_matmul;
 
@@ -209,8 +209,10 @@ dnnl::memory make_bias(std::span<const weight_part> parts, uint32_t n_out) {
   dnnl::memory bias({dims2(1, n_out), dnnl_dt::f32, dnnl_tag::ab}, dnnl_ctx::engine());
   float* out = static_cast<float*>(bias.get_data_handle());
   for (const auto& part : parts) {
-    if (part.bias.empty()) std::fill_n(out, part.n_out, 0.0f);
-    else std::copy(part.bias.begin(), part.bias.end(), out);
+    if (part.bias.empty())
+      std::fill_n(out, part.n_out, 0.0f);
+    else
+      std::copy(part.bias.begin(), part.bias.end(), out);
     out += part.n_out;
   }
   return bias;
@@ -224,7 +226,6 @@ result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in,
   auto p = std::make_unique<impl>();
   p->n_in = n_in;
   p->n_out = static_cast<uint32_t>(n_out);
-  p->ct = ct;
   p->emulated_bf16 = ct == compute_type::bf16 && !bf16_matmul_supported();
   p->src_dt = ct == compute_type::bf16 && !p->emulated_bf16 ? dnnl_dt::bf16 : dnnl_dt::f32;
   try {
@@ -278,8 +279,12 @@ void linear::forward(const float* x, float* y, uint32_t m) const {
   dnnl_ctx::stream().wait();
 }
 
-uint32_t linear::n_in() const { return impl_->n_in; }
-uint32_t linear::n_out() const { return impl_->n_out; }
+uint32_t linear::n_in() const {
+  return impl_->n_in;
+}
+uint32_t linear::n_out() const {
+  return impl_->n_out;
+}
 size_t linear::weight_bytes() const {
   return impl_->weights.get_desc().get_size() + (impl_->bias ? impl_->bias.get_desc().get_size() : 0);
 }

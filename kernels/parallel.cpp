@@ -19,7 +19,9 @@ void set_kernel_threads(int n) {
   omp_set_num_threads(t_threads);  // per calling thread: this worker's team, and oneDNN's
 }
 
-int kernel_threads() { return t_threads > 0 ? t_threads : omp_get_max_threads(); }
+int kernel_threads() {
+  return t_threads > 0 ? t_threads : omp_get_max_threads();
+}
 
 void parallel_for(size_t n, const std::function<void(size_t)>& fn) {
   const int threads = static_cast<int>(std::min<size_t>(n, static_cast<size_t>(kernel_threads())));

@@ -57,7 +57,8 @@ std::vector<double> reference(const std::vector<test_part>& parts, const std::ve
     for (const auto& p : parts)
       for (uint32_t o = 0; o < p.n_out; ++o) {
         double acc = p.bias.empty() ? 0.0 : p.bias[o];
-        for (uint32_t k = 0; k < n_in; ++k) acc += double{p.weights[size_t{o} * n_in + k]} * x[size_t{i} * n_in + k];
+        for (uint32_t k = 0; k < n_in; ++k)
+          acc += double{p.weights[size_t{o} * n_in + k]} * x[size_t{i} * n_in + k];
         y.push_back(acc);
       }
   return y;  // (m, n_out) row-major: rows outer, stacked parts inner
@@ -73,7 +74,9 @@ double rel_error(const std::vector<float>& y, const std::vector<double>& ref) {
   return diff / scale;
 }
 
-double tolerance(compute_type ct) { return ct == compute_type::f32 ? 1e-4 : 2e-2; }
+double tolerance(compute_type ct) {
+  return ct == compute_type::f32 ? 1e-4 : 2e-2;
+}
 
 void check_against_reference(rng& r, const std::vector<test_part>& parts, uint32_t n_in, compute_type ct,
                              std::initializer_list<uint32_t> ms) {
@@ -94,7 +97,9 @@ void check_against_reference(rng& r, const std::vector<test_part>& parts, uint32
   }
 }
 
-const char* name_of(compute_type ct) { return ct == compute_type::f32 ? "f32" : "bf16"; }
+const char* name_of(compute_type ct) {
+  return ct == compute_type::f32 ? "f32" : "bf16";
+}
 
 }  // namespace
 
@@ -103,12 +108,14 @@ TEST_CASE("linear matches the reference for every source type and batch size", "
   CAPTURE(seed);
   rng r(seed);
   for (auto ct : {compute_type::f32, compute_type::bf16})
-    for (auto type : {tensor_type::f32, tensor_type::f16, tensor_type::bf16, tensor_type::q8_0, tensor_type::q4_0}) {
+    for (auto type :
+         {tensor_type::f32, tensor_type::f16, tensor_type::bf16, tensor_type::q8_0, tensor_type::q4_0}) {
       // Block types need whole 32-element blocks per row; the others take any width.
       const uint32_t n_in = traits_of(type).block_size == 1 ? 72 : 96;
       const uint32_t n_out = traits_of(type).block_size == 1 ? 40 : 37;
       CAPTURE(name_of(ct), traits_of(type).name, n_in, n_out);
-      check_against_reference(r, {make_part(r, type, n_out, n_in, true)}, n_in, ct, {1, 2, 3, 7, 16, 33, 64, 200});
+      check_against_reference(r, {make_part(r, type, n_out, n_in, true)}, n_in, ct,
+                              {1, 2, 3, 7, 16, 33, 64, 200});
     }
 }
 
@@ -120,12 +127,15 @@ TEST_CASE("linear stacks parts with and without biases", "[matmul]") {
   for (auto ct : {compute_type::f32, compute_type::bf16}) {
     CAPTURE(name_of(ct));
     // Q/K/V-like: a biased part, an unbiased quantized one, a biased f16 one of odd size.
-    check_against_reference(r,
-                            {make_part(r, tensor_type::f32, 24, n_in, true), make_part(r, tensor_type::q8_0, 16, n_in, false),
-                             make_part(r, tensor_type::f16, 9, n_in, true)},
-                            n_in, ct, {1, 3, 33});
-    check_against_reference(r, {make_part(r, tensor_type::q4_0, 16, n_in, false), make_part(r, tensor_type::bf16, 5, n_in, false)},
-                            n_in, ct, {1, 7, 64});
+    check_against_reference(
+        r,
+        {make_part(r, tensor_type::f32, 24, n_in, true), make_part(r, tensor_type::q8_0, 16, n_in, false),
+         make_part(r, tensor_type::f16, 9, n_in, true)},
+        n_in, ct, {1, 3, 33});
+    check_against_reference(
+        r,
+        {make_part(r, tensor_type::q4_0, 16, n_in, false), make_part(r, tensor_type::bf16, 5, n_in, false)},
+        n_in, ct, {1, 7, 64});
   }
 }
 
