@@ -1,5 +1,6 @@
 #include "kernels/backend.hpp"
 
+#include <cassert>
 #include <string>
 #include <unordered_map>
 
@@ -31,6 +32,7 @@ status<> check_seq(size_t s, const batch_seq& q, const hparams& hp, const kv_lay
 }  // namespace
 
 std::span<const float> batch_logits::last(uint32_t s) const {
+  assert(s < first_row.size() && n_vocab > 0 && "batch_logits::last: no such sequence");
   const uint32_t end = s + 1 < first_row.size() ? first_row[s + 1] : static_cast<uint32_t>(values.size() / n_vocab);
   return row(end - 1);
 }
