@@ -1,14 +1,17 @@
 // hearth generate: stream a completion of one prompt from a model file, then print timings.
-// Runs the reference forward until the CPU backend lands; the flow (prefill, sample, stream) is
-// the one the server's workers will follow.
+// One sequence on the CPU backend: prefill the prompt in one iteration, then one decode iteration
+// per token; the flow (prefill, sample, stream) is the one the server's workers follow.
 #include <algorithm>
 #include <chrono>
+#include <numeric>
+#include <thread>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "kernels/reference_model.hpp"
+#include "kernels/cpu_backend.hpp"
+#include "kernels/parallel.hpp"
 #include "kernels/sampler.hpp"
 #include "model/chat_template.hpp"
 #include "model/gguf.hpp"
@@ -23,8 +26,9 @@ struct generate_args {
   std::string model;
   std::string prompt;
   uint32_t n_predict = 64;
-  uint32_t n_ctx = 0;  // 0: the model's training context
   bool chat = false;
+  int threads = 0;  // 0: every core
+  std::string compute = "bf16";
   sampling_params sampling{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = 42};
 };
 
@@ -54,55 +58,58 @@ std::vector<token_id> prompt_tokens(const tokenizer& tok, const generate_args& a
 }
 
 struct loaded_model {
-  gguf::file file;
   tokenizer tok;
-  reference_model model;
+  std::unique_ptr<cpu_backend> backend;
 };
 
 result<loaded_model> load(const generate_args& a) {
   auto f = gguf::file::open(a.model);
   if (!f) return f.error().to_error();
-  auto hp = read_hparams(*f);
-  if (!hp) return hp.error();
   auto tok = tokenizer::from_gguf(*f);
   if (!tok) return tok.error();
-  auto w = load_reference_weights(*f, *hp);
-  if (!w) return w.error();
-  const uint32_t n_ctx = a.n_ctx ? a.n_ctx : hp->n_ctx_train;
-  auto m = reference_model::create(*hp, std::move(*w), n_ctx);
-  if (!m) return m.error();
-  return loaded_model{std::move(*f), std::move(*tok), std::move(*m)};
+  const compute_type ct = a.compute == "f32" ? compute_type::f32 : compute_type::bf16;
+  auto be = cpu_backend::load(*f, {.compute = ct, .kv = ct == compute_type::f32 ? kv_dtype::f32 : kv_dtype::bf16});
+  if (!be) return be.error();
+  return loaded_model{std::move(*tok), std::move(*be)};
 }
 
 int run_generate(const generate_args& a) {
   auto smp = sampler::create(a.sampling);
   if (!smp) return fail(smp.error().message);
+  set_kernel_threads(a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency()));
   auto loaded = load(a);
   if (!loaded) return fail(loaded.error().message);
-  auto& [file, tok, model] = *loaded;
+  auto& [tok, backend] = *loaded;
+  const uint32_t n_ctx = backend->params().n_ctx_train;
   std::vector<token_id> tokens = prompt_tokens(tok, a);
   const size_t n_prompt = tokens.size();
-  if (n_prompt == 0 || n_prompt >= model.n_ctx()) {
-    return fail("prompt of " + std::to_string(n_prompt) + " tokens does not fit the context of " +
-                std::to_string(model.n_ctx()));
+  if (n_prompt == 0 || n_prompt >= n_ctx) {
+    return fail("prompt of " + std::to_string(n_prompt) + " tokens does not fit the context of " + std::to_string(n_ctx));
   }
+  // One sequence owns the whole pool, its blocks in order.
+  std::vector<uint32_t> blocks(backend->kv().n_blocks());
+  std::iota(blocks.begin(), blocks.end(), 0u);
+  const uint64_t capacity = uint64_t{blocks.size()} * backend->kv().layout().block_size;
+  const uint64_t limit = std::min<uint64_t>(n_ctx, capacity);
 
+  batch_logits logits;
   const auto t0 = clock_type::now();
-  std::span<const float> logits;
-  for (size_t i = 0; i < n_prompt; ++i) logits = model.forward(tokens[i], static_cast<uint32_t>(i));
+  const batch_seq prefill{tokens, 0, blocks};
+  if (auto st = backend->forward({&prefill, 1}, logits); !st) return fail(st.error().message);
   const auto t_prefill = clock_type::now();
 
   stream_decoder out(tok);
   clock_type::time_point t_first = t_prefill;
   uint32_t n_generated = 0;
-  while (n_generated < a.n_predict && tokens.size() < model.n_ctx()) {
-    const token_id next = smp->sample(logits, tokens);
+  while (n_generated < a.n_predict && tokens.size() < limit) {
+    const token_id next = smp->sample(logits.last(0), tokens);
     if (n_generated++ == 0) t_first = clock_type::now();
     if (tok.is_end_of_generation(next)) break;
     tokens.push_back(next);
     std::fputs(out.push(next).c_str(), stdout);
     std::fflush(stdout);
-    logits = model.forward(next, static_cast<uint32_t>(tokens.size() - 1));
+    const batch_seq step{{&tokens.back(), 1}, static_cast<uint32_t>(tokens.size() - 1), blocks};
+    if (auto st = backend->forward({&step, 1}, logits); !st) return fail(st.error().message);
   }
   std::fputs(out.flush().c_str(), stdout);
   std::fputs("\n", stdout);
@@ -124,7 +131,10 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text")->required();
   cmd->add_option("-n,--n-predict", a->n_predict, "Tokens to generate at most")->capture_default_str();
-  cmd->add_option("--ctx", a->n_ctx, "Context length (default: the model's)");
+  cmd->add_option("--threads", a->threads, "Compute threads (0: every core)")->capture_default_str();
+  cmd->add_option("--compute", a->compute, "Matrix compute type")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
   cmd->add_flag("--chat", a->chat, "Format the prompt as one user turn with the model's chat template");
   cmd->add_option("--temperature", s.temperature, "0 = greedy")->capture_default_str();
   cmd->add_option("--top-k", s.top_k, "0 = off")->capture_default_str();

@@ -10,6 +10,7 @@
 
 #include "common/result.hpp"
 #include "model/gguf.hpp"
+#include "model/hparams.hpp"
 #include "model/tensor_types.hpp"
 #include "model/vocab.hpp"
 
@@ -35,6 +36,8 @@ struct make_options {
   uint64_t seed = 1;
   tokenizer_kind tokenizer = tokenizer_kind::bpe;
   uint32_t n_ctx = 2048;
+  model_arch arch = model_arch::llama;  //!< qwen2: "qwen2.*" keys, Q/K/V biases, half-split RoPE
+  bool tie_output = false;              //!< no output.weight: the head reuses the embedding (as SmolLM)
 };
 
 //! Checks the options (block sizes divide the dimensions, heads divide the width).
@@ -42,6 +45,11 @@ status<> validate(const make_options& opt);
 //! A writer holding the whole model; tensor data is generated while the file is written.
 //! Requires validate(opt) to have passed.
 gguf::writer model_writer(const make_options& opt);
+//! The same with a vocabulary built beforehand (tests build many models over one vocabulary);
+//! vocab must have opt.preset.n_vocab tokens.
+gguf::writer model_writer(const make_options& opt, const vocab_spec& vocab);
+//! The vocabulary model_writer(opt) builds.
+vocab_spec make_vocab(const make_options& opt);
 //! validate + model_writer + write.
 status<> make_model(const make_options& opt, const std::string& path);
 

@@ -1,0 +1,199 @@
+#include "kernels/cpu_backend.hpp"
+
+#include <algorithm>
+
+#include "model/gguf.hpp"
+#include "model/llama_weights.hpp"
+
+namespace hearth {
+namespace {
+
+// The tensors of one model, found and shape-checked, by kind and layer.
+class tensor_index {
+ public:
+  static result<tensor_index> build(const gguf::file& f, const hparams& hp) {
+    tensor_index ix(f, hp.n_layer);
+    for (const weight_desc& d : llama_weights(hp)) {
+      auto t = find_weight(f, d);
+      if (!t) return t.error();
+      ix.slots_[slot(d.kind, d.layer)] = *t;
+    }
+    return ix;
+  }
+
+  const gguf::tensor_info* get(weight_kind k, uint32_t layer = 0) const { return slots_[slot(k, layer)]; }
+  std::span<const std::byte> data(weight_kind k, uint32_t layer = 0) const { return f_->data(*get(k, layer)); }
+
+  std::vector<float> floats(weight_kind k, uint32_t layer = 0) const {
+    std::vector<float> out(get(k, layer)->n_elements);
+    dequantize(get(k, layer)->type, data(k, layer), out);
+    return out;
+  }
+
+  //! A matrix as a part of a stacked linear, with its bias when there is one.
+  weight_part part(weight_kind k, uint32_t layer, std::span<const float> bias = {}) const {
+    const auto* t = get(k, layer);
+    return {t->type, f_->data(*t), static_cast<uint32_t>(t->dims[1]), bias};
+  }
+
+ private:
+  static constexpr size_t n_kinds = static_cast<size_t>(weight_kind::output) + 1;
+  tensor_index(const gguf::file& f, uint32_t n_layer) : f_(&f), slots_(n_kinds * (n_layer + 1), nullptr) {}
+  static size_t slot(weight_kind k, uint32_t layer) { return size_t{layer} * n_kinds + static_cast<size_t>(k); }
+
+  const gguf::file* f_;
+  std::vector<const gguf::tensor_info*> slots_;
+};
+
+result<uint32_t> pool_blocks(const hparams& hp, const kv_layout& layout, const cpu_backend_options& opt) {
+  if (opt.block_size == 0 || opt.block_size > 1024) {
+    return error{errc::invalid_argument, "cpu backend: block_size must be in [1, 1024]"};
+  }
+  const uint32_t n = opt.kv_tokens ? kv_pool::blocks_for_tokens(layout, opt.kv_tokens)
+                     : opt.kv_bytes ? kv_pool::blocks_for_bytes(layout, opt.kv_bytes)
+                                    : kv_pool::blocks_for_tokens(layout, hp.n_ctx_train);
+  if (n == 0) return error{errc::invalid_argument, "cpu backend: the KV pool would hold no block"};
+  return n;
+}
+
+void add_rows(float* x, const float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace
+
+cpu_backend::cpu_backend(hparams hp, kv_pool kv) : hp_(std::move(hp)), kv_(std::move(kv)) {}
+
+result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, const cpu_backend_options& opt) {
+  auto hp = read_hparams(f);
+  if (!hp) return hp.error();
+  auto ix = tensor_index::build(f, *hp);
+  if (!ix) return ix.error();
+  const kv_layout layout{hp->n_layer, hp->n_head_kv, hp->head_dim, opt.block_size, opt.kv};
+  auto n_blocks = pool_blocks(*hp, layout, opt);
+  if (!n_blocks) return n_blocks.error();
+  auto pool = kv_pool::create(layout, *n_blocks);
+  if (!pool) return pool.error();
+
+  std::unique_ptr<cpu_backend> b(new cpu_backend(*hp, std::move(*pool)));
+  const uint32_t d = hp->n_embd;
+  for (uint32_t l = 0; l < hp->n_layer; ++l) {
+    std::vector<float> bq, bk, bv;
+    if (hp->has_qkv_bias) {
+      bq = ix->floats(weight_kind::attn_q_bias, l);
+      bk = ix->floats(weight_kind::attn_k_bias, l);
+      bv = ix->floats(weight_kind::attn_v_bias, l);
+    }
+    const weight_part qkv[] = {ix->part(weight_kind::attn_q, l, bq), ix->part(weight_kind::attn_k, l, bk),
+                               ix->part(weight_kind::attn_v, l, bv)};
+    const weight_part wo[] = {ix->part(weight_kind::attn_output, l)};
+    const weight_part gate_up[] = {ix->part(weight_kind::ffn_gate, l), ix->part(weight_kind::ffn_up, l)};
+    const weight_part down[] = {ix->part(weight_kind::ffn_down, l)};
+    auto lq = linear::create(qkv, d, opt.compute);
+    auto lo = linear::create(wo, hp->n_head * hp->head_dim, opt.compute);
+    auto lg = linear::create(gate_up, d, opt.compute);
+    auto ld = linear::create(down, hp->n_ff, opt.compute);
+    for (const auto* r : {&lq, &lo, &lg, &ld}) {
+      if (!*r) return r->error();
+    }
+    b->layers_.push_back(layer{ix->floats(weight_kind::attn_norm, l), ix->floats(weight_kind::ffn_norm, l),
+                               std::move(*lq), std::move(*lo), std::move(*lg), std::move(*ld)});
+  }
+  b->output_norm_ = ix->floats(weight_kind::output_norm);
+  const weight_kind head_kind = hp->tied_output ? weight_kind::token_embd : weight_kind::output;
+  const weight_part head[] = {ix->part(head_kind, 0)};
+  auto lh = linear::create(head, d, opt.compute);
+  if (!lh) return lh.error();
+  b->head_.emplace(std::move(*lh));
+  b->embd_type_ = ix->get(weight_kind::token_embd)->type;
+  const auto embd = ix->data(weight_kind::token_embd);
+  b->embd_.assign(embd.begin(), embd.end());
+  return b;
+}
+
+size_t cpu_backend::weight_bytes() const {
+  size_t n = embd_.size() + output_norm_.size() * 4 + head_->weight_bytes();
+  for (const layer& l : layers_) {
+    n += (l.attn_norm.size() + l.ffn_norm.size()) * 4;
+    n += l.qkv.weight_bytes() + l.wo.weight_bytes() + l.gate_up.weight_bytes() + l.down.weight_bytes();
+  }
+  return n;
+}
+
+status<> cpu_backend::forward(std::span<const batch_seq> batch, batch_logits& out) {
+  if (auto st = check_batch(batch, hp_, kv_.layout(), kv_.n_blocks()); !st) return st;
+  seqs_.clear();
+  positions_.clear();
+  for (const batch_seq& s : batch) {
+    const auto n = static_cast<uint32_t>(s.tokens.size());
+    seqs_.push_back({static_cast<uint32_t>(positions_.size()), n, s.start_pos, s.blocks});
+    for (uint32_t i = 0; i < n; ++i) positions_.push_back(s.start_pos + i);
+  }
+  const auto n_rows = static_cast<uint32_t>(positions_.size());
+  const size_t q_dim = size_t{hp_.n_head} * hp_.head_dim, qkv_dim = q_dim + 2 * size_t{hp_.n_embd_kv()};
+  x_.resize(size_t{n_rows} * hp_.n_embd);
+  h_.resize(size_t{n_rows} * hp_.n_embd);
+  qkv_.resize(n_rows * qkv_dim);
+  att_.resize(n_rows * q_dim);
+  gu_.resize(size_t{n_rows} * 2 * hp_.n_ff);
+  ff_.resize(size_t{n_rows} * hp_.n_ff);
+
+  embed(batch);
+  const ops::rope_table rope =
+      ops::make_rope_table(positions_, hp_.n_rot, hp_.rope_freq_base, hp_.pairing, hp_.rope_freq_factors);
+  for (uint32_t l = 0; l < hp_.n_layer; ++l) run_layer(layers_[l], l, n_rows, rope);
+  compute_logits(batch, out);
+  return {};
+}
+
+void cpu_backend::embed(std::span<const batch_seq> batch) {
+  const uint32_t d = hp_.n_embd;
+  const size_t row_bytes = *bytes_for(embd_type_, d);
+  size_t r = 0;
+  for (const batch_seq& s : batch) {
+    for (token_id t : s.tokens) {
+      dequantize(embd_type_, std::span(embd_).subspan(static_cast<size_t>(t) * row_bytes, row_bytes),
+                 std::span(x_).subspan(r++ * d, d));
+    }
+  }
+}
+
+void cpu_backend::run_layer(const layer& l, uint32_t index, uint32_t n_rows, const ops::rope_table& rope) {
+  const size_t d = hp_.n_embd, q_dim = size_t{hp_.n_head} * hp_.head_dim, kv_dim = hp_.n_embd_kv();
+  const size_t qkv_dim = q_dim + 2 * kv_dim;
+  ops::rmsnorm({x_.data(), d}, l.attn_norm, hp_.rms_eps, {h_.data(), d}, n_rows);
+  l.qkv.forward(h_.data(), qkv_.data(), n_rows);
+  // q and k heads lie side by side at the start of each fused row: one rotation covers both.
+  ops::rope({qkv_.data(), qkv_dim}, n_rows, hp_.n_head + hp_.n_head_kv, hp_.head_dim, rope);
+  ops::store_kv(kv_, index, {qkv_.data() + q_dim, qkv_dim}, {qkv_.data() + q_dim + kv_dim, qkv_dim}, seqs_);
+  ops::paged_attention(kv_, index, hp_.n_head, {qkv_.data(), qkv_dim}, {att_.data(), q_dim}, seqs_);
+  l.wo.forward(att_.data(), h_.data(), n_rows);
+  add_rows(x_.data(), h_.data(), n_rows * d);
+
+  ops::rmsnorm({x_.data(), d}, l.ffn_norm, hp_.rms_eps, {h_.data(), d}, n_rows);
+  l.gate_up.forward(h_.data(), gu_.data(), n_rows);
+  ops::silu_mul({gu_.data(), 2 * size_t{hp_.n_ff}}, {ff_.data(), hp_.n_ff}, n_rows, hp_.n_ff);
+  l.down.forward(ff_.data(), h_.data(), n_rows);
+  add_rows(x_.data(), h_.data(), n_rows * d);
+}
+
+void cpu_backend::compute_logits(std::span<const batch_seq> batch, batch_logits& out) {
+  // Gather the rows that need logits (each sequence's last, or all of them) into h_.
+  const size_t d = hp_.n_embd;
+  out.first_row.clear();
+  uint32_t n_out = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const ops::seq_rows& q = seqs_[s];
+    out.first_row.push_back(n_out);
+    const uint32_t first = batch[s].all_logits ? q.first_row : q.first_row + q.n_rows - 1;
+    for (uint32_t r = first; r < q.first_row + q.n_rows; ++r, ++n_out) {
+      std::copy_n(x_.data() + r * d, d, h_.data() + size_t{n_out} * d);
+    }
+  }
+  ops::rmsnorm({h_.data(), d}, output_norm_, hp_.rms_eps, {h_.data(), d}, n_out);
+  out.n_vocab = hp_.n_vocab;
+  out.values.resize(size_t{n_out} * hp_.n_vocab);
+  head_->forward(h_.data(), out.values.data(), n_out);
+}
+
+}  // namespace hearth

@@ -1,0 +1,78 @@
+#pragma once
+// The CPU backend: one iteration of a Llama-family model over a mixed batch, with oneDNN for
+// the matrix work (kernels/matmul.hpp) and our own kernels for the rest (kernels/cpu_ops.hpp).
+//
+// Per iteration, T = all new tokens of all sequences, as rows of one activation matrix:
+//   x (T, d) = embeddings
+//   per layer: h = rmsnorm(x);  qkv (T, q + 2kv) = h @ Wqkv^T (+ b);  rope(q, k) by row position
+//              store k, v in the paged pool;  att (T, q) = paged_attention(q, pool)
+//              x += att @ Wo^T;  h = rmsnorm(x);  gu (T, 2 ff) = h @ [Wgate; Wup]^T
+//              x += (silu(gate) * up) @ Wdown^T
+//   logits (R, vocab) = rmsnorm(x[rows that need logits]) @ Whead^T
+// Prefill chunks and decode tokens are the same thing here: rows with positions.
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "kernels/cpu_ops.hpp"
+#include "kernels/matmul.hpp"
+
+namespace hearth {
+
+namespace gguf {
+class file;
+}
+
+struct cpu_backend_options {
+  compute_type compute = compute_type::bf16;
+  kv_dtype kv = kv_dtype::bf16;
+  uint32_t block_size = 16;  //!< KV positions per block
+  uint64_t kv_tokens = 0;    //!< pool capacity in positions (0: see kv_bytes)
+  uint64_t kv_bytes = 0;     //!< pool capacity in bytes (0 and kv_tokens 0: one full-context sequence)
+};
+
+class cpu_backend final : public backend {
+ public:
+  //! Converts and reorders every weight once; errc::malformed naming a missing or misshapen
+  //! tensor, errc::invalid_argument for bad options.
+  static result<std::unique_ptr<cpu_backend>> load(const gguf::file& f, const cpu_backend_options& opt);
+
+  const hparams& params() const override { return hp_; }
+  kv_pool& kv() override { return kv_; }
+  status<> forward(std::span<const batch_seq> batch, batch_logits& out) override;
+
+  //! Bytes of weights as computed (converted matrices, norms, embedding table).
+  size_t weight_bytes() const;
+
+ private:
+  struct layer {
+    std::vector<float> attn_norm;  // (d,)
+    std::vector<float> ffn_norm;   // (d,)
+    linear qkv;                    // (q + 2 kv, d) with biases for qwen2
+    linear wo;                     // (d, q)
+    linear gate_up;                // (2 ff, d)
+    linear down;                   // (d, ff)
+  };
+
+  cpu_backend(hparams hp, kv_pool kv);
+  void embed(std::span<const batch_seq> batch);
+  void run_layer(const layer& l, uint32_t index, uint32_t n_rows, const ops::rope_table& rope);
+  void compute_logits(std::span<const batch_seq> batch, batch_logits& out);
+
+  hparams hp_;
+  kv_pool kv_;
+  tensor_type embd_type_ = tensor_type::f32;
+  std::vector<std::byte> embd_;    // (vocab, d) as stored in the file; rows dequantized on use
+  std::vector<layer> layers_;
+  std::vector<float> output_norm_; // (d,)
+  std::optional<linear> head_;     // (vocab, d)
+
+  // Per-iteration scratch, grown to the largest iteration seen.
+  std::vector<ops::seq_rows> seqs_;
+  std::vector<uint32_t> positions_;  // (T,)
+  std::vector<float> x_, h_, qkv_, att_, gu_, ff_;
+};
+
+}  // namespace hearth

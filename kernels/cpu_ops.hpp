@@ -1,0 +1,74 @@
+#pragma once
+// The CPU backend's own kernels, the ones oneDNN does not provide: RMS norm, RoPE, the SwiGLU
+// activation, and attention over the paged KV cache. Stateless; each matches its plain twin
+// (reference_ops, reference_model::attend) within f32 rounding. Matrices are row-major f32; a
+// row_view's rows may be strided, so the kernels read and write the q/k/v slices of a fused QKV
+// projection (rows, q_dim + 2 kv_dim) in place.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/kv_pool.hpp"
+#include "model/hparams.hpp"
+
+namespace hearth::ops {
+
+//! A row-major f32 matrix whose rows start `stride` floats apart.
+template <class T>
+struct row_view {
+  T* data = nullptr;
+  size_t stride = 0;  //!< floats between the starts of consecutive rows
+
+  T* row(size_t r) const { return data + r * stride; }
+};
+
+//! x (rows, n) / sqrt(mean(x^2) + eps) * weight (n = weight.size(),) -> out (rows, n); f32
+//! accumulation per row. `out` may alias `x`.
+void rmsnorm(row_view<const float> x, std::span<const float> weight, float eps, row_view<float> out,
+             uint32_t rows);
+
+//! gate_up (rows, 2 n_ff) = [gate | up] -> out (rows, n_ff) = silu(gate) * up.
+void silu_mul(row_view<const float> gate_up, row_view<float> out, uint32_t rows, uint32_t n_ff);
+
+//! cos and sin of every rotary pair at every row's position: built once per batch, shared by q, k
+//! and all layers. Angles pos * ref::rope_freq(i) are computed in double, as the reference does.
+struct rope_table {
+  uint32_t n_rot = 0;
+  rope_pairing pairing = rope_pairing::adjacent;
+  std::vector<float> cos;  //!< (rows, n_rot / 2)
+  std::vector<float> sin;  //!< (rows, n_rot / 2)
+};
+
+//! The table for rows at `positions` (rows,); n_rot even, freq_factors empty or (n_rot / 2,).
+rope_table make_rope_table(std::span<const uint32_t> positions, uint32_t n_rot, float base,
+                           rope_pairing pairing, std::span<const float> freq_factors);
+
+//! Rotates, in place, the first t.n_rot dims of each head of x (rows, n_heads, head_dim), row r
+//! by row r of the table. q and k heads lie side by side in a fused QKV row: one call does both.
+void rope(row_view<float> x, uint32_t rows, uint32_t n_heads, uint32_t head_dim, const rope_table& t);
+
+//! One sequence's rows in a batch: rows [first_row, first_row + n_rows) hold its positions
+//! start_pos, start_pos + 1, ...; blocks is its block table, covering start_pos + n_rows positions.
+struct seq_rows {
+  uint32_t first_row = 0;
+  uint32_t n_rows = 0;
+  uint32_t start_pos = 0;
+  std::span<const uint32_t> blocks;
+};
+
+//! Writes k and v (rows, n_head_kv * head_dim) of `layer` into each sequence's slots in the pool,
+//! converted to the pool's dtype (bf16: round to nearest even).
+void store_kv(kv_pool& pool, uint32_t layer, row_view<const float> k, row_view<const float> v,
+              std::span<const seq_rows> seqs);
+
+//! Causal attention over the paged cache: for each row at position p, per head h,
+//! out (rows, n_head * head_dim) = softmax(q_h k^T / sqrt(head_dim)) v over positions 0..p of the
+//! sequence, k/v from kv head h / (n_head / n_head_kv) of `layer`. The rows' own k/v must already
+//! be stored (store_kv). Online softmax over blocks, f32 accumulation; work is spread over
+//! (sequence, kv head, chunk of rows) with parallel_for, each item reading its K/V tiles once.
+void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_view<const float> q,
+                     row_view<float> out, std::span<const seq_rows> seqs);
+
+}  // namespace hearth::ops

@@ -1,0 +1,38 @@
+#pragma once
+// oneDNN's process-wide state, internal to kernels/: one CPU engine for the process, one stream
+// per thread (oneDNN streams are not meant to be shared between threads), and the shared cache
+// of matmul primitives keyed by shape, so the layers of a model that share a shape share them.
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <memory>
+
+namespace hearth::dnnl_ctx {
+
+//! The process's CPU engine (created on first use).
+const dnnl::engine& engine();
+//! The calling thread's stream on engine() (created on the thread's first use).
+dnnl::stream& stream();
+
+//! Everything that selects one matmul primitive. `layout` numbers a weights memory desc
+//! (intern_layout), which fixes n_in, n_out and the data type; `threads` is the OpenMP thread
+//! count of the creating thread, which oneDNN's kernels bake in when they partition the work.
+struct matmul_key {
+  uint32_t layout;
+  uint32_t m;
+  bool bias;
+  int threads;
+  bool operator==(const matmul_key&) const = default;
+};
+
+//! A small number standing for a weights memory desc: equal descs get the same number.
+uint32_t intern_layout(const dnnl::memory::desc& weights);
+
+//! The cached primitive for key, or nullptr when there is none yet. Thread-safe.
+std::shared_ptr<const dnnl::matmul> find_matmul(const matmul_key& key);
+//! Stores a primitive under key (evicting the least recently used beyond the capacity) and
+//! returns the one now cached (another thread's, if it stored one first). Thread-safe.
+std::shared_ptr<const dnnl::matmul> store_matmul(const matmul_key& key, dnnl::matmul prim);
+
+}  // namespace hearth::dnnl_ctx

@@ -1,0 +1,99 @@
+#include "kernels/kv_pool.hpp"
+
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "common/checked.hpp"
+
+namespace hearth {
+
+namespace {
+
+constexpr size_t pool_alignment = 64;  // a cache line: tiles of one block never share one with another block
+
+void free_pool(std::byte* p) {
+  std::free(p);
+}
+
+//! layout.block_bytes() without wrapping, or nullopt when it does not fit 64 bits.
+std::optional<uint64_t> checked_block_bytes(const kv_layout& layout) {
+  auto tile = checked_mul(uint64_t{layout.block_size} * layout.head_dim, layout.elem_bytes());
+  if (!tile) return std::nullopt;
+  auto heads = checked_mul(*tile, uint64_t{layout.n_head_kv} * 2);
+  if (!heads) return std::nullopt;
+  return checked_mul(*heads, layout.n_layer);
+}
+
+bool empty_layout(const kv_layout& layout) {
+  return layout.n_layer == 0 || layout.n_head_kv == 0 || layout.head_dim == 0 || layout.block_size == 0;
+}
+
+}  // namespace
+
+kv_pool::kv_pool(const kv_layout& layout, uint32_t n_blocks,
+                 std::unique_ptr<std::byte[], void (*)(std::byte*)> mem)
+    : layout_(layout), n_blocks_(n_blocks), mem_(std::move(mem)) {}
+
+result<kv_pool> kv_pool::create(const kv_layout& layout, uint32_t n_blocks) {
+  if (empty_layout(layout)) {
+    return error{errc::invalid_argument, "kv pool: n_layer, n_head_kv, head_dim and block_size must be > 0"};
+  }
+  auto block = checked_block_bytes(layout);
+  auto total = block ? checked_mul(*block, n_blocks) : std::nullopt;
+  auto padded = total ? checked_align_up(*total, pool_alignment) : std::nullopt;
+  // Beyond PTRDIFF_MAX no allocator succeeds and pointer differences inside the pool break.
+  if (!padded || *padded > static_cast<uint64_t>(std::numeric_limits<ptrdiff_t>::max())) {
+    return error{errc::limit_exceeded,
+                 "kv pool: " + std::to_string(n_blocks) + " blocks overflow the address space"};
+  }
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> mem(nullptr, free_pool);
+  if (*padded > 0) {
+    mem.reset(static_cast<std::byte*>(std::aligned_alloc(pool_alignment, *padded)));
+    if (!mem) {
+      return error{errc::limit_exceeded, "kv pool: cannot allocate " + std::to_string(*padded) + " bytes"};
+    }
+    std::memset(mem.get(), 0, *padded);
+  }
+  return kv_pool(layout, n_blocks, std::move(mem));
+}
+
+uint32_t kv_pool::blocks_for_bytes(const kv_layout& layout, uint64_t bytes) {
+  auto block = empty_layout(layout) ? std::nullopt : checked_block_bytes(layout);
+  if (!block) return 0;  // nothing fits: an empty layout, or one block larger than any memory
+  const uint64_t n = bytes / *block;
+  return n > std::numeric_limits<uint32_t>::max() ? std::numeric_limits<uint32_t>::max()
+                                                  : static_cast<uint32_t>(n);
+}
+
+uint32_t kv_pool::blocks_for_tokens(const kv_layout& layout, uint64_t tokens) {
+  if (layout.block_size == 0) return 0;
+  const uint64_t n = tokens / layout.block_size + (tokens % layout.block_size != 0 ? 1 : 0);
+  // Saturates: a pool never has 2^32 blocks, so the caller's allocation fails as it should.
+  return n > std::numeric_limits<uint32_t>::max() ? std::numeric_limits<uint32_t>::max()
+                                                  : static_cast<uint32_t>(n);
+}
+
+const std::byte* kv_pool::tile(uint32_t block, uint32_t layer, uint32_t kv, uint32_t head) const {
+  assert(block < n_blocks_ && "kv_pool::tile: block id out of range");
+  assert(layer < layout_.n_layer && kv < 2 && head < layout_.n_head_kv &&
+         "kv_pool::tile: index out of range");
+  // block (n_layer, 2 [k, v], n_head_kv, block_size, head_dim)
+  const size_t tile_index = (size_t{layer} * 2 + kv) * layout_.n_head_kv + head;
+  return mem_.get() + size_t{block} * layout_.block_bytes() + tile_index * layout_.tile_bytes();
+}
+
+std::byte* kv_pool::tile(uint32_t block, uint32_t layer, uint32_t kv, uint32_t head) {
+  return const_cast<std::byte*>(std::as_const(*this).tile(block, layer, kv, head));
+}
+
+std::span<std::byte> kv_pool::block(uint32_t block) {
+  assert(block < n_blocks_ && "kv_pool::block: block id out of range");
+  return {mem_.get() + size_t{block} * layout_.block_bytes(), layout_.block_bytes()};
+}
+
+}  // namespace hearth

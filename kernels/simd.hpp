@@ -1,0 +1,114 @@
+#pragma once
+// SIMD building blocks of cpu_ops.cpp and paged_attention.cpp, internal to kernels/. Elementwise
+// loops are plain loops the compiler vectorises. Reductions inside other loops (dot products,
+// the attention tiles) use GCC/Clang vector extensions instead: there GCC's auto-vectoriser
+// vectorises the outer loop and drowns in shuffles (measured 10x slower). No libm calls: exp()
+// is a polynomial, so it vectorises too.
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+// Hot loops are compiled for baseline x86-64, x86-64-v3 (AVX2 + FMA) and x86-64-v4 (AVX-512); the
+// dynamic loader picks the best the CPU has, so one binary runs on any x86-64 machine.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HEARTH_NO_SIMD_CLONES)
+#define HEARTH_SIMD_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#else
+#define HEARTH_SIMD_CLONES
+#endif
+// Helpers must be inlined into the clones: a call would run the baseline (SSE2) code.
+#define HEARTH_SIMD_INLINE [[gnu::always_inline]] inline
+
+// Vector values never cross a real function boundary (everything is inlined), so the ABI
+// differences between targets that -Wpsabi warns about cannot arise; the warning fires at every
+// use, so it stays off in the files that include this header.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace hearth::simd {
+
+//! 8 floats: one AVX2 register, two SSE ones. Wider generic vectors are worse, not better: GCC
+//! spills them through the stack on targets narrower than the vector.
+inline constexpr uint32_t lanes = 8;
+using vec = float __attribute__((vector_size(lanes * sizeof(float))));
+using ivec = int32_t __attribute__((vector_size(lanes * sizeof(int32_t))));
+
+HEARTH_SIMD_INLINE vec load(const float* p) {
+  vec v;
+  std::memcpy(&v, p, sizeof v);  // unaligned
+  return v;
+}
+
+HEARTH_SIMD_INLINE void store(float* p, vec v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+HEARTH_SIMD_INLINE vec splat(float x) {
+  return vec{} + x;
+}
+
+//! The sum of v's lanes, as a tree.
+HEARTH_SIMD_INLINE float hsum(vec v) {
+  v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+  v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5);
+  v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6);
+  return v[0];
+}
+
+//! a (n,) . b (n,) in f32, in 2 x `lanes` independent partial sums.
+HEARTH_SIMD_INLINE float dot(const float* a, const float* b, uint32_t n) {
+  vec acc0{}, acc1{};
+  uint32_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    acc0 += load(a + i) * load(b + i);
+    acc1 += load(a + i + lanes) * load(b + i + lanes);
+  }
+  float sum = hsum(acc0 + acc1);
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+//! e^x in f32 within 2 ulp (Cephes expf), for a float or a vec. x is clamped to [-87, 88], so
+//! the result is a normal float: e^-87 stands for 0 wherever it multiplies something finite.
+template <class T>
+HEARTH_SIMD_INLINE T exp(T x) {
+  x = x < -87.0f ? T{} - 87.0f : x;
+  x = x > 88.0f ? T{} + 88.0f : x;
+  // n = round(x / ln 2) by the 1.5 * 2^23 trick (SSE2 has no round instruction).
+  const float shifter = 12582912.0f;
+  const T n = (x * 1.44269504088896341f + shifter) - shifter;
+  // r = x - n ln 2 in two steps so that r keeps full precision.
+  const T r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  T p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const T y = p * r * r + r + 1.0f;
+  if constexpr (std::is_same_v<T, float>) {
+    const uint32_t two_n = static_cast<uint32_t>(static_cast<int32_t>(n) + 127)
+                           << 23;  // 2^n, n in [-126, 127]
+    return y * std::bit_cast<float>(two_n);
+  } else {
+    const ivec two_n_bits = (__builtin_convertvector(n, ivec) + 127) << 23;
+    vec two_n;  // memcpy, not bit_cast: UBSan (GCC 12) reports a null load in bit_cast of vectors
+    std::memcpy(&two_n, &two_n_bits, sizeof two_n);
+    return y * two_n;
+  }
+}
+
+HEARTH_SIMD_INLINE float bf16_to_f32(uint16_t b) {
+  return std::bit_cast<float>(uint32_t{b} << 16);
+}
+
+//! Round to nearest even; NaN stays a (quiet) NaN, as hearth::fp32_to_bf16.
+HEARTH_SIMD_INLINE uint16_t f32_to_bf16(float f) {
+  const uint32_t u = std::bit_cast<uint32_t>(f);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t nan = (u >> 16) | 0x40u;
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
+}  // namespace hearth::simd

@@ -1,0 +1,225 @@
+// linear (oneDNN) against a plain double-accumulation reference on fresh random inputs, and
+// parallel_for's contract.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "common/rng.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/matmul_bench.hpp"
+#include "kernels/parallel.hpp"
+
+using namespace hearth;
+
+namespace {
+
+// One part as a model file holds it, and the f32 weights it stands for after dequantizing.
+struct test_part {
+  tensor_type type;
+  uint32_t n_out;
+  std::vector<std::byte> data;
+  std::vector<float> weights;  // (n_out, n_in) dequantized
+  std::vector<float> bias;     // (n_out,) or empty
+};
+
+std::vector<float> random_values(rng& r, size_t n) {
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(r.unit() * 2.0 - 1.0);
+  return v;
+}
+
+test_part make_part(rng& r, tensor_type type, uint32_t n_out, uint32_t n_in, bool with_bias) {
+  test_part p{type, n_out, {}, {}, {}};
+  const auto w = random_values(r, size_t{n_out} * n_in);
+  p.data.resize(*bytes_for(type, w.size()));
+  quantize(type, w, p.data);
+  p.weights.resize(w.size());
+  dequantize(type, p.data, p.weights);
+  if (with_bias) p.bias = random_values(r, n_out);
+  return p;
+}
+
+std::vector<weight_part> views(const std::vector<test_part>& parts) {
+  std::vector<weight_part> out;
+  for (const auto& p : parts) out.push_back({p.type, p.data, p.n_out, p.bias});
+  return out;
+}
+
+// y (m, sum n_out) = x (m, n_in) @ W^T + b over the stacked parts, in double.
+std::vector<double> reference(const std::vector<test_part>& parts, const std::vector<float>& x, uint32_t m,
+                              uint32_t n_in) {
+  std::vector<double> y;
+  for (uint32_t i = 0; i < m; ++i)
+    for (const auto& p : parts)
+      for (uint32_t o = 0; o < p.n_out; ++o) {
+        double acc = p.bias.empty() ? 0.0 : p.bias[o];
+        for (uint32_t k = 0; k < n_in; ++k)
+          acc += double{p.weights[size_t{o} * n_in + k]} * x[size_t{i} * n_in + k];
+        y.push_back(acc);
+      }
+  return y;  // (m, n_out) row-major: rows outer, stacked parts inner
+}
+
+// max |y - ref| / max |ref|
+double rel_error(const std::vector<float>& y, const std::vector<double>& ref) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    diff = std::max(diff, std::abs(y[i] - ref[i]));
+    scale = std::max(scale, std::abs(ref[i]));
+  }
+  return diff / scale;
+}
+
+double tolerance(compute_type ct) {
+  return ct == compute_type::f32 ? 1e-4 : 2e-2;
+}
+
+void check_against_reference(rng& r, const std::vector<test_part>& parts, uint32_t n_in, compute_type ct,
+                             std::initializer_list<uint32_t> ms) {
+  const auto ws = views(parts);
+  auto lin = linear::create(ws, n_in, ct);
+  REQUIRE(lin.ok());
+  uint32_t n_out = 0;
+  for (const auto& p : parts) n_out += p.n_out;
+  CHECK(lin->n_in() == n_in);
+  CHECK(lin->n_out() == n_out);
+  CHECK(lin->weight_bytes() >= size_t{n_in} * n_out * (ct == compute_type::f32 ? 4 : 2));
+  for (uint32_t m : ms) {
+    CAPTURE(m);
+    const auto x = random_values(r, size_t{m} * n_in);
+    std::vector<float> y(size_t{m} * n_out, NAN);
+    lin->forward(x.data(), y.data(), m);
+    CHECK(rel_error(y, reference(parts, x, m, n_in)) <= tolerance(ct));
+  }
+}
+
+const char* name_of(compute_type ct) {
+  return ct == compute_type::f32 ? "f32" : "bf16";
+}
+
+}  // namespace
+
+TEST_CASE("linear matches the reference for every source type and batch size", "[matmul]") {
+  const uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  rng r(seed);
+  for (auto ct : {compute_type::f32, compute_type::bf16})
+    for (auto type :
+         {tensor_type::f32, tensor_type::f16, tensor_type::bf16, tensor_type::q8_0, tensor_type::q4_0}) {
+      // Block types need whole 32-element blocks per row; the others take any width.
+      const uint32_t n_in = traits_of(type).block_size == 1 ? 72 : 96;
+      const uint32_t n_out = traits_of(type).block_size == 1 ? 40 : 37;
+      CAPTURE(name_of(ct), traits_of(type).name, n_in, n_out);
+      check_against_reference(r, {make_part(r, type, n_out, n_in, true)}, n_in, ct,
+                              {1, 2, 3, 7, 16, 33, 64, 200});
+    }
+}
+
+TEST_CASE("linear stacks parts with and without biases", "[matmul]") {
+  const uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  rng r(seed);
+  const uint32_t n_in = 64;
+  for (auto ct : {compute_type::f32, compute_type::bf16}) {
+    CAPTURE(name_of(ct));
+    // Q/K/V-like: a biased part, an unbiased quantized one, a biased f16 one of odd size.
+    check_against_reference(
+        r,
+        {make_part(r, tensor_type::f32, 24, n_in, true), make_part(r, tensor_type::q8_0, 16, n_in, false),
+         make_part(r, tensor_type::f16, 9, n_in, true)},
+        n_in, ct, {1, 3, 33});
+    check_against_reference(
+        r,
+        {make_part(r, tensor_type::q4_0, 16, n_in, false), make_part(r, tensor_type::bf16, 5, n_in, false)},
+        n_in, ct, {1, 7, 64});
+  }
+}
+
+TEST_CASE("linear runs a batch larger than one primitive in chunks", "[matmul]") {
+  const uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  rng r(seed);
+  for (auto ct : {compute_type::f32, compute_type::bf16}) {
+    CAPTURE(name_of(ct));
+    check_against_reference(r, {make_part(r, tensor_type::f32, 24, 40, true)}, 40, ct, {256, 257, 600});
+  }
+}
+
+TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
+  const uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  rng r(seed);
+  const int threads_before = kernel_threads();
+  const uint32_t n_in = 512, n_out = 384;
+  for (auto ct : {compute_type::f32, compute_type::bf16}) {
+    CAPTURE(name_of(ct));
+    const std::vector<test_part> parts{make_part(r, tensor_type::f32, n_out, n_in, true)};
+    const auto ws = views(parts);
+    auto lin = linear::create(ws, n_in, ct);
+    REQUIRE(lin.ok());
+    for (uint32_t m : {1u, 16u, 64u}) {
+      CAPTURE(m);
+      const auto x = random_values(r, size_t{m} * n_in);
+      std::vector<float> y1(size_t{m} * n_out), y2(y1.size());
+      set_kernel_threads(1);
+      lin->forward(x.data(), y1.data(), m);
+      set_kernel_threads(2);
+      CHECK(kernel_threads() == 2);
+      lin->forward(x.data(), y2.data(), m);
+      const auto ref = reference(parts, x, m, n_in);
+      CHECK(rel_error(y1, ref) <= tolerance(ct));
+      CHECK(rel_error(y2, ref) <= tolerance(ct));
+      // Not bitwise: oneDNN's gemm:jit (AVX2) gives identical bits at m = 16 and 64 (split over
+      // output columns) but not at m = 1, where its gemv splits the reduction over threads.
+    }
+  }
+  set_kernel_threads(threads_before);
+}
+
+TEST_CASE("linear rejects malformed parts", "[matmul]") {
+  const std::vector<float> w(8 * 64, 0.5f);
+  const std::vector<float> bias(8, 1.0f);
+  const auto bytes = std::as_bytes(std::span(w));
+  auto code = [](std::vector<weight_part> parts, uint32_t n_in) {
+    auto lin = linear::create(parts, n_in, compute_type::f32);
+    return lin.ok() ? std::optional<errc>{} : lin.error().code;
+  };
+  CHECK(code({}, 64) == errc::invalid_argument);
+  CHECK(code({{tensor_type::f32, bytes, 8, {}}}, 0) == errc::invalid_argument);
+  CHECK(code({{tensor_type::f32, bytes.first(100), 8, {}}}, 64) == errc::invalid_argument);
+  CHECK(code({{tensor_type::f32, bytes, 0, {}}}, 64) == errc::invalid_argument);
+  CHECK(code({{tensor_type::f32, bytes, 8, std::span(bias).first(7)}}, 64) == errc::invalid_argument);
+  // q4_0 rows must be whole 32-element blocks: 16 rows of 48 fill 24 blocks, but not row by row.
+  CHECK(code({{tensor_type::q4_0, bytes.first(24 * 18), 16, {}}}, 48) == errc::invalid_argument);
+  CHECK(code({{static_cast<tensor_type>(77), bytes, 8, {}}}, 64) == errc::unsupported);
+  CHECK_FALSE(code({{tensor_type::f32, bytes, 8, bias}}, 64).has_value());
+}
+
+TEST_CASE("measure_gemm_peak_gflops reports a positive rate", "[matmul]") {
+  CHECK(measure_gemm_peak_gflops(4, 64, 48, compute_type::f32, 0.01) > 0.0);
+  CHECK(measure_gemm_peak_gflops(4, 64, 48, compute_type::bf16, 0.01) > 0.0);
+  CHECK(measure_gemm_peak_gflops(0, 64, 48, compute_type::f32, 0.01) == 0.0);
+}
+
+TEST_CASE("parallel_for runs every index exactly once", "[parallel]") {
+  const int threads_before = kernel_threads();
+  for (int threads : {1, 2}) {
+    set_kernel_threads(threads);
+    CHECK(kernel_threads() == threads);
+    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}}) {
+      CAPTURE(threads, n);
+      std::vector<std::atomic<int>> runs(n);
+      parallel_for(n, [&](size_t i) { runs[i].fetch_add(1, std::memory_order_relaxed); });
+      CHECK(std::all_of(runs.begin(), runs.end(), [](const auto& c) { return c.load() == 1; }));
+    }
+  }
+  // A parallel_for inside another runs serially on the calling thread, still once per index.
+  std::vector<std::atomic<int>> runs(7 * 9);
+  parallel_for(7, [&](size_t i) { parallel_for(9, [&](size_t j) { runs[i * 9 + j].fetch_add(1); }); });
+  CHECK(std::all_of(runs.begin(), runs.end(), [](const auto& c) { return c.load() == 1; }));
+  set_kernel_threads(threads_before);
+}

@@ -1,0 +1,188 @@
+// ops::paged_attention (with ops::store_kv) against dense causal attention in double over
+// contiguous K/V: decode and prefill rows of several sequences in one call, MHA and GQA, several
+// head and block sizes, shuffled block tables, f32 and bf16 pools.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu_ops.hpp"
+#include "model/tensor_types.hpp"
+
+using namespace hearth;
+
+namespace {
+
+struct attn_shape {
+  uint32_t n_head, n_head_kv, head_dim, block_size;
+  uint32_t q_dim() const { return n_head * head_dim; }
+  uint32_t kv_dim() const { return n_head_kv * head_dim; }
+};
+
+//! One sequence: keys and values of all its positions (start_pos + n_new, kv_dim); the last n_new
+//! are the batch's rows.
+struct test_seq {
+  uint32_t start_pos, n_new, first_row;
+  std::vector<float> k, v;
+};
+
+//! A batch as the backend holds it: fused rows (rows, q_dim + 2 kv_dim) = [q | k | v].
+struct test_batch {
+  attn_shape shape;
+  std::vector<test_seq> seqs;
+  uint32_t rows = 0;
+  std::vector<float> qkv;
+
+  size_t stride() const { return shape.q_dim() + 2 * size_t{shape.kv_dim()}; }
+};
+
+test_batch make_batch(std::mt19937& rng, const attn_shape& shape,
+                      const std::vector<std::pair<uint32_t, uint32_t>>& lengths, float q_scale) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  test_batch b{shape, {}, 0, {}};
+  const uint32_t kv_dim = shape.kv_dim();
+  for (auto [start, n_new] : lengths) {
+    test_seq s{start, n_new, b.rows, {}, {}};
+    s.k.resize(size_t{start + n_new} * kv_dim);
+    s.v.resize(s.k.size());
+    for (float& x : s.k) x = normal(rng);
+    for (float& x : s.v) x = normal(rng);
+    b.rows += n_new;
+    b.seqs.push_back(std::move(s));
+  }
+  b.qkv.resize(b.rows * b.stride());
+  for (const test_seq& s : b.seqs) {
+    for (uint32_t i = 0; i < s.n_new; ++i) {
+      float* row = b.qkv.data() + (s.first_row + i) * b.stride();
+      for (uint32_t e = 0; e < shape.q_dim(); ++e) row[e] = q_scale * normal(rng);
+      std::copy_n(s.k.data() + size_t{s.start_pos + i} * kv_dim, kv_dim, row + shape.q_dim());
+      std::copy_n(s.v.data() + size_t{s.start_pos + i} * kv_dim, kv_dim, row + shape.q_dim() + kv_dim);
+    }
+  }
+  return b;
+}
+
+//! Stores the cached positions, then the batch's rows (as a backend would), into a pool whose
+//! blocks are handed out in shuffled or in increasing order, and runs paged attention on layer 1.
+std::vector<float> run_paged(const test_batch& b, kv_dtype dtype, bool shuffled, uint32_t shuffle_seed) {
+  const attn_shape& sh = b.shape;
+  const kv_layout layout{.n_layer = 2,
+                         .n_head_kv = sh.n_head_kv,
+                         .head_dim = sh.head_dim,
+                         .block_size = sh.block_size,
+                         .dtype = dtype};
+  std::vector<std::vector<uint32_t>> tables;
+  uint32_t n_blocks = 3;  // a few unused ones
+  for (const test_seq& s : b.seqs) n_blocks += kv_pool::blocks_for_tokens(layout, s.start_pos + s.n_new);
+  std::vector<uint32_t> ids(n_blocks);
+  std::iota(ids.begin(), ids.end(), 0u);
+  if (shuffled) std::shuffle(ids.begin(), ids.end(), std::mt19937(shuffle_seed));
+  auto pool = kv_pool::create(layout, n_blocks).value();
+  std::vector<ops::seq_rows> rows;
+  size_t next = 0;
+  for (const test_seq& s : b.seqs) {
+    const uint32_t n = kv_pool::blocks_for_tokens(layout, s.start_pos + s.n_new);
+    tables.emplace_back(ids.begin() + static_cast<ptrdiff_t>(next),
+                        ids.begin() + static_cast<ptrdiff_t>(next + n));
+    next += n;
+    const ops::seq_rows cached{0, s.start_pos, 0, tables.back()};
+    ops::store_kv(pool, 1, {s.k.data(), sh.kv_dim()}, {s.v.data(), sh.kv_dim()}, {&cached, 1});
+    rows.push_back({s.first_row, s.n_new, s.start_pos, tables.back()});
+  }
+  const float* q = b.qkv.data();
+  ops::store_kv(pool, 1, {q + sh.q_dim(), b.stride()}, {q + sh.q_dim() + sh.kv_dim(), b.stride()}, rows);
+  std::vector<float> out(size_t{b.rows} * sh.q_dim(), NAN);
+  ops::paged_attention(pool, 1, sh.n_head, {q, b.stride()}, {out.data(), sh.q_dim()}, rows);
+  return out;
+}
+
+float bf16_round(float x) {
+  return bf16_to_fp32(fp32_to_bf16(x));
+}
+
+//! Dense causal attention in double, (rows, q_dim); K/V rounded to bf16 first when asked.
+std::vector<double> dense_attention(const test_batch& b, bool round_kv) {
+  const attn_shape& sh = b.shape;
+  const uint32_t hd = sh.head_dim, group = sh.n_head / sh.n_head_kv;
+  std::vector<double> out(size_t{b.rows} * sh.q_dim());
+  for (const test_seq& s : b.seqs) {
+    auto kv_at = [&](const std::vector<float>& m, uint32_t pos, uint32_t kvh, uint32_t d) {
+      const float x = m[size_t{pos} * sh.kv_dim() + kvh * hd + d];
+      return static_cast<double>(round_kv ? bf16_round(x) : x);
+    };
+    for (uint32_t i = 0; i < s.n_new; ++i) {
+      const uint32_t pos = s.start_pos + i;
+      const float* q = b.qkv.data() + (s.first_row + i) * b.stride();
+      for (uint32_t h = 0; h < sh.n_head; ++h) {
+        std::vector<double> score(pos + 1);
+        for (uint32_t t = 0; t <= pos; ++t) {
+          for (uint32_t d = 0; d < hd; ++d) score[t] += q[h * hd + d] * kv_at(s.k, t, h / group, d);
+          score[t] /= std::sqrt(static_cast<double>(hd));
+        }
+        const double max = *std::max_element(score.begin(), score.end());
+        double sum = 0.0;
+        for (double& x : score) sum += (x = std::exp(x - max));
+        for (uint32_t d = 0; d < hd; ++d) {
+          double acc = 0.0;
+          for (uint32_t t = 0; t <= pos; ++t) acc += score[t] / sum * kv_at(s.v, t, h / group, d);
+          out[(s.first_row + i) * size_t{sh.q_dim()} + h * hd + d] = acc;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+//! Worst over (row, head) of max |got - want| / max |want| within that head's output.
+double max_rel_error(const std::vector<float>& got, const std::vector<double>& want, uint32_t head_dim) {
+  double worst = 0.0;
+  for (size_t off = 0; off < want.size(); off += head_dim) {
+    double err = 0.0, mag = 1e-30;
+    for (size_t d = off; d < off + head_dim; ++d) {
+      err = std::max(err, std::fabs(got[d] - want[d]));  // NaN (an unwritten output) fails below
+      if (std::isnan(got[d])) err = INFINITY;
+      mag = std::max(mag, std::fabs(want[d]));
+    }
+    worst = std::max(worst, err / mag);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("paged attention matches dense attention", "[cpu_ops][attention]") {
+  const auto seed = std::random_device{}();
+  CAPTURE(seed);
+  std::mt19937 rng(seed);
+  const auto shape = GENERATE(attn_shape{4, 4, 16, 16}, attn_shape{4, 2, 48, 1}, attn_shape{8, 1, 64, 32},
+                              attn_shape{4, 1, 128, 16}, attn_shape{6, 2, 128, 32}, attn_shape{2, 2, 64, 1},
+                              attn_shape{8, 2, 16, 32});
+  CAPTURE(shape.n_head, shape.n_head_kv, shape.head_dim, shape.block_size);
+  // Decode rows at block edges and deep in the context, prefill chunks from 0 and after a cached
+  // prefix (crossing the 16-row work items), and two random sequences.
+  std::vector<std::pair<uint32_t, uint32_t>> lengths{{0, 1},   {5, 1},  {16, 1}, {33, 1},
+                                                     {600, 1}, {0, 37}, {40, 17}};
+  std::uniform_int_distribution<uint32_t> start(0, 200), n_new(1, 40);
+  for (int i = 0; i < 2; ++i) lengths.emplace_back(start(rng), n_new(rng));
+  for (const auto& [s, n] : lengths) INFO("sequence at " << s << " + " << n);
+  const test_batch b = make_batch(rng, shape, lengths, 1.0f);
+  const auto exact = dense_attention(b, false);
+  const auto rounded = dense_attention(b, true);
+  const uint32_t shuffle_seed = rng();
+
+  const auto f32 = run_paged(b, kv_dtype::f32, true, shuffle_seed);
+  CHECK(max_rel_error(f32, exact, shape.head_dim) <= 1e-5);
+  CHECK(run_paged(b, kv_dtype::f32, false, shuffle_seed) == f32);
+
+  const auto bf16 = run_paged(b, kv_dtype::bf16, true, shuffle_seed);
+  CHECK(max_rel_error(bf16, rounded, shape.head_dim) <= 1e-3);
+  CHECK(max_rel_error(bf16, exact, shape.head_dim) <= 2e-2);
+  CHECK(run_paged(b, kv_dtype::bf16, false, shuffle_seed) == bf16);
+
+  // Scores of a few tens: each block moves the running max far, and most weights underflow.
+  const test_batch peaky = make_batch(rng, shape, lengths, 8.0f);
+  CHECK(max_rel_error(run_paged(peaky, kv_dtype::f32, true, shuffle_seed), dense_attention(peaky, false),
+                      shape.head_dim) <= 1e-5);
+}
