@@ -115,32 +115,29 @@ TEST_CASE("at temperature T the draws follow softmax(logits / T)", "[sampler]") 
   }
 }
 
-TEST_CASE("top_p keeps the smallest set that reaches p", "[sampler]") {
+namespace {
+
+// Draws 2000 tokens from four candidates with each setting of one filter and checks which survive.
+void check_kept(const std::vector<std::pair<float, std::set<token_id>>>& cases, float sampling_params::*field) {
   const auto logits = logits_of({0.5, 0.3, 0.15, 0.05});
-  const std::vector<std::pair<float, std::set<token_id>>> cases = {
-      {0.45f, {0}}, {0.75f, {0, 1}}, {0.85f, {0, 1, 2}}, {1.0f, {0, 1, 2, 3}}};
-  for (const auto& [top_p, kept] : cases) {
+  for (const auto& [value, kept] : cases) {
     sampling_params p = with_seed({});
-    p.top_p = top_p;
-    CAPTURE(top_p, p.seed);
+    p.*field = value;
+    CAPTURE(value, p.seed);
     sampler s = make(p);
     const auto drawn = sequence(s, logits, 2000);
     CHECK(std::set<token_id>(drawn.begin(), drawn.end()) == kept);
   }
 }
 
+}  // namespace
+
+TEST_CASE("top_p keeps the smallest set that reaches p", "[sampler]") {
+  check_kept({{0.45f, {0}}, {0.75f, {0, 1}}, {0.85f, {0, 1, 2}}, {1.0f, {0, 1, 2, 3}}}, &sampling_params::top_p);
+}
+
 TEST_CASE("min_p drops tokens below min_p times the top probability", "[sampler]") {
-  const auto logits = logits_of({0.5, 0.3, 0.15, 0.05});
-  const std::vector<std::pair<float, std::set<token_id>>> cases = {
-      {0.2f, {0, 1, 2}}, {0.5f, {0, 1}}, {0.9f, {0}}, {0.05f, {0, 1, 2, 3}}};
-  for (const auto& [min_p, kept] : cases) {
-    sampling_params p = with_seed({});
-    p.min_p = min_p;
-    CAPTURE(min_p, p.seed);
-    sampler s = make(p);
-    const auto drawn = sequence(s, logits, 2000);
-    CHECK(std::set<token_id>(drawn.begin(), drawn.end()) == kept);
-  }
+  check_kept({{0.2f, {0, 1, 2}}, {0.5f, {0, 1}}, {0.9f, {0}}, {0.05f, {0, 1, 2, 3}}}, &sampling_params::min_p);
 }
 
 TEST_CASE("top_k keeps the k most likely tokens, ties to the lower id", "[sampler]") {
