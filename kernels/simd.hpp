@@ -22,11 +22,6 @@
 // Helpers must be inlined into the clones: a call would run the baseline (SSE2) code.
 #define HEARTH_SIMD_INLINE [[gnu::always_inline]] inline
 
-// Vector values never cross a real function boundary (everything is inlined), so the ABI
-// differences between targets that -Wpsabi warns about cannot arise; the warning fires at every
-// use, so it stays off in the files that include this header.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 namespace hearth::simd {
 
 //! 8 floats: one AVX2 register, two SSE ones. Wider generic vectors are worse, not better: GCC
