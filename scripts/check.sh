@@ -14,9 +14,10 @@ cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 echo "== tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
-# Debug keeps the asserts; -O1 keeps the sanitized suite quick enough for CI.
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
-  -DHEARTH_BUILD_TESTS=ON -DHEARTH_SANITIZE=address,undefined
+# Debug keeps the asserts. (-O1 would be faster, but GCC 12 then reports false
+# maybe-uninitialized errors inside libstdc++'s <regex>, which Catch2 includes.)
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHEARTH_BUILD_TESTS=ON \
+  -DHEARTH_SANITIZE=address,undefined
 cmake --build build-asan -j "$jobs"
 ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
