@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   hearth::cli::add_model_commands(app, exit_code);
   hearth::cli::add_generate_command(app, exit_code);
+  hearth::cli::add_bench_command(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -1,0 +1,294 @@
+#include "bench/kernels_bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+
+#include <sys/resource.h>
+
+#include "bench/stream_triad.hpp"
+#include "common/rng.hpp"
+#include "kernels/matmul_bench.hpp"
+#include "kernels/parallel.hpp"
+#include "model/gguf.hpp"
+
+// FLOP counting (2 per multiply-add). A forward of T new tokens at positions [p, p + T):
+//   linears   2 T (n_layer (qkv + wo + gate_up + down params)) + 2 R vocab d, R = rows with logits
+//   attention 2 head_dim n_head n_layer per (query, key) pair for QK^T and again for PV; causal
+//             prefill from position 0 has T (T + 1) / 2 pairs per head.
+// Norms, RoPE, SwiGLU and softmax are left out (a few FLOPs per element, well under 1%).
+
+namespace hearth {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct plan {
+  std::vector<uint32_t> prompts, contexts, batches;
+  int reps;            // timed prefill runs (after one warm-up)
+  uint32_t iterations; // timed decode iterations (after one warm-up)
+  uint32_t gemm_m;
+  double gemm_seconds; // per shape
+  size_t stream_elems; // per array (doubles)
+  int stream_reps;
+};
+
+plan make_plan(bool quick) {
+  if (quick) return {{64, 128}, {64, 128}, {1, 4}, 2, 3, 128, 0.05, size_t{1} << 20, 3};
+  // 3 x 24 Mi doubles = 576 MiB: far beyond any cache, the triad reads and writes memory.
+  return {{128, 512}, {256, 1024}, {1, 4, 16, 64}, 5, 8, 128, 0.5, size_t{24} << 20, 5};
+}
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+std::vector<token_id> random_tokens(rng& r, uint32_t n, uint32_t n_vocab) {
+  std::vector<token_id> t(n);
+  for (auto& x : t) x = static_cast<token_id>(r.next() % n_vocab);
+  return t;
+}
+
+// One sequence's positions: the longest context plus the decode steps, or the longest prompt.
+uint32_t positions_per_seq(const plan& p) {
+  const uint32_t ctx = *std::max_element(p.contexts.begin(), p.contexts.end()) + p.iterations + 1;
+  return std::max(ctx, *std::max_element(p.prompts.begin(), p.prompts.end()));
+}
+
+// The linear layers of one token's forward: shape and how many of it (per layer, or the head once).
+struct linear_shape {
+  const char* name;
+  uint32_t n_in, n_out, count;
+};
+
+std::vector<linear_shape> model_shapes(const hparams& hp) {
+  const uint32_t d = hp.n_embd, q = hp.n_head * hp.head_dim, kv = hp.n_embd_kv();
+  return {{"qkv", d, q + 2 * kv, hp.n_layer},
+          {"wo", q, d, hp.n_layer},
+          {"gate_up", d, 2 * hp.n_ff, hp.n_layer},
+          {"down", hp.n_ff, d, hp.n_layer},
+          {"head", d, hp.n_vocab, 1}};
+}
+
+double layer_linear_params(const hparams& hp) {
+  double n = 0;
+  for (const auto& s : model_shapes(hp)) {
+    if (s.count == hp.n_layer) n += static_cast<double>(s.n_in) * s.n_out;
+  }
+  return n;
+}
+
+double prefill_gflop(const hparams& hp, uint32_t t) {
+  const double tokens = t;
+  const double linears = 2.0 * (hp.n_layer * layer_linear_params(hp) * tokens + static_cast<double>(hp.n_vocab) * hp.n_embd);
+  const double attention = 2.0 * hp.head_dim * hp.n_head * hp.n_layer * tokens * (tokens + 1.0);
+  return (linears + attention) / 1e9;
+}
+
+void measure_gemm(kernels_bench_report& r, const plan& p) {
+  double flops = 0, seconds = 0;
+  for (const auto& s : model_shapes(r.hp)) {
+    const double g = measure_gemm_peak_gflops(p.gemm_m, s.n_in, s.n_out, r.compute, p.gemm_seconds);
+    r.gemm.push_back({s.name, p.gemm_m, s.n_in, s.n_out, g});
+    // Harmonic weighting: the time one token's forward would take if every shape ran at its ceiling.
+    const double f = 2.0 * s.n_in * s.n_out * s.count;
+    flops += f;
+    seconds += g > 0 ? f / (g * 1e9) : 0.0;
+  }
+  const bool all_ran = std::all_of(r.gemm.begin(), r.gemm.end(), [](const auto& g) { return g.gflops > 0; });
+  r.gemm_combined_gflops = all_ran ? flops / seconds / 1e9 : 0.0;
+}
+
+struct bench_context {
+  cpu_backend& be;
+  const plan& p;
+  rng r;
+  uint32_t blocks_per_seq;
+  std::vector<uint32_t> table;  // sequence s owns table[s * blocks_per_seq, (s + 1) * blocks_per_seq)
+  batch_logits logits;
+
+  std::span<const uint32_t> blocks(uint32_t s) const {
+    return std::span(table).subspan(size_t{s} * blocks_per_seq, blocks_per_seq);
+  }
+  status<> forward(std::span<const batch_seq> batch) { return be.forward(batch, logits); }
+};
+
+result<prefill_result> bench_prefill(bench_context& c, uint32_t n) {
+  const auto tokens = random_tokens(c.r, n, c.be.params().n_vocab);
+  const batch_seq seq{tokens, 0, c.blocks(0)};
+  std::vector<double> times;
+  for (int rep = 0; rep <= c.p.reps; ++rep) {  // rep 0 warms up
+    const auto t0 = clock_type::now();
+    if (auto st = c.forward({&seq, 1}); !st) return st.error();
+    if (rep > 0) times.push_back(seconds_since(t0));
+  }
+  prefill_result out{.tokens = n, .seconds = median(times)};
+  out.tok_per_s = n / out.seconds;
+  out.gflop = prefill_gflop(c.be.params(), n);
+  out.gflops = out.gflop / out.seconds;
+  return out;
+}
+
+// Fills sequences [0, batch) with `context` cached positions: sequence 0 is prefilled with random
+// tokens, the others get copies of its blocks (64 prefills of 1024 tokens would take minutes on
+// two cores; decode reads the same bytes whatever they hold).
+status<> fill_contexts(bench_context& c, uint32_t batch, uint32_t context) {
+  const auto tokens = random_tokens(c.r, context, c.be.params().n_vocab);
+  const batch_seq seq{tokens, 0, c.blocks(0)};
+  if (auto st = c.forward({&seq, 1}); !st) return st;
+  const uint32_t used = (context + c.be.kv().layout().block_size - 1) / c.be.kv().layout().block_size;
+  for (uint32_t s = 1; s < batch; ++s) {
+    for (uint32_t b = 0; b < used; ++b) {
+      const auto src = c.be.kv().block(c.blocks(0)[b]);
+      std::copy(src.begin(), src.end(), c.be.kv().block(c.blocks(s)[b]).begin());
+    }
+  }
+  return {};
+}
+
+result<decode_result> bench_decode(bench_context& c, uint32_t batch, uint32_t context, double weights_read) {
+  if (auto st = fill_contexts(c, batch, context); !st) return st.error();
+  const auto tokens = random_tokens(c.r, batch, c.be.params().n_vocab);
+  std::vector<batch_seq> seqs(batch);
+  std::vector<double> times;
+  for (uint32_t it = 0; it <= c.p.iterations; ++it) {  // iteration 0 warms up
+    for (uint32_t s = 0; s < batch; ++s) seqs[s] = {{&tokens[s], 1}, context + it, c.blocks(s)};
+    const auto t0 = clock_type::now();
+    if (auto st = c.forward(seqs); !st) return st.error();
+    if (it > 0) times.push_back(seconds_since(t0));
+  }
+  const kv_layout& l = c.be.kv().layout();
+  const double kv_per_position = static_cast<double>(l.block_bytes()) / l.block_size;
+  decode_result out{.batch = batch, .context = context, .step_seconds = median(times)};
+  out.tok_per_s = batch / out.step_seconds;
+  out.bytes_per_step = weights_read + static_cast<double>(batch) * context * kv_per_position;
+  out.gbps = out.bytes_per_step / out.step_seconds / 1e9;
+  return out;
+}
+
+status<> run_backend(kernels_bench_report& r, cpu_backend& be, const plan& p) {
+  const uint32_t bs = be.kv().layout().block_size;
+  const uint32_t per_seq = (positions_per_seq(p) + bs - 1) / bs;
+  bench_context c{be, p, rng(std::random_device{}()), per_seq, std::vector<uint32_t>(be.kv().n_blocks()), {}};
+  std::iota(c.table.begin(), c.table.end(), 0u);
+  for (uint32_t n : p.prompts) {
+    auto pr = bench_prefill(c, n);
+    if (!pr) return pr.error();
+    r.prefill.push_back(*pr);
+  }
+  const double weights_read = r.weight_bytes - r.embedding_bytes;
+  for (uint32_t ctx : p.contexts) {
+    double batch1 = 0;  // batches start at 1
+    for (uint32_t b : p.batches) {
+      auto dr = bench_decode(c, b, ctx, weights_read);
+      if (!dr) return dr.error();
+      if (b == 1) batch1 = dr->tok_per_s;
+      dr->vs_batch1 = batch1 > 0 ? dr->tok_per_s / batch1 : 0.0;
+      r.decode.push_back(*dr);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+namespace {
+
+double peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return 1024.0 * static_cast<double>(u.ru_maxrss);  // Linux: KiB
+}
+
+// The percentages and ratios that need both the backend's figures and the ceilings.
+void compare(kernels_bench_report& r) {
+  for (auto& pr : r.prefill) {
+    pr.pct_of_gemm = r.gemm_combined_gflops > 0 ? 100.0 * pr.gflops / r.gemm_combined_gflops : 0.0;
+  }
+  for (auto& d : r.decode) d.pct_of_stream = r.stream_gbps > 0 ? 100.0 * d.gbps / r.stream_gbps : 0.0;
+  const uint32_t shortest = r.decode.empty() ? 0 : r.decode.front().context;
+  for (const auto& d : r.decode) {
+    if (d.context == shortest && d.batch == 16) r.batch16_over_batch1 = d.vs_batch1;
+  }
+  r.rss_ratio = r.peak_rss_bytes / (r.weight_bytes + r.kv_pool_bytes);
+}
+
+result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const plan& p) {
+  auto f = gguf::file::open(r.model_path);
+  if (!f) return f.error().to_error();
+  const gguf::tensor_info* embd = f->find_tensor("token_embd.weight");
+  if (!embd) return error{errc::malformed, r.model_path + ": no token_embd.weight"};
+  r.embedding_bytes = static_cast<double>(embd->n_bytes);
+  r.kv = r.compute == compute_type::f32 ? kv_dtype::f32 : kv_dtype::bf16;
+  r.block_size = 16;
+  const uint32_t max_batch = *std::max_element(p.batches.begin(), p.batches.end());
+  const uint32_t per_seq = (positions_per_seq(p) + r.block_size - 1) / r.block_size * r.block_size;
+  auto be = cpu_backend::load(*f, {.compute = r.compute, .kv = r.kv, .block_size = r.block_size,
+                                   .kv_tokens = uint64_t{max_batch} * per_seq});
+  if (!be) return be.error();
+  r.hp = (*be)->params();
+  if (positions_per_seq(p) > r.hp.n_ctx_train) {
+    return error{errc::invalid_argument, "bench needs " + std::to_string(positions_per_seq(p)) +
+                                             " positions; the model's context is " + std::to_string(r.hp.n_ctx_train)};
+  }
+  r.weight_bytes = static_cast<double>((*be)->weight_bytes());
+  r.kv_pool_bytes = static_cast<double>((*be)->kv().size_bytes());
+  return be;
+}
+
+}  // namespace
+
+result<kernels_bench_report> run_kernels_bench(const kernels_bench_options& opt) {
+  const plan p = make_plan(opt.quick);
+  kernels_bench_report r;
+  r.model_path = opt.model_path;
+  r.threads = kernel_threads();
+  r.compute = opt.compute;
+  r.quick = opt.quick;
+  {
+    auto be = load_backend(r, p);
+    if (!be) return be.error();
+    if (auto st = run_backend(r, **be, p); !st) return st.error();
+  }
+  // Read before the ceiling runs, whose buffers (the 576 MiB triad) would otherwise dominate it.
+  r.peak_rss_bytes = peak_rss_bytes();
+  measure_gemm(r, p);
+  r.stream_bytes = 24.0 * static_cast<double>(p.stream_elems);
+  r.stream_gbps = stream_triad_gbps(p.stream_elems, p.stream_reps);
+  compare(r);
+  return r;
+}
+
+void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
+  const hparams& hp = r.hp;
+  std::fprintf(out, "model %s: d %u, %u layers, %u/%u heads of %u, ff %u, vocab %u\n", r.model_path.c_str(),
+               hp.n_embd, hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_vocab);
+  std::fprintf(out, "threads %d, compute %s, kv %s, block %u%s\n\n", r.threads,
+               r.compute == compute_type::f32 ? "f32" : "bf16", r.kv == kv_dtype::f32 ? "f32" : "bf16",
+               r.block_size, r.quick ? ", quick" : "");
+  std::fprintf(out, "GEMM ceiling (m = %u)   n_in x n_out    GFLOP/s\n", r.gemm.empty() ? 0 : r.gemm[0].m);
+  for (const auto& g : r.gemm) std::fprintf(out, "  %-8s %14u x %-6u %10.1f\n", g.name.c_str(), g.n_in, g.n_out, g.gflops);
+  std::fprintf(out, "  combined (FLOP-weighted)       %10.1f\n", r.gemm_combined_gflops);
+  std::fprintf(out, "STREAM triad over %.0f MiB: %.1f GB/s\n\n", r.stream_bytes / (1 << 20), r.stream_gbps);
+  std::fprintf(out, "prefill  tokens     ms    tok/s   GFLOP/s  %% of GEMM\n");
+  for (const auto& p : r.prefill) {
+    std::fprintf(out, "         %6u %7.1f %8.1f %9.1f %9.1f\n", p.tokens, 1e3 * p.seconds, p.tok_per_s, p.gflops,
+                 p.pct_of_gemm);
+  }
+  std::fprintf(out, "\ndecode  context batch  ms/step    tok/s  vs b=1   GB/s  %% of STREAM\n");
+  for (const auto& d : r.decode) {
+    std::fprintf(out, "        %7u %5u %8.2f %8.1f %7.2f %6.1f %9.1f\n", d.context, d.batch, 1e3 * d.step_seconds,
+                 d.tok_per_s, d.vs_batch1, d.gbps, d.pct_of_stream);
+  }
+  std::fprintf(out, "batch 16 / batch 1 aggregate tok/s: %.2f\n\n", r.batch16_over_batch1);
+  std::fprintf(out, "peak RSS %.1f MiB = %.2f x (weights %.1f MiB + KV pool %.1f MiB)\n", r.peak_rss_bytes / (1 << 20),
+               r.rss_ratio, r.weight_bytes / (1 << 20), r.kv_pool_bytes / (1 << 20));
+}
+
+}  // namespace hearth

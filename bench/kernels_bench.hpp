@@ -1,0 +1,79 @@
+#pragma once
+// `hearth bench kernels`: one run that measures the machine's ceilings (GEMM at the model's own
+// shapes, STREAM triad bandwidth) and the CPU backend's prefill and decode against them, on the
+// calling thread's kernel_threads(). The CLI prints the report and writes it as JSON.
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+#include "kernels/cpu_backend.hpp"
+
+namespace hearth {
+
+struct kernels_bench_options {
+  std::string model_path;
+  compute_type compute = compute_type::bf16;
+  bool quick = false;  //!< seconds instead of minutes: fewer reps, small contexts and batches
+};
+
+struct gemm_shape_result {
+  std::string name;  //!< qkv, wo, gate_up, down, head
+  uint32_t m = 0, n_in = 0, n_out = 0;
+  double gflops = 0;
+};
+
+struct prefill_result {
+  uint32_t tokens = 0;
+  double seconds = 0;          //!< median of the timed runs
+  double tok_per_s = 0;
+  double gflop = 0;            //!< linear + attention FLOPs of one forward (see kernels_bench.cpp)
+  double gflops = 0;
+  double pct_of_gemm = 0;      //!< of the combined GEMM ceiling
+};
+
+struct decode_result {
+  uint32_t batch = 0, context = 0;
+  double step_seconds = 0;     //!< median time of one iteration of the whole batch
+  double tok_per_s = 0;        //!< batch / step_seconds
+  double bytes_per_step = 0;   //!< weights without the embedding table + KV read
+  double gbps = 0;
+  double pct_of_stream = 0;
+  double vs_batch1 = 0;        //!< tok_per_s / tok_per_s at batch 1, same context
+};
+
+struct kernels_bench_report {
+  // Configuration
+  std::string model_path;
+  hparams hp;
+  int threads = 0;
+  compute_type compute = compute_type::bf16;
+  kv_dtype kv = kv_dtype::bf16;
+  uint32_t block_size = 0;
+  bool quick = false;
+  // Ceilings
+  std::vector<gemm_shape_result> gemm;
+  double gemm_combined_gflops = 0;  //!< FLOP-weighted over one token's forward
+  double stream_bytes = 0;          //!< of the three arrays together
+  double stream_gbps = 0;
+  // The backend
+  std::vector<prefill_result> prefill;
+  std::vector<decode_result> decode;
+  double batch16_over_batch1 = 0;   //!< aggregate tok/s ratio at the shortest context; 0 if not run
+  // Memory
+  double weight_bytes = 0;          //!< as computed, embedding table included
+  double embedding_bytes = 0;
+  double kv_pool_bytes = 0;
+  double peak_rss_bytes = 0;        //!< before the ceiling runs, which allocate their own buffers
+  double rss_ratio = 0;             //!< peak_rss / (weights + KV pool)
+};
+
+//! Loads the model and measures everything; errors name the file or the step that failed.
+result<kernels_bench_report> run_kernels_bench(const kernels_bench_options& opt);
+
+//! The report as a readable table.
+void print_kernels_bench(const kernels_bench_report& r, std::FILE* out);
+
+}  // namespace hearth

@@ -1,0 +1,92 @@
+// hearth bench kernels: the machine's ceilings and the CPU backend against them, in one run
+// (bench/kernels_bench.hpp); a table on stdout, every figure as JSON with --json.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/kernels_bench.hpp"
+#include "cli/commands.hpp"
+#include "kernels/parallel.hpp"
+
+namespace hearth::cli {
+namespace {
+
+struct bench_kernels_args {
+  std::string model;
+  std::string json_path;
+  int threads = 0;  // 0: every core
+  std::string compute = "bf16";
+  bool quick = false;
+};
+
+nlohmann::json to_json(const kernels_bench_report& r) {
+  const hparams& hp = r.hp;
+  nlohmann::json j;
+  j["config"] = {{"model", r.model_path}, {"arch", to_string(hp.arch)}, {"n_vocab", hp.n_vocab},
+                 {"n_ctx_train", hp.n_ctx_train}, {"n_embd", hp.n_embd}, {"n_layer", hp.n_layer},
+                 {"n_head", hp.n_head}, {"n_head_kv", hp.n_head_kv}, {"n_ff", hp.n_ff},
+                 {"head_dim", hp.head_dim}, {"threads", r.threads},
+                 {"compute", r.compute == compute_type::f32 ? "f32" : "bf16"},
+                 {"kv_dtype", r.kv == kv_dtype::f32 ? "f32" : "bf16"}, {"block_size", r.block_size},
+                 {"quick", r.quick}};
+  for (const auto& g : r.gemm) {
+    j["gemm"]["shapes"].push_back({{"name", g.name}, {"m", g.m}, {"n_in", g.n_in}, {"n_out", g.n_out}, {"gflops", g.gflops}});
+  }
+  j["gemm"]["combined_gflops"] = r.gemm_combined_gflops;
+  j["stream"] = {{"bytes", r.stream_bytes}, {"gbps", r.stream_gbps}};
+  for (const auto& p : r.prefill) {
+    j["prefill"].push_back({{"tokens", p.tokens}, {"seconds", p.seconds}, {"tok_per_s", p.tok_per_s},
+                            {"gflop", p.gflop}, {"gflops", p.gflops}, {"pct_of_gemm", p.pct_of_gemm}});
+  }
+  for (const auto& d : r.decode) {
+    j["decode"].push_back({{"batch", d.batch}, {"context", d.context}, {"step_seconds", d.step_seconds},
+                           {"tok_per_s", d.tok_per_s}, {"vs_batch1", d.vs_batch1}, {"bytes_per_step", d.bytes_per_step},
+                           {"gbps", d.gbps}, {"pct_of_stream", d.pct_of_stream}});
+  }
+  j["batch16_over_batch1"] = r.batch16_over_batch1;
+  j["memory"] = {{"weight_bytes", r.weight_bytes}, {"embedding_bytes", r.embedding_bytes},
+                 {"kv_pool_bytes", r.kv_pool_bytes}, {"peak_rss_bytes", r.peak_rss_bytes}, {"rss_ratio", r.rss_ratio}};
+  return j;
+}
+
+int run_bench_kernels(const bench_kernels_args& a) {
+  set_kernel_threads(a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency()));
+  auto r = run_kernels_bench(
+      {.model_path = a.model, .compute = a.compute == "f32" ? compute_type::f32 : compute_type::bf16, .quick = a.quick});
+  if (!r) {
+    std::fprintf(stderr, "hearth: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  print_kernels_bench(*r, stdout);
+  if (a.json_path.empty()) return 0;
+  std::ofstream out(a.json_path);
+  out << to_json(*r).dump(2) << '\n';
+  if (!out) {
+    std::fprintf(stderr, "hearth: cannot write %s\n", a.json_path.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto* bench = app.add_subcommand("bench", "Measure the machine's ceilings and the compute against them");
+  bench->require_subcommand(1);
+  auto* cmd = bench->add_subcommand("kernels", "GEMM and STREAM ceilings, prefill, decode and memory of one model");
+  auto a = std::make_shared<bench_kernels_args>();
+  cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
+  cmd->add_option("--json", a->json_path, "Write every figure and the configuration to this file");
+  cmd->add_option("--threads", a->threads, "Compute threads (0: every core)")->capture_default_str();
+  cmd->add_option("--compute", a->compute, "Matrix compute type")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
+  cmd->add_flag("--quick", a->quick, "Seconds, not minutes: fewer reps, contexts 64/128, batches 1/4");
+  cmd->callback([a, &exit_code] { exit_code = run_bench_kernels(*a); });
+}
+
+}  // namespace hearth::cli

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `hearth bench kernels --quick` on a tiny bf16 model: it runs, prints its table, and its JSON has
+# the configuration and positive figures. Usage: test_bench.sh PATH/TO/hearth
+set -euo pipefail
+hearth=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAILED: $*" >&2; exit 1; }
+
+"$hearth" model make --preset tiny --dtype bf16 --seed 5 -o "$dir/tiny.gguf" >/dev/null
+table=$("$hearth" bench kernels --model "$dir/tiny.gguf" --quick --threads 2 --json "$dir/bench.json")
+for word in "GEMM ceiling" "STREAM triad" prefill decode "peak RSS"; do
+  grep -q "$word" <<<"$table" || fail "table lacks '$word': $table"
+done
+
+python3 - "$dir/bench.json" <<'PY'
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+def positive(path, v):
+    if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+        sys.exit(f"FAILED: {path} = {v!r}, expected a positive number")
+c = j["config"]
+assert c["compute"] == "bf16" and c["kv_dtype"] == "bf16" and c["threads"] == 2, c
+assert c["n_embd"] == 288 and c["n_layer"] == 6 and c["block_size"] == 16, c
+assert [s["name"] for s in j["gemm"]["shapes"]] == ["qkv", "wo", "gate_up", "down", "head"], j["gemm"]
+for s in j["gemm"]["shapes"]:
+    positive("gemm " + s["name"], s["gflops"])
+positive("gemm combined", j["gemm"]["combined_gflops"])
+positive("stream gbps", j["stream"]["gbps"])
+assert [p["tokens"] for p in j["prefill"]] == [64, 128], j["prefill"]
+for p in j["prefill"]:
+    for k in ("seconds", "tok_per_s", "gflop", "gflops", "pct_of_gemm"):
+        positive(f"prefill {p['tokens']} {k}", p[k])
+assert sorted((d["context"], d["batch"]) for d in j["decode"]) == [(64, 1), (64, 4), (128, 1), (128, 4)], j["decode"]
+for d in j["decode"]:
+    for k in ("step_seconds", "tok_per_s", "vs_batch1", "bytes_per_step", "gbps", "pct_of_stream"):
+        positive(f"decode {d['context']}x{d['batch']} {k}", d[k])
+for k in ("weight_bytes", "embedding_bytes", "kv_pool_bytes", "peak_rss_bytes", "rss_ratio"):
+    positive("memory " + k, j["memory"][k])
+PY
+
+# Bad input: one line, exit code 1.
+rc=0
+err=$("$hearth" bench kernels --model "$dir/none.gguf" --quick 2>&1 >/dev/null) || rc=$?
+[ "$rc" -eq 1 ] && [ "$(wc -l <<<"$err")" -eq 1 ] || fail "missing model: rc $rc, '$err'"
+echo "bench: all checks passed"
