@@ -11,7 +11,9 @@
 #include <random>
 #include <vector>
 
+#include "bench/stream_triad.hpp"
 #include "kernels/cpu_ops.hpp"
+#include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 #include "model/tensor_types.hpp"
 
@@ -23,20 +25,6 @@ using clock_type = std::chrono::steady_clock;
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-//! a = b + s c over 3 x 64 MiB: the machine's streaming bandwidth in GB/s (24 bytes an element).
-double triad_gbps() {
-  const size_t n = size_t{16} << 20;
-  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
-  double best = 0.0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = clock_type::now();
-    for (size_t i = 0; i < n; ++i) a[i] = b[i] + 0.5f * c[i];
-    best = std::max(best, 24.0 * n / seconds_since(t0) / 1e9);
-  }
-  std::printf("(triad check %.1f)\n", a[n / 2]);  // keeps the loop
-  return best;
 }
 
 //! Peak f32 multiply-adds per second (in billions) of one core: 10 independent FMA chains.
@@ -96,7 +84,8 @@ void bench_decode(uint32_t ctx, uint32_t n_seqs, double ceiling, double fma_peak
 }  // namespace
 
 int main() {
-  const double ceiling = triad_gbps();
+  set_kernel_threads(1);
+  const double ceiling = stream_triad_gbps(size_t{8} << 20, 5);  // 3 x 64 MiB of doubles
   const double fma_peak = fma_peak_gflops();
   std::printf("triad bandwidth: %.1f GB/s, FMA peak: %.1f GFMA/s (one core)\n", ceiling, fma_peak);
   for (uint32_t ctx : {1024u, 4096u}) bench_decode(ctx, 1, ceiling, fma_peak);
