@@ -113,6 +113,7 @@ int run_generate(const generate_args& a) {
   }
   std::fputs(out.flush().c_str(), stdout);
   std::fputs("\n", stdout);
+  std::fflush(stdout);  // the text ends before the timings on stderr begin
   const auto t_end = clock_type::now();
 
   const double prefill_s = seconds_between(t0, t_prefill), decode_s = seconds_between(t_first, t_end);
