@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # `hearth bench kernels --quick` on a tiny bf16 model: it runs, prints its table, and its JSON has
 # the configuration and positive figures. Usage: test_bench.sh PATH/TO/hearth
-set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 hearth=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAILED: $*" >&2; exit 1; }
 
 "$hearth" model make --preset tiny --dtype bf16 --seed 5 -o "$dir/tiny.gguf" >/dev/null
 table=$("$hearth" bench kernels --model "$dir/tiny.gguf" --quick --threads 2 --json "$dir/bench.json")
@@ -39,8 +36,5 @@ for k in ("weight_bytes", "embedding_bytes", "kv_pool_bytes", "peak_rss_bytes", 
     positive("memory " + k, j["memory"][k])
 PY
 
-# Bad input: one line, exit code 1.
-rc=0
-err=$("$hearth" bench kernels --model "$dir/none.gguf" --quick 2>&1 >/dev/null) || rc=$?
-[ "$rc" -eq 1 ] && [ "$(wc -l <<<"$err")" -eq 1 ] || fail "missing model: rc $rc, '$err'"
+expect_one_line_error "missing model" "none.gguf" "$hearth" bench kernels --model "$dir/none.gguf" --quick
 echo "bench: all checks passed"

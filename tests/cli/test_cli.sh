@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of the `hearth` executable: make a model, describe it, generate from it, and
 # fail with one line and exit code 1 on bad input. Usage: test_cli.sh PATH/TO/hearth
-set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 hearth=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAILED: $*" >&2; exit 1; }
 
 "$hearth" model make --preset tiny --dtype q8_0 --seed 3 -o "$dir/tiny.gguf" >/dev/null
 info=$("$hearth" model info "$dir/tiny.gguf")
@@ -24,15 +21,6 @@ stats=$("$hearth" generate -m "$dir/tiny.gguf" -p "Hi" -n 4 2>&1 >/dev/null)
 grep -q "TTFT" <<<"$stats" || fail "generate prints no timings: $stats"
 
 # Bad input: exit code 1 and exactly one line naming the problem.
-expect_one_line_error() {
-  local what=$1 pattern=$2
-  shift 2
-  local rc=0 err
-  err=$("$@" 2>&1 >/dev/null) || rc=$?
-  [ "$rc" -eq 1 ] || fail "$what: exit code $rc, expected 1 ($err)"
-  [ "$(wc -l <<<"$err")" -eq 1 ] || fail "$what: more than one line: $err"
-  grep -q -- "$pattern" <<<"$err" || fail "$what: '$err' lacks '$pattern'"
-}
 printf 'GGUF\003\000\000\000' >"$dir/short.gguf"
 expect_one_line_error "truncated file" "truncated" "$hearth" model info "$dir/short.gguf"
 expect_one_line_error "missing file" "io" "$hearth" model info "$dir/none.gguf"
