@@ -225,7 +225,7 @@ result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const
   const gguf::tensor_info* embd = f->find_tensor("token_embd.weight");
   if (!embd) return error{errc::malformed, r.model_path + ": no token_embd.weight"};
   r.embedding_bytes = static_cast<double>(embd->n_bytes);
-  r.kv = r.compute == compute_type::f32 ? kv_dtype::f32 : kv_dtype::bf16;
+  r.kv = kv_dtype_for(r.compute);
   r.block_size = 16;
   const uint32_t max_batch = *std::max_element(p.batches.begin(), p.batches.end());
   const uint32_t per_seq = (positions_per_seq(p) + r.block_size - 1) / r.block_size * r.block_size;
@@ -270,7 +270,7 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
   std::fprintf(out, "model %s: d %u, %u layers, %u/%u heads of %u, ff %u, vocab %u\n", r.model_path.c_str(),
                hp.n_embd, hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_vocab);
   std::fprintf(out, "threads %d, compute %s, kv %s, block %u%s\n\n", r.threads,
-               r.compute == compute_type::f32 ? "f32" : "bf16", r.kv == kv_dtype::f32 ? "f32" : "bf16",
+               to_string(r.compute), to_string(r.kv),
                r.block_size, r.quick ? ", quick" : "");
   std::fprintf(out, "GEMM ceiling (m = %u)   n_in x n_out    GFLOP/s\n", r.gemm.empty() ? 0 : r.gemm[0].m);
   for (const auto& g : r.gemm) std::fprintf(out, "  %-8s %14u x %-6u %10.1f\n", g.name.c_str(), g.n_in, g.n_out, g.gflops);

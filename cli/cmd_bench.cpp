@@ -4,13 +4,12 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/kernels_bench.hpp"
 #include "cli/commands.hpp"
-#include "kernels/parallel.hpp"
+#include "cli/common_options.hpp"
 
 namespace hearth::cli {
 namespace {
@@ -18,8 +17,7 @@ namespace {
 struct bench_kernels_args {
   std::string model;
   std::string json_path;
-  int threads = 0;  // 0: every core
-  std::string compute = "bf16";
+  compute_args compute;
   bool quick = false;
 };
 
@@ -30,8 +28,8 @@ nlohmann::json to_json(const kernels_bench_report& r) {
                  {"n_ctx_train", hp.n_ctx_train}, {"n_embd", hp.n_embd}, {"n_layer", hp.n_layer},
                  {"n_head", hp.n_head}, {"n_head_kv", hp.n_head_kv}, {"n_ff", hp.n_ff},
                  {"head_dim", hp.head_dim}, {"threads", r.threads},
-                 {"compute", r.compute == compute_type::f32 ? "f32" : "bf16"},
-                 {"kv_dtype", r.kv == kv_dtype::f32 ? "f32" : "bf16"}, {"block_size", r.block_size},
+                 {"compute", to_string(r.compute)},
+                 {"kv_dtype", to_string(r.kv)}, {"block_size", r.block_size},
                  {"quick", r.quick}};
   for (const auto& g : r.gemm) {
     j["gemm"]["shapes"].push_back({{"name", g.name}, {"m", g.m}, {"n_in", g.n_in}, {"n_out", g.n_out}, {"gflops", g.gflops}});
@@ -54,21 +52,13 @@ nlohmann::json to_json(const kernels_bench_report& r) {
 }
 
 int run_bench_kernels(const bench_kernels_args& a) {
-  set_kernel_threads(a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency()));
-  auto r = run_kernels_bench(
-      {.model_path = a.model, .compute = a.compute == "f32" ? compute_type::f32 : compute_type::bf16, .quick = a.quick});
-  if (!r) {
-    std::fprintf(stderr, "hearth: %s\n", r.error().message.c_str());
-    return 1;
-  }
+  auto r = run_kernels_bench({.model_path = a.model, .compute = apply_compute_args(a.compute), .quick = a.quick});
+  if (!r) return fail(r.error().message);
   print_kernels_bench(*r, stdout);
   if (a.json_path.empty()) return 0;
   std::ofstream out(a.json_path);
   out << to_json(*r).dump(2) << '\n';
-  if (!out) {
-    std::fprintf(stderr, "hearth: cannot write %s\n", a.json_path.c_str());
-    return 1;
-  }
+  if (!out) return fail("cannot write " + a.json_path);
   return 0;
 }
 
@@ -81,10 +71,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<bench_kernels_args>();
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("--json", a->json_path, "Write every figure and the configuration to this file");
-  cmd->add_option("--threads", a->threads, "Compute threads (0: every core)")->capture_default_str();
-  cmd->add_option("--compute", a->compute, "Matrix compute type")
-      ->check(CLI::IsMember({"bf16", "f32"}))
-      ->capture_default_str();
+  add_compute_options(cmd, a->compute);
   cmd->add_flag("--quick", a->quick, "Seconds, not minutes: fewer reps, contexts 64/128, batches 1/4");
   cmd->callback([a, &exit_code] { exit_code = run_bench_kernels(*a); });
 }

@@ -4,14 +4,13 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
-#include <thread>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/common_options.hpp"
 #include "kernels/cpu_backend.hpp"
-#include "kernels/parallel.hpp"
 #include "kernels/sampler.hpp"
 #include "model/chat_template.hpp"
 #include "model/gguf.hpp"
@@ -27,15 +26,9 @@ struct generate_args {
   std::string prompt;
   uint32_t n_predict = 64;
   bool chat = false;
-  int threads = 0;  // 0: every core
-  std::string compute = "bf16";
+  compute_args compute;
   sampling_params sampling{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = 42};
 };
-
-int fail(const std::string& message) {
-  std::fprintf(stderr, "hearth: %s\n", message.c_str());
-  return 1;
-}
 
 double seconds_between(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -62,13 +55,12 @@ struct loaded_model {
   std::unique_ptr<cpu_backend> backend;
 };
 
-result<loaded_model> load(const generate_args& a) {
+result<loaded_model> load(const generate_args& a, compute_type ct) {
   auto f = gguf::file::open(a.model);
   if (!f) return f.error().to_error();
   auto tok = tokenizer::from_gguf(*f);
   if (!tok) return tok.error();
-  const compute_type ct = a.compute == "f32" ? compute_type::f32 : compute_type::bf16;
-  auto be = cpu_backend::load(*f, {.compute = ct, .kv = ct == compute_type::f32 ? kv_dtype::f32 : kv_dtype::bf16});
+  auto be = cpu_backend::load(*f, {.compute = ct, .kv = kv_dtype_for(ct)});
   if (!be) return be.error();
   return loaded_model{std::move(*tok), std::move(*be)};
 }
@@ -76,8 +68,7 @@ result<loaded_model> load(const generate_args& a) {
 int run_generate(const generate_args& a) {
   auto smp = sampler::create(a.sampling);
   if (!smp) return fail(smp.error().message);
-  set_kernel_threads(a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency()));
-  auto loaded = load(a);
+  auto loaded = load(a, apply_compute_args(a.compute));
   if (!loaded) return fail(loaded.error().message);
   auto& [tok, backend] = *loaded;
   const uint32_t n_ctx = backend->params().n_ctx_train;
@@ -132,10 +123,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text")->required();
   cmd->add_option("-n,--n-predict", a->n_predict, "Tokens to generate at most")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "Compute threads (0: every core)")->capture_default_str();
-  cmd->add_option("--compute", a->compute, "Matrix compute type")
-      ->check(CLI::IsMember({"bf16", "f32"}))
-      ->capture_default_str();
+  add_compute_options(cmd, a->compute);
   cmd->add_flag("--chat", a->chat, "Format the prompt as one user turn with the model's chat template");
   cmd->add_option("--temperature", s.temperature, "0 = greedy")->capture_default_str();
   cmd->add_option("--top-k", s.top_k, "0 = off")->capture_default_str();

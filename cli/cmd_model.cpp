@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/common_options.hpp"
 #include "model/chat_template.hpp"
 #include "model/gguf.hpp"
 #include "model/hparams.hpp"
@@ -21,11 +22,6 @@ struct make_args {
   uint32_t n_ctx = 2048;
   std::string out;
 };
-
-int fail(const std::string& message) {
-  std::fprintf(stderr, "hearth: %s\n", message.c_str());
-  return 1;
-}
 
 int run_make(const make_args& a) {
   const model_preset* preset = find_preset(a.preset);

@@ -15,6 +15,8 @@ namespace hearth {
 
 //! What the matrix work computes in. bf16: bf16 x bf16 with f32 accumulation and f32 output.
 enum class compute_type { f32, bf16 };
+//! "f32" or "bf16".
+inline const char* to_string(compute_type ct) { return ct == compute_type::f32 ? "f32" : "bf16"; }
 
 //! One GGUF weight tensor's raw data, (n_out, n_in) in `type`, with an optional bias (n_out,).
 struct weight_part {

@@ -97,10 +97,6 @@ void check_against_reference(rng& r, const std::vector<test_part>& parts, uint32
   }
 }
 
-const char* name_of(compute_type ct) {
-  return ct == compute_type::f32 ? "f32" : "bf16";
-}
-
 }  // namespace
 
 TEST_CASE("linear matches the reference for every source type and batch size", "[matmul]") {
@@ -113,7 +109,7 @@ TEST_CASE("linear matches the reference for every source type and batch size", "
       // Block types need whole 32-element blocks per row; the others take any width.
       const uint32_t n_in = traits_of(type).block_size == 1 ? 72 : 96;
       const uint32_t n_out = traits_of(type).block_size == 1 ? 40 : 37;
-      CAPTURE(name_of(ct), traits_of(type).name, n_in, n_out);
+      CAPTURE(to_string(ct), traits_of(type).name, n_in, n_out);
       check_against_reference(r, {make_part(r, type, n_out, n_in, true)}, n_in, ct,
                               {1, 2, 3, 7, 16, 33, 64, 200});
     }
@@ -125,7 +121,7 @@ TEST_CASE("linear stacks parts with and without biases", "[matmul]") {
   rng r(seed);
   const uint32_t n_in = 64;
   for (auto ct : {compute_type::f32, compute_type::bf16}) {
-    CAPTURE(name_of(ct));
+    CAPTURE(to_string(ct));
     // Q/K/V-like: a biased part, an unbiased quantized one, a biased f16 one of odd size.
     check_against_reference(
         r,
@@ -144,7 +140,7 @@ TEST_CASE("linear runs a batch larger than one primitive in chunks", "[matmul]")
   CAPTURE(seed);
   rng r(seed);
   for (auto ct : {compute_type::f32, compute_type::bf16}) {
-    CAPTURE(name_of(ct));
+    CAPTURE(to_string(ct));
     check_against_reference(r, {make_part(r, tensor_type::f32, 24, 40, true)}, 40, ct, {256, 257, 600});
   }
 }
@@ -156,7 +152,7 @@ TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
   const int threads_before = kernel_threads();
   const uint32_t n_in = 512, n_out = 384;
   for (auto ct : {compute_type::f32, compute_type::bf16}) {
-    CAPTURE(name_of(ct));
+    CAPTURE(to_string(ct));
     const std::vector<test_part> parts{make_part(r, tensor_type::f32, n_out, n_in, true)};
     const auto ws = views(parts);
     auto lin = linear::create(ws, n_in, ct);

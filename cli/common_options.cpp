@@ -1,0 +1,27 @@
+#include "cli/common_options.hpp"
+
+#include <cstdio>
+#include <thread>
+
+#include "kernels/parallel.hpp"
+
+namespace hearth::cli {
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "hearth: %s\n", message.c_str());
+  return 1;
+}
+
+void add_compute_options(CLI::App* cmd, compute_args& a) {
+  cmd->add_option("--threads", a.threads, "Compute threads (0: every core)")->capture_default_str();
+  cmd->add_option("--compute", a.compute, "Matrix compute type")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
+}
+
+compute_type apply_compute_args(const compute_args& a) {
+  set_kernel_threads(a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency()));
+  return a.compute == "f32" ? compute_type::f32 : compute_type::bf16;
+}
+
+}  // namespace hearth::cli
