@@ -4,6 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
+
+#include "common/rng.hpp"
 
 namespace hearth {
 
@@ -21,9 +24,99 @@ float sanitize(float logit) {
   return std::min(logit, std::numeric_limits<float>::max());
 }
 
+
+struct candidate {
+  token_id id;
+  float logit;
+};
+
+// Scratch shared by every sampler on a thread: (n_vocab,) candidates, sorted by logit,
+// descending, after keep_top_k; and the penalty's distinct recent tokens.
+struct scratch {
+  std::vector<candidate> cands;
+  std::vector<token_id> recent;
+};
+
+scratch& thread_scratch() {
+  thread_local scratch s;
+  return s;
+}
+
+void apply_penalty(const sampling_params& p, std::span<const token_id> history, scratch& s) {
+  if (p.repetition_penalty == 1.0f) return;
+  // Each distinct recent token is penalised once, however often it occurred (as llama.cpp does).
+  const size_t n = std::min<size_t>(p.repeat_last_n, history.size());
+  s.recent.assign(history.end() - static_cast<ptrdiff_t>(n), history.end());
+  std::sort(s.recent.begin(), s.recent.end());
+  s.recent.erase(std::unique(s.recent.begin(), s.recent.end()), s.recent.end());
+  const float pen = p.repetition_penalty;
+  for (token_id id : s.recent) {
+    if (id < 0 || static_cast<size_t>(id) >= s.cands.size()) continue;
+    float& l = s.cands[static_cast<size_t>(id)].logit;  // cands is still indexed by id here
+    l = l > 0.0f ? l / pen : l * pen;
+  }
+}
+
+void keep_top_k(uint32_t top_k, std::vector<candidate>& cands) {
+  // Sorted by logit, descending, ties by id: every later step and the draw rely on this order.
+  auto by_logit = [](const candidate& a, const candidate& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+  };
+  if (top_k > 0 && top_k < cands.size()) {
+    std::partial_sort(cands.begin(), cands.begin() + top_k, cands.end(), by_logit);
+    cands.resize(top_k);
+  } else {
+    std::sort(cands.begin(), cands.end(), by_logit);
+  }
+}
+
+void keep_top_p(float top_p, std::vector<candidate>& cands) {
+  if (top_p >= 1.0f) return;
+  const double top = cands.front().logit;
+  double total = 0.0;
+  for (const candidate& c : cands) total += std::exp(c.logit - top);
+  // The smallest prefix whose probability reaches top_p; rounding may leave it at all of them.
+  double cum = 0.0;
+  size_t keep = 0;
+  while (keep < cands.size() && cum < top_p) {
+    cum += std::exp(cands[keep++].logit - top) / total;
+  }
+  cands.resize(keep);
+}
+
+void keep_min_p(float min_p, std::vector<candidate>& cands) {
+  if (min_p <= 0.0f) return;
+  // p_i >= min_p * p_max  <=>  logit_i >= logit_max + log(min_p); the top token always stays.
+  const double threshold = cands.front().logit + std::log(static_cast<double>(min_p));
+  auto first_out = std::find_if(cands.begin() + 1, cands.end(),
+                                [&](const candidate& c) { return c.logit < threshold; });
+  cands.erase(first_out, cands.end());
+}
+
+// u in [0, 1): the draw's random number.
+token_id draw(double temperature, double u, const std::vector<candidate>& cands) {
+  // Temperature applied in double: (l - l_max) / T cannot overflow even for extreme logits.
+  const double top = cands.front().logit;
+  double total = 0.0;
+  for (const candidate& c : cands) total += std::exp((c.logit - top) / temperature);
+  const double target = u * total;
+  double cum = 0.0;
+  for (const candidate& c : cands) {
+    cum += std::exp((c.logit - top) / temperature);
+    if (target < cum) return c.id;
+  }
+  return cands.back().id;  // target within rounding of the total
+}
+
+// The k-th draw's random number: one fresh stream per (seed, k).
+double draw_unit(uint64_t seed, uint64_t k) {
+  uint64_t mix = k;
+  return rng(seed ^ splitmix64(mix)).unit();
+}
+
 }  // namespace
 
-result<sampler> sampler::create(const sampling_params& p) {
+result<sampler> sampler::create(const sampling_params& p, uint64_t first_draw) {
   // Written so that NaN fails every check.
   if (!(p.temperature >= 0.0f && std::isfinite(p.temperature))) {
     return invalid("temperature", "finite and >= 0", p.temperature);
@@ -33,95 +126,29 @@ result<sampler> sampler::create(const sampling_params& p) {
   if (!(p.repetition_penalty > 0.0f && std::isfinite(p.repetition_penalty))) {
     return invalid("repetition_penalty", "finite and > 0", p.repetition_penalty);
   }
-  return sampler(p);
+  return sampler(p, first_draw);
 }
-
-sampler::sampler(const sampling_params& params) : params_(params), rng_(params.seed) {}
 
 token_id sampler::sample(std::span<const float> logits, std::span<const token_id> history) {
   if (logits.empty()) return no_token;
-  cands_.resize(logits.size());
+  const uint64_t k = next_draw_++;
+  scratch& s = thread_scratch();
+  s.cands.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
-    cands_[i] = {static_cast<token_id>(i), sanitize(logits[i])};
+    s.cands[i] = {static_cast<token_id>(i), sanitize(logits[i])};
   }
-  apply_penalty(history);
+  apply_penalty(params_, history, s);
   if (params_.temperature == 0.0f) {
     // max_element keeps the first of equal maxima: the lowest id.
     auto by_logit = [](const candidate& a, const candidate& b) { return a.logit < b.logit; };
-    return std::max_element(cands_.begin(), cands_.end(), by_logit)->id;
+    return std::max_element(s.cands.begin(), s.cands.end(), by_logit)->id;
   }
-  keep_top_k();
+  keep_top_k(params_.top_k, s.cands);
   // Every logit -inf (or NaN): there is nothing to weigh, so take the first in order.
-  if (cands_.front().logit == -std::numeric_limits<float>::infinity()) return cands_.front().id;
-  keep_top_p();
-  keep_min_p();
-  return draw();
-}
-
-void sampler::apply_penalty(std::span<const token_id> history) {
-  if (params_.repetition_penalty == 1.0f) return;
-  // Each distinct recent token is penalised once, however often it occurred (as llama.cpp does).
-  const size_t n = std::min<size_t>(params_.repeat_last_n, history.size());
-  recent_.assign(history.end() - static_cast<ptrdiff_t>(n), history.end());
-  std::sort(recent_.begin(), recent_.end());
-  recent_.erase(std::unique(recent_.begin(), recent_.end()), recent_.end());
-  const float p = params_.repetition_penalty;
-  for (token_id id : recent_) {
-    if (id < 0 || static_cast<size_t>(id) >= cands_.size()) continue;
-    float& l = cands_[static_cast<size_t>(id)].logit;  // cands_ is still indexed by id here
-    l = l > 0.0f ? l / p : l * p;
-  }
-}
-
-void sampler::keep_top_k() {
-  // Sorted by logit, descending, ties by id: every later step and the draw rely on this order.
-  auto by_logit = [](const candidate& a, const candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  };
-  if (params_.top_k > 0 && params_.top_k < cands_.size()) {
-    std::partial_sort(cands_.begin(), cands_.begin() + params_.top_k, cands_.end(), by_logit);
-    cands_.resize(params_.top_k);
-  } else {
-    std::sort(cands_.begin(), cands_.end(), by_logit);
-  }
-}
-
-void sampler::keep_top_p() {
-  if (params_.top_p >= 1.0f) return;
-  const double top = cands_.front().logit;
-  double total = 0.0;
-  for (const candidate& c : cands_) total += std::exp(c.logit - top);
-  // The smallest prefix whose probability reaches top_p; rounding may leave it at all of them.
-  double cum = 0.0;
-  size_t keep = 0;
-  while (keep < cands_.size() && cum < params_.top_p) {
-    cum += std::exp(cands_[keep++].logit - top) / total;
-  }
-  cands_.resize(keep);
-}
-
-void sampler::keep_min_p() {
-  if (params_.min_p <= 0.0f) return;
-  // p_i >= min_p * p_max  <=>  logit_i >= logit_max + log(min_p); the top token always stays.
-  const double threshold = cands_.front().logit + std::log(static_cast<double>(params_.min_p));
-  auto first_out = std::find_if(cands_.begin() + 1, cands_.end(),
-                                [&](const candidate& c) { return c.logit < threshold; });
-  cands_.erase(first_out, cands_.end());
-}
-
-token_id sampler::draw() {
-  // Temperature applied in double: (l - l_max) / T cannot overflow even for extreme logits.
-  const double top = cands_.front().logit;
-  const double temp = params_.temperature;
-  double total = 0.0;
-  for (const candidate& c : cands_) total += std::exp((c.logit - top) / temp);
-  const double u = rng_.unit() * total;
-  double cum = 0.0;
-  for (const candidate& c : cands_) {
-    cum += std::exp((c.logit - top) / temp);
-    if (u < cum) return c.id;
-  }
-  return cands_.back().id;  // u within rounding of the total
+  if (s.cands.front().logit == -std::numeric_limits<float>::infinity()) return s.cands.front().id;
+  keep_top_p(params_.top_p, s.cands);
+  keep_min_p(params_.min_p, s.cands);
+  return draw(params_.temperature, draw_unit(params_.seed, k), s.cands);
 }
 
 }  // namespace hearth

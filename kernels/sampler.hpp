@@ -2,15 +2,16 @@
 // Picking the next token from logits, with llama.cpp's default chain of filters:
 //   repetition penalty -> top_k -> top_p -> min_p -> temperature -> draw
 // (temperature 0 stops after the penalty and takes the argmax, lowest id on ties).
-// top_p and min_p see probabilities at temperature 1, as in that chain. One sampler per request:
-// it owns the request's random stream, so a seed replays the same tokens for the same logits.
+// top_p and min_p see probabilities at temperature 1, as in that chain. The random number of a
+// request's k-th draw is a function of (seed, k) alone, so a seed replays the same tokens for the
+// same logits, and any worker can draw any token of a request: a request handed from a prefill
+// worker to a decode worker, or preempted and recomputed, samples exactly as if it never moved.
+// A sampler is a small value (its scratch is per thread), cheap to make for every step.
 
 #include <cstdint>
 #include <span>
-#include <vector>
 
 #include "common/result.hpp"
-#include "common/rng.hpp"
 #include "model/vocab.hpp"
 
 namespace hearth {
@@ -28,31 +29,22 @@ struct sampling_params {
 class sampler {
  public:
   //! Checks the parameters; errc::invalid_argument naming the first field out of range.
-  static result<sampler> create(const sampling_params& params);
+  //! `first_draw` is the index of the next draw (the number of tokens the request already has).
+  static result<sampler> create(const sampling_params& params, uint64_t first_draw = 0);
 
   //! The next token given logits (n_vocab,) and the tokens so far (for the penalty; ids outside
   //! the vocabulary are ignored). NaN logits never win. no_token when logits is empty.
   token_id sample(std::span<const float> logits, std::span<const token_id> history);
 
   const sampling_params& params() const { return params_; }
+  //! The index of the next draw.
+  uint64_t next_draw() const { return next_draw_; }
 
  private:
-  struct candidate {
-    token_id id;
-    float logit;
-  };
-
-  explicit sampler(const sampling_params& params);
-  void apply_penalty(std::span<const token_id> history);
-  void keep_top_k();
-  void keep_top_p();
-  void keep_min_p();
-  token_id draw();
+  sampler(const sampling_params& params, uint64_t first_draw) : params_(params), next_draw_(first_draw) {}
 
   sampling_params params_;
-  rng rng_;                          // the request's random stream, from params.seed
-  std::vector<candidate> cands_;     // (n_vocab,) scratch; sorted by logit, descending, after top_k
-  std::vector<token_id> recent_;     // (<= repeat_last_n,) scratch for the penalty
+  uint64_t next_draw_;
 };
 
 }  // namespace hearth

@@ -180,6 +180,21 @@ TEST_CASE("a seed replays its sequence and different seeds differ", "[sampler]")
   CHECK(sequence(c, logits, 200) != seq_a);
 }
 
+TEST_CASE("a sampler made at draw k continues the stream where another left it", "[sampler]") {
+  const std::vector<float> logits = {0.1f, 0.2f, 0.3f, 0.0f, -0.1f};
+  const sampling_params p = with_seed({});
+  CAPTURE(p.seed);
+  sampler whole = make(p);
+  const auto all = sequence(whole, logits, 100);
+  CHECK(whole.next_draw() == 100);
+  for (uint64_t k : {1u, 37u, 99u}) {
+    auto resumed = sampler::create(p, k);
+    REQUIRE(resumed);
+    const auto rest = sequence(*resumed, logits, static_cast<int>(100 - k));
+    CHECK(std::equal(rest.begin(), rest.end(), all.begin() + static_cast<ptrdiff_t>(k)));
+  }
+}
+
 TEST_CASE("invalid parameters are rejected, naming the field", "[sampler]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
