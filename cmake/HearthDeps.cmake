@@ -1,5 +1,5 @@
-# Dependencies, found the way Debian 12 ships them (see shared facts). Later issues add CAF,
-# hwloc and ZeroMQ here as the code starts to use them.
+# Dependencies, found the way Debian 12 ships them (see shared facts). Later issues add ZeroMQ
+# here as the code starts to use it.
 find_package(CLI11 CONFIG REQUIRED)
 find_package(Threads REQUIRED)
 # oneDNN 2.6 (CPU runtime: OpenMP); its config needs OpenCL. Linked PRIVATE to hearth_kernels only.
@@ -7,6 +7,16 @@ find_package(dnnl CONFIG REQUIRED)
 find_package(OpenMP REQUIRED)
 # nlohmann-json (header-only) writes `hearth bench` reports; linked to the CLI only.
 find_package(nlohmann_json CONFIG REQUIRED)
+# CAF 0.17.6 ships neither a CMake config nor a .pc file: an imported target by hand.
+find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
+find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
+add_library(CAF::core UNKNOWN IMPORTED)
+set_target_properties(CAF::core PROPERTIES IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
+                                           INTERFACE_INCLUDE_DIRECTORIES ${CAF_INCLUDE_DIR}
+                                           INTERFACE_LINK_LIBRARIES Threads::Threads)
+# hwloc pins workers to their cores (pkg-config).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
 if(HEARTH_BUILD_TESTS)
   find_package(Catch2 CONFIG REQUIRED)
 endif()

@@ -1,0 +1,35 @@
+#pragma once
+// The engine's knobs: the step's token budget (Sarathi-Serve's chunked prefill), batch and queue
+// limits, preemption bound, policy and placement. Defaults suit a 2-8 core home server.
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.hpp"
+
+namespace hearth {
+
+enum class placement_mode : uint8_t { colocated, disaggregated };
+
+struct engine_config {
+  // Step composition
+  uint32_t max_batched_tokens = 256;     //!< tokens per step, decodes and prefill chunks together
+  uint32_t max_seqs = 64;                //!< sequences per step (and running at once)
+  uint32_t long_prefill_threshold = 128; //!< prefill tokens one request gets per step; 0 = no cap
+  uint32_t max_partial_prefills = 2;     //!< requests mid-prefill at once
+  uint32_t max_preemptions = 3;          //!< then a request reserves all its blocks and is never preempted
+  std::string policy = "fcfs";
+  // Admission
+  uint32_t max_waiting = 1024;           //!< requests queued and not yet started
+  uint64_t max_waiting_tokens = 1 << 20; //!< their prompt tokens
+  // Placement: cpusets in hwloc list syntax ("0-3,8"); empty = no pinning
+  placement_mode mode = placement_mode::colocated;
+  std::string worker_cpus = {};             //!< colocated worker, or the prefill worker
+  std::string decode_cpus = {};             //!< disaggregated: the decode worker
+  uint32_t threads_per_worker = 0;       //!< 0 = one per cpu in its set (or all cores)
+};
+
+//! errc::invalid_argument naming the first inconsistent field.
+status<> check(const engine_config& c);
+
+}  // namespace hearth

@@ -1,0 +1,397 @@
+#include "engine/scheduler_core.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <string_view>
+
+#include "common/rng.hpp"
+
+namespace hearth {
+
+struct scheduler_core::sequence {
+  sequence(request_id id_, request r, uint64_t salt_, const tokenizer& tok, double now_s)
+      : id(id_), req(std::move(r)), salt(salt_), tokens(req.prompt),
+        n_prompt(static_cast<uint32_t>(req.prompt.size())), decoder(tok), stop(req.stop), arrival_s(now_s) {}
+
+  uint32_t generated() const { return static_cast<uint32_t>(tokens.size()) - n_prompt; }
+  bool prefilled() const { return computed + 1 >= tokens.size(); }
+  bool pinned(uint32_t bound) const { return preemptions >= bound; }
+
+  request_id id;
+  request req;
+  uint64_t salt;
+  std::vector<token_id> tokens;  // prompt, then completion tokens (an end-of-generation token is not kept)
+  uint32_t n_prompt;
+  uint32_t computed = 0;          // positions with keys and values in the pool
+  std::vector<uint32_t> blocks;
+  uint32_t n_keyed = 0;           // leading full blocks matched in or offered to the prefix cache
+  uint64_t last_key = kv_cache::root_key;
+  uint32_t cached_tokens = 0;     // prompt tokens the prefix cache served at the first start
+  uint32_t preemptions = 0;
+  uint32_t draws = 0;             // completion tokens drawn, an end-of-generation token included
+  bool running = false;
+  bool busy = false;              // in a step that a worker is computing
+  bool cancelled = false;
+  bool started_once = false;
+  stream_decoder decoder;
+  stop_matcher stop;
+  double arrival_s;
+  double first_step_s = -1, first_token_s = -1, last_token_s = -1;
+  std::vector<float> token_ms;
+};
+
+struct scheduler_core::plan_state {
+  step out;
+  step_kind kind;
+  uint32_t budget;
+  uint32_t partial;  // requests mid-prefill, counting those that start in this step
+  double now_s;
+};
+
+namespace {
+
+uint64_t salt_of(const request& r, request_id id) {
+  // FNV-1a of the tenant, mixed: tenants never share prefix blocks, and a private request's salt
+  // also mixes in its id so nobody else can match it.
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : r.tenant) h = (h ^ c) * 0x100000001b3ull;
+  if (!r.share_prefix) h ^= splitmix64(id);
+  return splitmix64(h);
+}
+
+template <class T>
+void erase_one(std::vector<T*>& v, const T* x) {
+  if (auto it = std::ranges::find(v, x); it != v.end()) v.erase(it);
+}
+
+}  // namespace
+
+scheduler_core::scheduler_core(const engine_config& cfg, const tokenizer& tok, uint32_t n_ctx, uint32_t n_blocks,
+                               uint32_t block_size, std::unique_ptr<policy> pol)
+    : cfg_(cfg), tok_(&tok), n_ctx_(n_ctx), kv_(n_blocks, block_size), policy_(std::move(pol)) {}
+
+scheduler_core::~scheduler_core() = default;
+
+void scheduler_core::add(request_id id, request r, double now_s) {
+  const uint64_t salt = salt_of(r, id);
+  auto s = std::make_unique<sequence>(id, std::move(r), salt, *tok_, now_s);
+  waiting_.push_back(s.get());
+  seqs_.emplace(id, std::move(s));
+}
+
+scheduler_core::sequence* scheduler_core::find(request_id id) {
+  const auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : it->second.get();
+}
+
+bool scheduler_core::cancel(request_id id, double now_s, std::vector<request_event>& events) {
+  sequence* s = find(id);
+  if (!s) return false;
+  if (s->busy) {
+    s->cancelled = true;  // the step computing it ends it
+  } else {
+    finish(*s, event_kind::cancelled, finish_reason::none, reject_reason::none, "cancelled", now_s, events);
+  }
+  return true;
+}
+
+void scheduler_core::set_policy(std::unique_ptr<policy> pol) { policy_ = std::move(pol); }
+
+request_view scheduler_core::view_of(const sequence& s) const {
+  return {s.id,
+          s.req.tenant,
+          s.arrival_s,
+          s.n_prompt,
+          s.computed,
+          s.generated(),
+          static_cast<uint32_t>(s.blocks.size()),
+          s.preemptions};
+}
+
+// ---- planning -----------------------------------------------------------------------------
+
+step scheduler_core::plan(double now_s, step_kind kind) {
+  plan_state ps{{next_step_, {}}, kind, cfg_.max_batched_tokens, 0, now_s};
+  for (const sequence* s : running_) ps.partial += s->prefilled() ? 0 : 1;
+  if (kind != step_kind::prefill) plan_decodes(ps);
+  if (kind != step_kind::decode) {
+    plan_partial_prefills(ps);
+    plan_waiting(ps);
+  }
+  if (!ps.out.seqs.empty()) {
+    ++next_step_;
+    ++steps_;
+    for (const auto& e : ps.out.seqs) find(e.id)->busy = true;
+  }
+  return std::move(ps.out);
+}
+
+// Blocks free now; never preempts (waiting requests do not push running ones out).
+bool scheduler_core::grow(sequence& s, uint32_t n_positions) {
+  const uint32_t bs = kv_.block_size();
+  while (s.blocks.size() * bs < n_positions) {
+    const auto b = kv_.allocate();
+    if (!b) return false;
+    s.blocks.push_back(*b);
+  }
+  return true;
+}
+
+// Blocks for n_positions, preempting victims the policy picks; false when none is left.
+bool scheduler_core::ensure_blocks(sequence& s, uint32_t n_positions, plan_state& ps) {
+  while (!grow(s, n_positions)) {
+    const auto victim = pick_victim(s, ps);
+    if (!victim) return false;
+    preempt(*running_[*victim], ps);
+  }
+  return true;
+}
+
+std::optional<uint32_t> scheduler_core::pick_victim(const sequence& needy, const plan_state& ps) {
+  std::vector<request_view> views;
+  std::vector<uint32_t> candidates;
+  views.reserve(running_.size());
+  for (uint32_t i = 0; i < running_.size(); ++i) {
+    const sequence& r = *running_[i];
+    views.push_back(view_of(r));
+    if (&r != &needy && !r.busy && !r.pinned(cfg_.max_preemptions) && !r.blocks.empty()) candidates.push_back(i);
+  }
+  if (candidates.empty()) return std::nullopt;
+  std::vector<request_view> waiting;  // victims are chosen among the running; waiting is context
+  for (const sequence* w : waiting_) waiting.push_back(view_of(*w));
+  return policy_->pick_victim({waiting, views, ps.now_s}, candidates);
+}
+
+void scheduler_core::preempt(sequence& victim, plan_state& ps) {
+  // Dropped from this step if it was already in it; its budget goes back.
+  auto& seqs = ps.out.seqs;
+  if (auto it = std::ranges::find(seqs, victim.id, &step_seq::id); it != seqs.end()) {
+    ps.budget += static_cast<uint32_t>(it->tokens.size());
+    seqs.erase(it);
+  }
+  if (!victim.prefilled()) --ps.partial;
+  kv_.release(victim.blocks);
+  victim.blocks.clear();
+  victim.computed = 0;
+  victim.n_keyed = 0;
+  victim.last_key = kv_cache::root_key;
+  victim.running = false;
+  ++victim.preemptions;
+  ++preemptions_;
+  erase_one(running_, &victim);
+  // Back in arrival order, so a fair policy sees it where it was.
+  auto pos = std::ranges::find_if(waiting_, [&](const sequence* w) { return w->arrival_s > victim.arrival_s; });
+  waiting_.insert(pos, &victim);
+}
+
+void scheduler_core::plan_decodes(plan_state& ps) {
+  const std::vector<sequence*> order = running_;  // preemption edits running_
+  for (sequence* s : order) {
+    if (!s->running || s->busy || !s->prefilled() || ps.budget == 0) continue;
+    if (!ensure_blocks(*s, s->computed + 1, ps)) {
+      preempt(*s, ps);  // nobody else can give way: it recomputes later
+      continue;
+    }
+    add_chunk(*s, 1, ps);
+  }
+}
+
+void scheduler_core::plan_partial_prefills(plan_state& ps) {
+  const std::vector<sequence*> order = running_;
+  for (sequence* s : order) {
+    if (!s->running || s->busy || s->prefilled() || ps.budget == 0) continue;
+    if (ps.out.seqs.size() >= cfg_.max_seqs) break;
+    if (!ensure_blocks(*s, s->computed + 1, ps)) {
+      preempt(*s, ps);
+      continue;
+    }
+    uint32_t n = std::min<uint32_t>(ps.budget, static_cast<uint32_t>(s->tokens.size()) - s->computed);
+    if (cfg_.long_prefill_threshold > 0) n = std::min(n, cfg_.long_prefill_threshold);
+    grow(*s, s->computed + n);  // what the pool has; the chunk shrinks to the blocks held
+    n = std::min<uint32_t>(n, static_cast<uint32_t>(s->blocks.size()) * kv_.block_size() - s->computed);
+    add_chunk(*s, n, ps);
+  }
+}
+
+void scheduler_core::plan_waiting(plan_state& ps) {
+  if (waiting_.empty()) return;
+  std::vector<request_view> waiting, running;
+  for (const sequence* w : waiting_) waiting.push_back(view_of(*w));
+  for (const sequence* r : running_) running.push_back(view_of(*r));
+  const auto order = policy_->order_waiting({waiting, running, ps.now_s});
+  const std::vector<sequence*> queue = waiting_;  // start() edits waiting_
+  for (uint32_t i : order) {
+    if (ps.budget == 0 || ps.out.seqs.size() >= cfg_.max_seqs || running_.size() >= cfg_.max_seqs) break;
+    if (ps.partial >= cfg_.max_partial_prefills) break;
+    if (!start(*queue[i], ps)) break;  // first come keeps its place: no one overtakes a request that does not fit
+  }
+}
+
+bool scheduler_core::start(sequence& s, plan_state& ps) {
+  const uint32_t bs = kv_.block_size();
+  const auto total = static_cast<uint32_t>(s.tokens.size());
+  // At least one token is computed, so the step yields logits to sample from.
+  auto m = kv_.match_prefix(s.tokens, s.salt, (total - 1) / bs);
+  s.blocks = std::move(m.blocks);
+  s.n_keyed = static_cast<uint32_t>(s.blocks.size());
+  s.last_key = m.last_key;
+  s.computed = s.n_keyed * bs;
+  // A request at its preemption bound holds every block it can need before it runs again.
+  const uint32_t need =
+      s.pinned(cfg_.max_preemptions) ? std::min(n_ctx_, s.n_prompt + s.req.max_tokens) : s.computed + 1;
+  if (kv_.available() < (need + bs - 1) / bs - s.blocks.size() || !grow(s, need)) {
+    kv_.release(s.blocks);
+    s.blocks.clear();
+    s.computed = 0;
+    return false;
+  }
+  if (!s.started_once) {
+    s.started_once = true;
+    s.cached_tokens = s.computed;
+    s.first_step_s = ps.now_s;
+    dequeued_.emplace_back(s.id, s.n_prompt);
+  }
+  s.running = true;
+  erase_one(waiting_, &s);
+  running_.push_back(&s);
+  ++ps.partial;
+  uint32_t n = std::min<uint32_t>(ps.budget, total - s.computed);
+  if (cfg_.long_prefill_threshold > 0) n = std::min(n, cfg_.long_prefill_threshold);
+  grow(s, s.computed + n);
+  n = std::min<uint32_t>(n, static_cast<uint32_t>(s.blocks.size()) * bs - s.computed);
+  add_chunk(s, n, ps);
+  return true;
+}
+
+void scheduler_core::add_chunk(sequence& s, uint32_t n, plan_state& ps) {
+  assert(n >= 1 && n <= ps.budget);
+  step_seq e;
+  e.id = s.id;
+  e.tokens.assign(s.tokens.begin() + s.computed, s.tokens.begin() + s.computed + n);
+  e.start_pos = s.computed;
+  const uint32_t bs = kv_.block_size();
+  e.blocks.assign(s.blocks.begin(), s.blocks.begin() + (s.computed + n + bs - 1) / bs);
+  e.sample = s.computed + n == s.tokens.size();
+  if (e.sample) {
+    e.sampling = s.req.sampling;
+    e.draw = s.draws;
+    if (s.req.sampling.repetition_penalty != 1.0f) {
+      const size_t k = std::min<size_t>(s.req.sampling.repeat_last_n, s.tokens.size());
+      e.recent.assign(s.tokens.end() - static_cast<ptrdiff_t>(k), s.tokens.end());
+    }
+  }
+  ps.budget -= n;
+  ps.out.seqs.push_back(std::move(e));
+}
+
+// ---- results ------------------------------------------------------------------------------
+
+void scheduler_core::complete(const step& st, const step_result& r, double now_s, std::vector<request_event>& events) {
+  for (size_t i = 0; i < st.seqs.size(); ++i) {
+    const step_seq& e = st.seqs[i];
+    sequence* s = find(e.id);
+    if (!s) continue;  // ended while the step ran (engine drain)
+    s->busy = false;
+    if (s->cancelled) {
+      finish(*s, event_kind::cancelled, finish_reason::none, reject_reason::none, "cancelled", now_s, events);
+      continue;
+    }
+    const auto n = static_cast<uint32_t>(e.tokens.size());
+    s->computed += n;
+    (n == 1 && e.sample && s->draws > 0 ? decode_tokens_ : prefill_tokens_) += n;
+    offer_full_blocks(*s);
+    if (e.sample) accept_token(*s, i < r.sampled.size() ? r.sampled[i] : no_token, now_s, events);
+  }
+}
+
+void scheduler_core::offer_full_blocks(sequence& s) {
+  const uint32_t bs = kv_.block_size();
+  for (; s.n_keyed < s.computed / bs; ++s.n_keyed) {
+    const auto chunk = std::span(s.tokens).subspan(size_t{s.n_keyed} * bs, bs);
+    s.last_key = kv_.offer(s.blocks[s.n_keyed], s.last_key, s.salt, chunk);
+  }
+}
+
+void scheduler_core::accept_token(sequence& s, token_id t, double now_s, std::vector<request_event>& events) {
+  if (t == no_token) {
+    finish(s, event_kind::error, finish_reason::none, reject_reason::internal, "the worker drew no token", now_s,
+           events);
+    return;
+  }
+  ++s.draws;
+  if (s.first_token_s < 0) s.first_token_s = now_s;
+  s.last_token_s = now_s;
+  s.token_ms.push_back(static_cast<float>(1e3 * (now_s - s.arrival_s)));
+  if (tok_->is_end_of_generation(t)) {
+    finish(s, event_kind::done, finish_reason::eos, reject_reason::none, {}, now_s, events);
+    return;
+  }
+  s.tokens.push_back(t);
+  request_event ev;
+  ev.id = s.id;
+  ev.kind = event_kind::token;
+  ev.token = t;
+  ev.index = s.generated() - 1;
+  ev.text = s.stop.push(s.decoder.push(t));
+  events.push_back(std::move(ev));
+  if (s.stop.stopped()) {
+    finish(s, event_kind::done, finish_reason::stop, reject_reason::none, {}, now_s, events);
+  } else if (s.generated() >= s.req.max_tokens || s.tokens.size() >= n_ctx_) {
+    finish(s, event_kind::done, finish_reason::length, reject_reason::none, {}, now_s, events);
+  }
+}
+
+void scheduler_core::finish(sequence& s, event_kind kind, finish_reason fin, reject_reason why, std::string message,
+                            double now_s, std::vector<request_event>& events) {
+  request_event ev;
+  ev.id = s.id;
+  ev.kind = kind;
+  ev.finish = fin;
+  ev.reason = why;
+  ev.message = std::move(message);
+  if (kind == event_kind::done && fin != finish_reason::stop) {
+    ev.text = s.stop.push(s.decoder.flush());
+    if (!s.stop.stopped()) ev.text += s.stop.flush();
+  }
+  ev.use = {s.n_prompt, s.draws, s.cached_tokens};
+  ev.preemptions = s.preemptions;
+  now_s = std::max(now_s, s.arrival_s);
+  const auto ms = [&](double t) { return 1e3 * ((t < 0 ? now_s : t) - s.arrival_s); };
+  ev.time.queue_ms = ms(s.first_step_s);
+  ev.time.ttft_ms = s.first_token_s < 0 ? 0 : ms(s.first_token_s);
+  ev.time.mean_itl_ms = s.draws > 1 ? 1e3 * (s.last_token_s - s.first_token_s) / (s.draws - 1) : 0;
+  ev.time.e2e_ms = ms(now_s);
+  records_.push_back({s.id, s.req.tenant, kind, fin, why, ev.use, ev.time, s.preemptions, s.arrival_s,
+                      std::move(s.token_ms)});
+  if (!s.started_once) dequeued_.emplace_back(s.id, s.n_prompt);
+  events.push_back(std::move(ev));
+  kv_.release(s.blocks);
+  erase_one(s.running ? running_ : waiting_, &s);
+  seqs_.erase(s.id);
+}
+
+void scheduler_core::abort(const step& st, const std::string& why, double now_s, std::vector<request_event>& events) {
+  for (const step_seq& e : st.seqs) {
+    if (sequence* s = find(e.id)) {
+      finish(*s, event_kind::error, finish_reason::none, reject_reason::internal, why, now_s, events);
+    }
+  }
+}
+
+void scheduler_core::drain(reject_reason reason, double now_s, std::vector<request_event>& events) {
+  std::vector<sequence*> all;
+  for (auto& [id, s] : seqs_) all.push_back(s.get());
+  std::ranges::sort(all, {}, &sequence::id);
+  for (sequence* s : all) finish(*s, event_kind::error, finish_reason::none, reason, "the engine is shutting down", now_s, events);
+}
+
+std::vector<request_record> scheduler_core::take_records() { return std::exchange(records_, {}); }
+
+std::vector<std::pair<request_id, uint32_t>> scheduler_core::take_dequeued() { return std::exchange(dequeued_, {}); }
+
+scheduler_gauges scheduler_core::gauges() const {
+  return {static_cast<uint32_t>(waiting_.size()), static_cast<uint32_t>(running_.size()), preemptions_, steps_,
+          prefill_tokens_, decode_tokens_, kv_.stats()};
+}
+
+}  // namespace hearth

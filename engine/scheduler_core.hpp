@@ -1,0 +1,130 @@
+#pragma once
+// The scheduler's decisions, without actors: which requests run in the next step and with how
+// many tokens, who is preempted when KV blocks run out, and what a finished step means for each
+// request (tokens appended, text streamed, stop conditions, blocks freed). The scheduler actor
+// feeds it messages and the clock; tests and `hearth bench engine` drive it directly.
+//
+// A step, in the order budget is handed out (Sarathi-Serve):
+//   1. every running request past its prompt gets its decode token;
+//   2. requests mid-prefill get their next chunk;
+//   3. waiting requests start, in the policy's order, while budget, sequence slots and the
+//      partial-prefill limit allow.
+// A chunk is at most long_prefill_threshold tokens, so one long prompt cannot take a whole step.
+// When a running request needs a block and none is free, the policy picks a victim among the
+// others; its blocks are freed and it recomputes later. A request preempted max_preemptions
+// times reserves all the blocks it can ever need before it starts again, so it is never
+// preempted again: the engine cannot livelock.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/config.hpp"
+#include "engine/kv_cache.hpp"
+#include "engine/step.hpp"
+#include "engine/stop_matcher.hpp"
+#include "model/tokenizer.hpp"
+#include "policies/policy.hpp"
+
+namespace hearth {
+
+//! What the metrics actor keeps of a finished request.
+struct request_record {
+  request_id id = 0;
+  std::string tenant;
+  event_kind kind = event_kind::done;
+  finish_reason finish = finish_reason::none;
+  reject_reason reason = reject_reason::none;
+  usage use;
+  timings time;
+  uint32_t preemptions = 0;
+  double arrival_s = 0;
+  std::vector<float> token_ms;  //!< each completion token's time since arrival
+};
+
+struct scheduler_gauges {
+  uint32_t waiting = 0;
+  uint32_t running = 0;
+  uint64_t preemptions = 0;
+  uint64_t steps = 0;
+  uint64_t prefill_tokens = 0;  //!< tokens computed as prefill (recompute included)
+  uint64_t decode_tokens = 0;
+  kv_cache_stats kv;
+};
+
+enum class step_kind : uint8_t { mixed, prefill, decode };
+
+class scheduler_core {
+ public:
+  //! n_ctx: the model's context; the pool has n_blocks blocks of block_size positions.
+  scheduler_core(const engine_config& cfg, const tokenizer& tok, uint32_t n_ctx, uint32_t n_blocks,
+                 uint32_t block_size, std::unique_ptr<policy> pol);
+  ~scheduler_core();
+
+  //! Queues an admitted request (already validated: fits the context and the pool).
+  void add(request_id id, request r, double now_s);
+  //! Cancels a request: at once when no step is computing it, else when that step completes.
+  //! Appends its terminal event (if it ends now). False for an unknown id.
+  bool cancel(request_id id, double now_s, std::vector<request_event>& events);
+  //! The next step for a worker of the given kind; empty when nothing can run now. A colocated
+  //! worker runs mixed steps; disaggregated, a prefill worker runs prefill steps (phases 2-3)
+  //! while a decode worker runs decode steps (phase 1). Requests in a step are busy, left out
+  //! of other steps, until complete() or abort() is called with it.
+  step plan(double now_s, step_kind kind = step_kind::mixed);
+  //! Applies a computed step: appends events (tokens, terminal ones) for its requests.
+  void complete(const step& s, const step_result& r, double now_s, std::vector<request_event>& events);
+  //! Ends every request of a failed step with an `internal` error.
+  void abort(const step& s, const std::string& why, double now_s, std::vector<request_event>& events);
+  //! Ends every request with `reason` (engine shutdown).
+  void drain(reject_reason reason, double now_s, std::vector<request_event>& events);
+
+  //! Switches the policy between two steps.
+  void set_policy(std::unique_ptr<policy> pol);
+  //! Records of requests that ended since the last call (for metrics).
+  std::vector<request_record> take_records();
+  //! Ids that left the waiting queue for the first time since the last call, with their
+  //! prompt sizes (for admission's queue accounting).
+  std::vector<std::pair<request_id, uint32_t>> take_dequeued();
+
+  scheduler_gauges gauges() const;
+  bool has_work() const { return !seqs_.empty(); }
+  const kv_cache& kv() const { return kv_; }
+
+ private:
+  struct sequence;
+  struct plan_state;
+
+  sequence* find(request_id id);
+  bool ensure_blocks(sequence& s, uint32_t n_positions, plan_state& ps);
+  bool grow(sequence& s, uint32_t n_positions);
+  void preempt(sequence& victim, plan_state& ps);
+  std::optional<uint32_t> pick_victim(const sequence& needy, const plan_state& ps);
+  void plan_decodes(plan_state& ps);
+  void plan_partial_prefills(plan_state& ps);
+  void plan_waiting(plan_state& ps);
+  bool start(sequence& s, plan_state& ps);
+  void add_chunk(sequence& s, uint32_t n, plan_state& ps);
+  void offer_full_blocks(sequence& s);
+  void accept_token(sequence& s, token_id t, double now_s, std::vector<request_event>& events);
+  void finish(sequence& s, event_kind kind, finish_reason fin, reject_reason why, std::string message,
+              double now_s, std::vector<request_event>& events);
+  request_view view_of(const sequence& s) const;
+
+  engine_config cfg_;
+  const tokenizer* tok_;
+  uint32_t n_ctx_;
+  kv_cache kv_;
+  std::unique_ptr<policy> policy_;
+  std::unordered_map<request_id, std::unique_ptr<sequence>> seqs_;
+  std::vector<sequence*> waiting_;  // arrival order; the policy reorders a view of it
+  std::vector<sequence*> running_;  // start order
+  std::vector<request_record> records_;
+  std::vector<std::pair<request_id, uint32_t>> dequeued_;
+  uint64_t next_step_ = 1;
+  uint64_t preemptions_ = 0, steps_ = 0, prefill_tokens_ = 0, decode_tokens_ = 0;
+};
+
+}  // namespace hearth

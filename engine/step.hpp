@@ -1,0 +1,43 @@
+#pragma once
+// One iteration as the scheduler hands it to a worker, and what comes back. Self-contained
+// values (tokens and block tables copied), because the scheduler goes on changing its sequences
+// while a worker runs the step on another thread.
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/request.hpp"
+#include "kernels/sampler.hpp"
+
+namespace hearth {
+
+struct step_seq {
+  request_id id = 0;
+  std::vector<token_id> tokens;    //!< new tokens: a prefill chunk or one decode token
+  uint32_t start_pos = 0;
+  std::vector<uint32_t> blocks;    //!< block table covering [0, start_pos + tokens.size())
+  bool sample = false;             //!< the step ends the prompt or is a decode: draw a token
+  sampling_params sampling;
+  uint64_t draw = 0;               //!< index of the draw (completion tokens so far)
+  std::vector<token_id> recent;    //!< trailing tokens for the repetition penalty (when it is on)
+};
+
+struct step {
+  uint64_t number = 0;
+  std::vector<step_seq> seqs;
+
+  uint32_t n_tokens() const {
+    uint32_t n = 0;
+    for (const auto& s : seqs) n += static_cast<uint32_t>(s.tokens.size());
+    return n;
+  }
+};
+
+struct step_result {
+  uint64_t number = 0;
+  std::vector<token_id> sampled = {};  //!< per step_seq: the drawn token, or no_token
+  double compute_ms = 0;           //!< time inside the backend and the sampler
+  std::string error = {};          //!< non-empty: the step failed, nothing was computed
+};
+
+}  // namespace hearth

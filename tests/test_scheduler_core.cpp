@@ -1,0 +1,229 @@
+// The scheduler's decisions driven directly, step by step, on a real CPU backend: concurrency
+// changes no token, preemption recomputes exactly, the prefix cache serves only its own tenant,
+// cancellations free every block.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <map>
+
+#include "engine/scheduler_core.hpp"
+#include "engine/step_runner.hpp"
+#include "engine_fixture.hpp"
+
+using namespace hearth;
+using namespace hearth::test;
+
+namespace {
+
+struct outcome {
+  std::map<request_id, std::vector<token_id>> tokens;
+  std::map<request_id, request_event> terminal;
+  uint32_t max_step_tokens = 0;
+
+  std::vector<token_id> tokens_of(request_id id) const {
+    const auto it = tokens.find(id);
+    return it == tokens.end() ? std::vector<token_id>{} : it->second;
+  }
+};
+
+// Runs steps until no request is left; `between` may add or cancel requests before each step.
+outcome drive(scheduler_core& core, step_runner& runner,
+              const std::function<void(uint64_t, std::vector<request_event>&)>& between = {}) {
+  outcome o;
+  std::vector<request_event> events;
+  auto collect = [&] {
+    for (auto& e : events) {
+      if (e.kind == event_kind::token) o.tokens[e.id].push_back(e.token);
+      if (e.terminal()) {
+        CHECK(o.terminal.count(e.id) == 0);  // exactly one terminal event
+        o.terminal[e.id] = e;
+      }
+    }
+    events.clear();
+  };
+  for (uint64_t n = 0;; ++n) {
+    if (between) between(n, events);
+    collect();
+    const step st = core.plan(0.001 * static_cast<double>(n));
+    if (st.seqs.empty()) {
+      REQUIRE_FALSE(core.has_work());  // nothing runnable with work left would be a stall
+      break;
+    }
+    o.max_step_tokens = std::max(o.max_step_tokens, st.n_tokens());
+    const step_result r = runner.run(st);
+    REQUIRE(r.error.empty());
+    core.complete(st, r, 0.001 * static_cast<double>(n) + 0.0005, events);
+    collect();
+  }
+  return o;
+}
+
+request make_request(std::vector<token_id> prompt, uint32_t max_tokens, uint64_t seed, std::string tenant = "t") {
+  request r;
+  r.tenant = std::move(tenant);
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  // Half greedy, half sampled: draws depend on (seed, index) only, so both must replay exactly.
+  r.sampling = seed % 2 ? sampling_params{.temperature = 0} : sampling_params{.temperature = 0.9f, .top_k = 40, .seed = seed};
+  return r;
+}
+
+std::vector<request> mixed_requests(size_t n, const engine_model& m, std::mt19937_64& rng) {
+  std::vector<request> rs;
+  std::uniform_int_distribution<size_t> len(1, 90), gen(1, 24);
+  for (size_t i = 0; i < n; ++i) rs.push_back(make_request(random_prompt(len(rng), 600, rng), static_cast<uint32_t>(gen(rng)), i));
+  (void)m;
+  return rs;
+}
+
+std::map<request_id, std::vector<token_id>> alone(const engine_model& m, const std::vector<request>& rs) {
+  auto be = m.backend(512);
+  std::map<request_id, std::vector<token_id>> out;
+  for (size_t i = 0; i < rs.size(); ++i) out[i + 1] = generate_alone(*be, m.tok, rs[i]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("concurrent requests get exactly the tokens they get alone", "[scheduler_core]") {
+  const auto m = engine_model::make();
+  const uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto rs = mixed_requests(32, *m, rng);
+  const auto expected = alone(*m, rs);
+  struct budget {
+    uint32_t tokens, threshold, partial, block;
+  };
+  for (const budget b : {budget{64, 16, 2, 16}, budget{256, 128, 4, 16}, budget{40, 0, 1, 8}, budget{512, 7, 8, 4}}) {
+    INFO("budget " << b.tokens << " threshold " << b.threshold << " partial " << b.partial << " block " << b.block);
+    auto be = m->backend(8192, b.block);
+    engine_config cfg{.max_batched_tokens = b.tokens, .max_seqs = 32, .long_prefill_threshold = b.threshold,
+                      .max_partial_prefills = b.partial};
+    scheduler_core core(cfg, m->tok, 512, be->kv().n_blocks(), b.block, make_policy("fcfs"));
+    for (size_t i = 0; i < rs.size(); ++i) core.add(i + 1, rs[i], 0);
+    step_runner runner(*be);
+    const outcome o = drive(core, runner);
+    CHECK(o.max_step_tokens <= b.tokens);
+    for (const auto& [id, want] : expected) {
+      INFO("request " << id);
+      CHECK(o.terminal.at(id).kind == event_kind::done);
+      CHECK(o.tokens_of(id) == want);
+    }
+    CHECK(core.kv().stats().used == 0);
+  }
+}
+
+TEST_CASE("a pool too small for the load preempts, recomputes and changes no token", "[scheduler_core]") {
+  const auto m = engine_model::make();
+  const uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  std::vector<request> rs;
+  for (size_t i = 0; i < 12; ++i) rs.push_back(make_request(random_prompt(40 + i * 3, 600, rng), 40, i));
+  const auto expected = alone(*m, rs);
+  auto be = m->backend(160, 8);  // 20 blocks: two or three requests at a time
+  engine_config cfg{.max_batched_tokens = 128, .max_seqs = 12, .long_prefill_threshold = 32, .max_preemptions = 2};
+  scheduler_core core(cfg, m->tok, 512, be->kv().n_blocks(), 8, make_policy("fcfs"));
+  for (size_t i = 0; i < rs.size(); ++i) core.add(i + 1, rs[i], 0);
+  step_runner runner(*be);
+  const outcome o = drive(core, runner);
+  CHECK(core.gauges().preemptions > 0);
+  for (const auto& [id, want] : expected) {
+    INFO("request " << id);
+    CHECK(o.terminal.at(id).kind == event_kind::done);
+    CHECK(o.terminal.at(id).preemptions <= cfg.max_preemptions);
+    CHECK(o.tokens_of(id) == want);
+  }
+  CHECK(core.kv().stats().used == 0);
+}
+
+TEST_CASE("a shared system prompt hits the prefix cache, for its own tenant only", "[scheduler_core]") {
+  const auto m = engine_model::make();
+  std::mt19937_64 rng(5);
+  const auto system = random_prompt(64, 600, rng);
+  auto with_system = [&](std::string tenant, uint64_t seed) {
+    auto p = system;
+    const auto tail = random_prompt(5, 600, rng);
+    p.insert(p.end(), tail.begin(), tail.end());
+    return make_request(p, 8, seed, std::move(tenant));
+  };
+  const std::vector<request> rs = {with_system("voice", 1), with_system("voice", 2), with_system("docs", 3),
+                                   with_system("voice", 5)};
+  const auto expected = alone(*m, rs);
+  auto be = m->backend(2048);
+  scheduler_core core(engine_config{}, m->tok, 512, be->kv().n_blocks(), 16, make_policy("fcfs"));
+  step_runner runner(*be);
+  // One after another, so each finds what the previous ones left.
+  std::map<request_id, request_event> ends;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    core.add(i + 1, rs[i], 0);
+    const outcome o = drive(core, runner);
+    CHECK(o.tokens_of(i + 1) == expected.at(i + 1));
+    ends[i + 1] = o.terminal.at(i + 1);
+  }
+  CHECK(ends[1].use.cached_tokens == 0);
+  CHECK(ends[2].use.cached_tokens == 64);  // four full blocks of the system prompt
+  CHECK(ends[3].use.cached_tokens == 0);   // another tenant's salt
+  CHECK(ends[4].use.cached_tokens == 64);
+  CHECK(core.kv().stats().hits >= 8);
+  CHECK(core.gauges().prefill_tokens < 4 * 69);
+}
+
+TEST_CASE("requests cancelled at random moments free every block", "[scheduler_core]") {
+  const auto m = engine_model::make();
+  const uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  auto be = m->backend(4096, 8);
+  engine_config cfg{.max_batched_tokens = 96, .max_seqs = 16, .long_prefill_threshold = 24};
+  scheduler_core core(cfg, m->tok, 512, be->kv().n_blocks(), 8, make_policy("fcfs"));
+  step_runner runner(*be);
+  const size_t n = 1000;
+  std::vector<request> rs = mixed_requests(n, *m, rng);
+  size_t added = 0;
+  std::uniform_int_distribution<size_t> pick(1, n);
+  const outcome o = drive(core, runner, [&](uint64_t, std::vector<request_event>& events) {
+    for (int k = 0; k < 12 && added < n; ++k, ++added) core.add(added + 1, rs[added], 0);
+    for (int k = 0; k < 6; ++k) core.cancel(pick(rng), 0, events);  // queued, running or long gone
+  });
+  REQUIRE(o.terminal.size() == n);
+  size_t cancelled = 0;
+  for (const auto& [id, e] : o.terminal) cancelled += e.kind == event_kind::cancelled;
+  CHECK(cancelled > 100);
+  CHECK(core.kv().stats().used == 0);
+  CHECK(core.gauges().waiting + core.gauges().running == 0);
+}
+
+TEST_CASE("stop strings end generation before the match and hide it", "[scheduler_core]") {
+  const auto m = engine_model::make();
+  std::mt19937_64 rng(9);
+  request r = make_request(random_prompt(12, 600, rng), 40, 1);
+  auto be = m->backend(1024);
+  const auto full = generate_alone(*be, m->tok, r);
+  REQUIRE(full.size() >= 6);
+  // The text as streamed (a stream decoder renders broken UTF-8 as decode() may not).
+  auto streamed_text = [&](std::span<const token_id> ids) {
+    stream_decoder d(m->tok);
+    std::string t;
+    for (token_id id : ids) t += d.push(id);
+    return t + d.flush();
+  };
+  const std::string text = streamed_text(full);
+  // A stop string that starts inside the fourth token's text.
+  const std::string before = streamed_text(std::span(full).first(3));
+  REQUIRE(text.size() > before.size() + 1);
+  r.stop = {text.substr(before.size() + 1, 3)};
+  scheduler_core core(engine_config{}, m->tok, 512, be->kv().n_blocks(), 16, make_policy("fcfs"));
+  core.add(1, r, 0);
+  step_runner runner(*be);
+  std::string streamed;
+  std::vector<request_event> events;
+  while (core.has_work()) {
+    const step st = core.plan(0);
+    core.complete(st, runner.run(st), 0, events);
+  }
+  for (const auto& e : events) streamed += e.text;
+  CHECK(events.back().finish == finish_reason::stop);
+  CHECK(streamed == text.substr(0, text.find(r.stop[0])));
+}
