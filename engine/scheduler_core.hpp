@@ -53,6 +53,10 @@ struct scheduler_gauges {
   uint64_t prefill_tokens = 0;  //!< tokens computed as prefill (recompute included)
   uint64_t decode_tokens = 0;
   kv_cache_stats kv;
+  // The iteration loop's time, summed over steps (kept by the scheduler actor): inside the
+  // backend and sampler, and everything else between two steps (messages, planning, bookkeeping).
+  double compute_ms = 0;
+  double overhead_ms = 0;
 };
 
 enum class step_kind : uint8_t { mixed, prefill, decode };

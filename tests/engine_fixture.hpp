@@ -20,7 +20,7 @@ namespace hearth::test {
 struct engine_model {
   std::vector<std::byte> bytes;
   gguf::file file;
-  tokenizer tok;
+  std::shared_ptr<const tokenizer> tok;
 
   //! The model from `preset` (a preset with a 600-token vocabulary by default: fast to build).
   static std::unique_ptr<engine_model> make(const model_preset& preset = {"micro", 64, 2, 4, 2, 96, 600}) {
@@ -30,7 +30,8 @@ struct engine_model {
     REQUIRE(f.ok());
     auto tok = tokenizer::from_gguf(*f);
     REQUIRE(tok.ok());
-    return std::unique_ptr<engine_model>(new engine_model{std::move(bytes), std::move(*f), std::move(*tok)});
+    return std::unique_ptr<engine_model>(new engine_model{std::move(bytes), std::move(*f),
+                                                              std::make_shared<const tokenizer>(std::move(*tok))});
   }
 
   std::unique_ptr<cpu_backend> backend(uint64_t kv_tokens, uint32_t block_size = 16) const {

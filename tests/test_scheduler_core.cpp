@@ -79,7 +79,7 @@ std::vector<request> mixed_requests(size_t n, const engine_model& m, std::mt1993
 std::map<request_id, std::vector<token_id>> alone(const engine_model& m, const std::vector<request>& rs) {
   auto be = m.backend(512);
   std::map<request_id, std::vector<token_id>> out;
-  for (size_t i = 0; i < rs.size(); ++i) out[i + 1] = generate_alone(*be, m.tok, rs[i]);
+  for (size_t i = 0; i < rs.size(); ++i) out[i + 1] = generate_alone(*be, *m.tok, rs[i]);
   return out;
 }
 
@@ -100,7 +100,7 @@ TEST_CASE("concurrent requests get exactly the tokens they get alone", "[schedul
     auto be = m->backend(8192, b.block);
     engine_config cfg{.max_batched_tokens = b.tokens, .max_seqs = 32, .long_prefill_threshold = b.threshold,
                       .max_partial_prefills = b.partial};
-    scheduler_core core(cfg, m->tok, 512, be->kv().n_blocks(), b.block, make_policy("fcfs"));
+    scheduler_core core(cfg, *m->tok, 512, be->kv().n_blocks(), b.block, make_policy("fcfs"));
     for (size_t i = 0; i < rs.size(); ++i) core.add(i + 1, rs[i], 0);
     step_runner runner(*be);
     const outcome o = drive(core, runner);
@@ -124,7 +124,7 @@ TEST_CASE("a pool too small for the load preempts, recomputes and changes no tok
   const auto expected = alone(*m, rs);
   auto be = m->backend(160, 8);  // 20 blocks: two or three requests at a time
   engine_config cfg{.max_batched_tokens = 128, .max_seqs = 12, .long_prefill_threshold = 32, .max_preemptions = 2};
-  scheduler_core core(cfg, m->tok, 512, be->kv().n_blocks(), 8, make_policy("fcfs"));
+  scheduler_core core(cfg, *m->tok, 512, be->kv().n_blocks(), 8, make_policy("fcfs"));
   for (size_t i = 0; i < rs.size(); ++i) core.add(i + 1, rs[i], 0);
   step_runner runner(*be);
   const outcome o = drive(core, runner);
@@ -152,7 +152,7 @@ TEST_CASE("a shared system prompt hits the prefix cache, for its own tenant only
                                    with_system("voice", 5)};
   const auto expected = alone(*m, rs);
   auto be = m->backend(2048);
-  scheduler_core core(engine_config{}, m->tok, 512, be->kv().n_blocks(), 16, make_policy("fcfs"));
+  scheduler_core core(engine_config{}, *m->tok, 512, be->kv().n_blocks(), 16, make_policy("fcfs"));
   step_runner runner(*be);
   // One after another, so each finds what the previous ones left.
   std::map<request_id, request_event> ends;
@@ -177,7 +177,7 @@ TEST_CASE("requests cancelled at random moments free every block", "[scheduler_c
   std::mt19937_64 rng(seed);
   auto be = m->backend(4096, 8);
   engine_config cfg{.max_batched_tokens = 96, .max_seqs = 16, .long_prefill_threshold = 24};
-  scheduler_core core(cfg, m->tok, 512, be->kv().n_blocks(), 8, make_policy("fcfs"));
+  scheduler_core core(cfg, *m->tok, 512, be->kv().n_blocks(), 8, make_policy("fcfs"));
   step_runner runner(*be);
   const size_t n = 1000;
   std::vector<request> rs = mixed_requests(n, *m, rng);
@@ -200,11 +200,11 @@ TEST_CASE("stop strings end generation before the match and hide it", "[schedule
   std::mt19937_64 rng(9);
   request r = make_request(random_prompt(12, 600, rng), 40, 1);
   auto be = m->backend(1024);
-  const auto full = generate_alone(*be, m->tok, r);
+  const auto full = generate_alone(*be, *m->tok, r);
   REQUIRE(full.size() >= 6);
   // The text as streamed (a stream decoder renders broken UTF-8 as decode() may not).
   auto streamed_text = [&](std::span<const token_id> ids) {
-    stream_decoder d(m->tok);
+    stream_decoder d(*m->tok);
     std::string t;
     for (token_id id : ids) t += d.push(id);
     return t + d.flush();
@@ -214,7 +214,7 @@ TEST_CASE("stop strings end generation before the match and hide it", "[schedule
   const std::string before = streamed_text(std::span(full).first(3));
   REQUIRE(text.size() > before.size() + 1);
   r.stop = {text.substr(before.size() + 1, 3)};
-  scheduler_core core(engine_config{}, m->tok, 512, be->kv().n_blocks(), 16, make_policy("fcfs"));
+  scheduler_core core(engine_config{}, *m->tok, 512, be->kv().n_blocks(), 16, make_policy("fcfs"));
   core.add(1, r, 0);
   step_runner runner(*be);
   std::string streamed;

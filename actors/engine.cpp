@@ -1,0 +1,94 @@
+#include "actors/engine.hpp"
+
+#include "actors/admission.hpp"
+#include "actors/messages.hpp"
+#include "actors/metrics.hpp"
+#include "actors/scheduler.hpp"
+
+namespace hearth {
+
+namespace {
+
+// One CAF thread runs admission, the scheduler and metrics: their work per step is small, and
+// every extra thread would compete with the workers' kernel threads for the same cores.
+constexpr size_t caf_threads = 1;
+
+error from_caf(caf::actor_system& sys, const caf::error& e) { return error{errc::invalid_argument, sys.render(e)}; }
+
+}  // namespace
+
+engine::engine(std::shared_ptr<const tokenizer> tok) : tok_(std::move(tok)) {
+  caf_cfg_.set("scheduler.max-threads", caf_threads);
+  add_message_types(caf_cfg_);
+  system_ = std::make_unique<caf::actor_system>(caf_cfg_);
+}
+
+result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
+                                              backend_factory make_backend) {
+  if (auto st = check(cfg); !st) return st.error();
+  if (!make_policy(cfg.policy)) return error{errc::invalid_argument, "engine config: unknown policy '" + cfg.policy + "'"};
+  std::unique_ptr<engine> e(new engine(std::move(tok)));
+  auto& sys = *e->system_;
+  e->worker_ = spawn_worker(sys, {cfg.worker_cpus, cfg.threads_per_worker, std::move(make_backend)});
+  caf::scoped_actor self{sys};
+  std::optional<error> failed;
+  self->request(e->worker_, caf::infinite, ready_atom::value)
+      .receive([&](worker_info& info) { e->info_ = std::move(info); },
+               [&](caf::error& err) { failed = from_caf(sys, err); });
+  if (failed) return *failed;
+  const auto& w = e->info_;
+  e->metrics_ = spawn_metrics(sys);
+  e->admission_ = spawn_admission(
+      sys, {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg.max_waiting, cfg.max_waiting_tokens},
+      e->metrics_);
+  e->scheduler_ = spawn_scheduler(sys, {cfg, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_, e->admission_,
+                                        e->metrics_});
+  caf::anon_send(e->admission_, ready_atom::value, e->scheduler_);
+  return e;
+}
+
+engine::~engine() {
+  shutdown();
+  for (const auto& a : {admission_, scheduler_, metrics_, worker_}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  system_->await_all_actors_done();
+}
+
+request_id engine::submit(request r, const caf::actor& sink) {
+  const request_id id = next_id_++;
+  caf::anon_send(admission_, submit_atom::value, id, std::move(r), sink);
+  return id;
+}
+
+void engine::cancel(request_id id) { caf::anon_send(admission_, cancel_atom::value, id); }
+
+status<> engine::set_policy(const std::string& name) {
+  caf::scoped_actor self{*system_};
+  bool ok = false;
+  self->request(scheduler_, caf::infinite, policy_atom::value, name).receive([&](bool b) { ok = b; }, [](caf::error&) {});
+  if (!ok) return error{errc::invalid_argument, "unknown policy '" + name + "'"};
+  return {};
+}
+
+scheduler_gauges engine::gauges() {
+  caf::scoped_actor self{*system_};
+  scheduler_gauges g;
+  self->request(scheduler_, caf::infinite, gauges_atom::value).receive([&](scheduler_gauges& x) { g = x; }, [](caf::error&) {});
+  return g;
+}
+
+metrics_snapshot engine::metrics() {
+  caf::scoped_actor self{*system_};
+  metrics_snapshot m;
+  self->request(metrics_, caf::infinite, stats_atom::value).receive([&](metrics_snapshot& x) { m = std::move(x); },
+                                                                   [](caf::error&) {});
+  return m;
+}
+
+void engine::shutdown() {
+  if (stopped_) return;
+  stopped_ = true;
+  caf::scoped_actor self{*system_};
+  self->request(admission_, caf::infinite, drain_atom::value).receive([](bool) {}, [](caf::error&) {});
+}
+
+}  // namespace hearth

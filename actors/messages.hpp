@@ -1,0 +1,113 @@
+#pragma once
+// Every message the actors exchange, in one place: the atoms, the payload types' inspect
+// functions (so CAF can print and, later, serialize them) and, per actor, the messages it
+// handles. Payload types themselves live with their logic (engine/, kernels/).
+//
+// admission   (submit, request_id, request, actor sink)       validate, queue limits; to scheduler
+//             (cancel, request_id)                            forwarded, keeping the order
+//             (dequeued, vector<request_id>, vector<uint32>)  queue accounting from the scheduler
+//             (drain)                                         refuse new work from now on
+// scheduler   (enqueue, request_id, request, actor sink)      from admission
+//             (cancel, request_id)
+//             (policy, string) -> bool                        switch the policy at the next step
+//             (gauges) -> scheduler_gauges
+//             (drain) -> bool                                 end every request (shutdown)
+// worker      step -> step_result                             one iteration on the backend
+//             (ready) -> worker_info                          after pinning and loading
+// metrics     (records, vector<request_record>)
+//             (rejected, string tenant, reject_reason)
+//             (gauges, scheduler_gauges)
+//             (stats) -> metrics_snapshot
+// sink        request_event                                   what every client of the engine gets
+
+#include <caf/all.hpp>
+
+#include "actors/metrics_types.hpp"
+#include "actors/worker.hpp"
+#include "engine/request.hpp"
+#include "engine/scheduler_core.hpp"
+#include "engine/step.hpp"
+
+namespace hearth {
+
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+using enqueue_atom = caf::atom_constant<caf::atom("enqueue")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using dequeued_atom = caf::atom_constant<caf::atom("dequeued")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using policy_atom = caf::atom_constant<caf::atom("policy")>;
+using gauges_atom = caf::atom_constant<caf::atom("gauges")>;
+using records_atom = caf::atom_constant<caf::atom("records")>;
+using rejected_atom = caf::atom_constant<caf::atom("rejected")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
+  return f(caf::meta::type_name("worker_info"), x.n_ctx, x.n_vocab, x.n_blocks, x.block_size, x.threads, x.cpus);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
+  return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p, x.repetition_penalty,
+           x.repeat_last_n, x.seed);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request& x) {
+  return f(caf::meta::type_name("request"), x.tenant, x.prompt, x.max_tokens, x.sampling, x.stop, x.share_prefix);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, usage& x) {
+  return f(caf::meta::type_name("usage"), x.prompt_tokens, x.completion_tokens, x.cached_tokens);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, timings& x) {
+  return f(caf::meta::type_name("timings"), x.queue_ms, x.ttft_ms, x.mean_itl_ms, x.e2e_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_event& x) {
+  return f(caf::meta::type_name("request_event"), x.id, x.kind, x.token, x.index, x.text, x.finish, x.reason,
+           x.message, x.use, x.time, x.preemptions);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_seq& x) {
+  return f(caf::meta::type_name("step_seq"), x.id, x.tokens, x.start_pos, x.blocks, x.sample, x.sampling, x.draw,
+           x.recent);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step& x) {
+  return f(caf::meta::type_name("step"), x.number, x.seqs);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_result& x) {
+  return f(caf::meta::type_name("step_result"), x.number, x.sampled, x.compute_ms, x.error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_record& x) {
+  return f(caf::meta::type_name("request_record"), x.id, x.tenant, x.kind, x.finish, x.reason, x.use, x.time,
+           x.preemptions, x.arrival_s, x.token_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_cache_stats& x) {
+  return f(caf::meta::type_name("kv_cache_stats"), x.n_blocks, x.used, x.cached, x.hits, x.lookups, x.evictions);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scheduler_gauges& x) {
+  return f(caf::meta::type_name("scheduler_gauges"), x.waiting, x.running, x.preemptions, x.steps, x.prefill_tokens,
+           x.decode_tokens, x.kv, x.compute_ms, x.overhead_ms);
+}
+
+//! Registers every payload type with the actor system's configuration.
+void add_message_types(caf::actor_system_config& cfg);
+
+}  // namespace hearth

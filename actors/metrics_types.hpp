@@ -1,0 +1,71 @@
+#pragma once
+// What the metrics actor keeps and reports: log-bucketed latency histograms (1 % resolution,
+// fixed memory however many requests pass) per tenant, counts by outcome and rejection reason,
+// and the engine's latest gauges.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+
+#include "engine/request.hpp"
+#include "engine/scheduler_core.hpp"
+
+namespace hearth {
+
+class latency_histogram {
+ public:
+  void add(double ms);
+  uint64_t count() const { return count_; }
+  //! The q-quantile (0..1), within 1 %; 0 when empty.
+  double quantile(double q) const;
+  double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
+  double max() const { return max_; }
+
+ private:
+  static constexpr size_t n_buckets = 1200;  // 1.01^1200 * 1 us ~ 2.6 min
+  std::array<uint32_t, n_buckets> buckets_{};
+  uint64_t count_ = 0;
+  double sum_ = 0, max_ = 0;
+};
+
+struct latency_summary {
+  uint64_t count = 0;
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+};
+
+struct tenant_metrics {
+  std::string tenant;
+  uint64_t done = 0, cancelled = 0, errors = 0;
+  std::array<uint64_t, 7> rejected{};  //!< by reject_reason
+  uint64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  latency_summary ttft, itl, e2e, queue;  //!< itl: every gap between consecutive tokens
+};
+
+struct metrics_snapshot {
+  double uptime_s = 0;
+  std::vector<tenant_metrics> tenants;
+  scheduler_gauges gauges;
+};
+
+latency_summary summarize(const latency_histogram& h);
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, latency_summary& x) {
+  return f(caf::meta::type_name("latency_summary"), x.count, x.mean, x.p50, x.p90, x.p99, x.max);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tenant_metrics& x) {
+  return f(caf::meta::type_name("tenant_metrics"), x.tenant, x.done, x.cancelled, x.errors, x.rejected,
+           x.prompt_tokens, x.completion_tokens, x.cached_tokens, x.ttft, x.itl, x.e2e, x.queue);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, metrics_snapshot& x) {
+  return f(caf::meta::type_name("metrics_snapshot"), x.uptime_s, x.tenants, x.gauges);
+}
+
+}  // namespace hearth

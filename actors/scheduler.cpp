@@ -1,0 +1,138 @@
+#include "actors/scheduler.hpp"
+
+#include <chrono>
+#include <optional>
+#include <unordered_map>
+
+#include "actors/messages.hpp"
+
+namespace hearth {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct scheduler_state {
+  scheduler_options opt;
+  std::unique_ptr<scheduler_core> core;
+  std::unordered_map<request_id, caf::actor> sinks;
+  std::optional<step> in_flight;
+  clock_type::time_point epoch = clock_type::now();
+  clock_type::time_point sent_at;           // when the step in flight left
+  double compute_ms = 0, overhead_ms = 0;
+  static inline const char* name = "scheduler";
+
+  double now() const { return std::chrono::duration<double>(clock_type::now() - epoch).count(); }
+};
+
+using self_ptr = caf::stateful_actor<scheduler_state>*;
+
+// Sends each event to its request's sink; after a terminal one the sink is forgotten. Then the
+// bookkeeping the other actors need.
+void dispatch(self_ptr self, std::vector<request_event>& events) {
+  auto& st = self->state;
+  for (auto& e : events) {
+    const auto it = st.sinks.find(e.id);
+    if (it == st.sinks.end()) continue;
+    const bool last = e.terminal();
+    self->send(it->second, std::move(e));
+    if (last) st.sinks.erase(it);
+  }
+  events.clear();
+  if (auto records = st.core->take_records(); !records.empty()) self->send(st.opt.metrics, records_atom::value, std::move(records));
+  if (auto dq = st.core->take_dequeued(); !dq.empty()) {
+    std::vector<request_id> ids;
+    std::vector<uint32_t> tokens;
+    for (auto [id, n] : dq) {
+      ids.push_back(id);
+      tokens.push_back(n);
+    }
+    self->send(st.opt.admission, dequeued_atom::value, std::move(ids), std::move(tokens));
+  }
+}
+
+scheduler_gauges gauges_of(const scheduler_state& st) {
+  scheduler_gauges g = st.core->gauges();
+  g.compute_ms = st.compute_ms;
+  g.overhead_ms = st.overhead_ms;
+  return g;
+}
+
+void on_result(self_ptr self, step_result& r);
+
+// Starts the next step when the worker is free and something can run.
+void kick(self_ptr self) {
+  auto& st = self->state;
+  if (st.in_flight || !st.core->has_work()) return;
+  step s = st.core->plan(st.now());
+  if (s.seqs.empty()) return;
+  st.in_flight = s;
+  st.sent_at = clock_type::now();
+  self->request(st.opt.worker, caf::infinite, std::move(s))
+      .then([=](step_result& r) { on_result(self, r); },
+            [=](caf::error& err) {
+              step_result r{.number = self->state.in_flight->number, .error = "worker: " + self->system().render(err)};
+              on_result(self, r);
+            });
+}
+
+void on_result(self_ptr self, step_result& r) {
+  auto& st = self->state;
+  const auto received = clock_type::now();
+  std::vector<request_event> events;
+  if (r.error.empty()) {
+    st.core->complete(*st.in_flight, r, st.now(), events);
+  } else {
+    st.core->abort(*st.in_flight, r.error, st.now(), events);
+  }
+  st.in_flight.reset();
+  dispatch(self, events);
+  self->send(st.opt.metrics, gauges_atom::value, gauges_of(st));
+  kick(self);
+  // Overhead: the step's round trip beyond the worker's compute, plus the time from its result
+  // to the next step's departure.
+  const double round_trip = std::chrono::duration<double, std::milli>(received - st.sent_at).count();
+  const double turn = std::chrono::duration<double, std::milli>(clock_type::now() - received).count();
+  st.compute_ms += r.compute_ms;
+  st.overhead_ms += std::max(0.0, round_trip - r.compute_ms) + (st.in_flight ? turn : 0.0);
+}
+
+caf::behavior scheduler(self_ptr self, scheduler_options opt) {
+  auto& st = self->state;
+  st.core = std::make_unique<scheduler_core>(opt.config, *opt.tok, opt.n_ctx, opt.n_blocks, opt.block_size,
+                                             make_policy(opt.config.policy));
+  st.opt = std::move(opt);
+  return {
+      [=](enqueue_atom, request_id id, request& r, caf::actor& sink) {
+        self->state.sinks.emplace(id, std::move(sink));
+        self->state.core->add(id, std::move(r), self->state.now());
+        kick(self);
+      },
+      [=](cancel_atom, request_id id) {
+        std::vector<request_event> events;
+        self->state.core->cancel(id, self->state.now(), events);
+        dispatch(self, events);
+      },
+      [=](policy_atom, const std::string& name) {
+        auto p = make_policy(name);
+        if (!p) return false;
+        self->state.core->set_policy(std::move(p));
+        return true;
+      },
+      [=](gauges_atom) { return gauges_of(self->state); },
+      [=](drain_atom) {
+        std::vector<request_event> events;
+        self->state.core->drain(reject_reason::shutting_down, self->state.now(), events);
+        dispatch(self, events);
+        return true;
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_options opt) {
+  return sys.spawn(scheduler, std::move(opt));
+}
+
+}  // namespace hearth

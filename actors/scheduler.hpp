@@ -1,0 +1,28 @@
+#pragma once
+// The scheduler actor: the iteration loop. It owns the scheduler_core (and with it the KV block
+// manager), keeps one step in flight per worker, and turns finished steps into events for each
+// request's sink, records for metrics and queue accounting for admission.
+
+#include <memory>
+
+#include <caf/actor.hpp>
+
+#include "engine/config.hpp"
+#include "model/tokenizer.hpp"
+
+namespace hearth {
+
+struct scheduler_options {
+  engine_config config;
+  const tokenizer* tok = nullptr;  //!< outlives the actor system
+  uint32_t n_ctx = 0;
+  uint32_t n_blocks = 0;
+  uint32_t block_size = 0;
+  caf::actor worker;
+  caf::actor admission;
+  caf::actor metrics;
+};
+
+caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_options opt);
+
+}  // namespace hearth

@@ -1,0 +1,69 @@
+#include "actors/worker.hpp"
+
+#include "actors/messages.hpp"
+#include "actors/placement.hpp"
+#include "engine/step_runner.hpp"
+#include "kernels/parallel.hpp"
+
+namespace hearth {
+
+namespace {
+
+struct worker_state {
+  std::unique_ptr<backend> be;
+  std::unique_ptr<step_runner> runner;
+  worker_info info;
+  std::string failure;  // why the worker cannot run steps, or ""
+  static inline const char* name = "worker";
+};
+
+// Runs on the worker's own thread (the actor is detached): pin, then threads, then load.
+void start(worker_state& st, const worker_options& opt) {
+  unsigned threads = opt.threads;
+  if (!opt.cpus.empty()) {
+    auto p = pin_this_thread(opt.cpus);
+    if (!p) {
+      st.failure = p.error().message;
+      return;
+    }
+    st.info.cpus = p->cpus;
+    if (threads == 0) threads = p->n_cpus;
+  }
+  if (threads == 0) threads = available_cpus();
+  set_kernel_threads(static_cast<int>(threads));
+  auto be = opt.make_backend();
+  if (!be) {
+    st.failure = be.error().message;
+    return;
+  }
+  st.be = std::move(*be);
+  st.runner = std::make_unique<step_runner>(*st.be);
+  const auto& layout = st.be->kv().layout();
+  st.info.n_ctx = st.be->params().n_ctx_train;
+  st.info.n_vocab = st.be->params().n_vocab;
+  st.info.n_blocks = st.be->kv().n_blocks();
+  st.info.block_size = layout.block_size;
+  st.info.threads = threads;
+}
+
+caf::behavior worker(caf::stateful_actor<worker_state>* self, worker_options opt) {
+  start(self->state, opt);
+  return {
+      [=](ready_atom) -> caf::result<worker_info> {
+        if (!self->state.failure.empty()) return caf::make_error(caf::sec::runtime_error, self->state.failure);
+        return self->state.info;
+      },
+      [=](const step& s) -> step_result {
+        if (!self->state.runner) return step_result{.number = s.number, .error = "worker: " + self->state.failure};
+        return self->state.runner->run(s);
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_worker(caf::actor_system& sys, worker_options opt) {
+  return sys.spawn<caf::detached>(worker, std::move(opt));
+}
+
+}  // namespace hearth

@@ -1,0 +1,40 @@
+#pragma once
+// A worker: one detached actor (its own thread) that owns a backend and runs the steps it is
+// sent. It pins its thread with hwloc, sets its kernel thread count, and only then loads the
+// backend, so oneDNN's and our kernels' OpenMP teams start on its cpuset.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "common/result.hpp"
+#include "kernels/backend.hpp"
+
+namespace hearth {
+
+//! What a worker reports once it is pinned and its backend is loaded.
+struct worker_info {
+  uint32_t n_ctx = 0;
+  uint32_t n_vocab = 0;
+  uint32_t n_blocks = 0;
+  uint32_t block_size = 0;
+  uint32_t threads = 0;
+  std::string cpus;   //!< the cpuset it is bound to, or "" when not pinned
+};
+
+//! Builds the worker's backend, on the worker's thread.
+using backend_factory = std::function<result<std::unique_ptr<backend>>()>;
+
+struct worker_options {
+  std::string cpus;      //!< cpuset to pin to; "" = not pinned
+  unsigned threads = 0;  //!< kernel threads; 0 = one per cpu of the set (all cpus when not pinned)
+  backend_factory make_backend;
+};
+
+//! Spawns a worker. Ask it (ready_atom) for its worker_info before sending steps: the answer is
+//! an error when pinning or loading failed.
+caf::actor spawn_worker(caf::actor_system& sys, worker_options opt);
+
+}  // namespace hearth

@@ -1,0 +1,235 @@
+// The engine through its actors, on the `tiny` model: concurrency changes no token, every
+// request ends exactly once whatever happens to it, nothing is left holding KV blocks.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "actors/engine.hpp"
+#include "actors/messages.hpp"
+#include "engine_fixture.hpp"
+
+using namespace hearth;
+using namespace hearth::test;
+
+namespace {
+
+const engine_model& tiny() {
+  static const auto m = engine_model::make(*find_preset("tiny"));
+  return *m;
+}
+
+// One kernel thread: CTest runs two test binaries at once on this 2-core machine, and spinning
+// OpenMP teams that share cores slow everything down (thread counts are covered by the backend tests).
+std::unique_ptr<engine> start_engine(engine_config cfg, uint64_t kv_tokens = 8192, uint32_t block = 16) {
+  const engine_model& m = tiny();
+  if (cfg.threads_per_worker == 0) cfg.threads_per_worker = 1;
+  auto e = engine::start(cfg, m.tok, [&m, kv_tokens, block]() -> result<std::unique_ptr<backend>> {
+    return std::unique_ptr<backend>(m.backend(kv_tokens, block));
+  });
+  if (!e) FAIL(e.error().message);
+  return std::move(*e);
+}
+
+struct outcome {
+  std::map<request_id, std::vector<token_id>> tokens;
+  std::map<request_id, request_event> terminal;
+  std::map<request_id, int> accepted;
+
+  std::vector<token_id> tokens_of(request_id id) const {
+    const auto it = tokens.find(id);
+    return it == tokens.end() ? std::vector<token_id>{} : it->second;
+  }
+};
+
+// Receives events at `self` until n requests have ended; checks the order of each stream.
+void collect(caf::scoped_actor& self, size_t n, outcome& o) {
+  while (o.terminal.size() < n) {
+    bool timed_out = false;
+    self->receive([&](request_event& e) {
+                    CHECK(o.terminal.count(e.id) == 0);  // nothing after the terminal event
+                    if (e.kind == event_kind::accepted) {
+                      CHECK(++o.accepted[e.id] == 1);
+                    } else if (e.kind == event_kind::token) {
+                      CHECK(o.accepted[e.id] == 1);
+                      CHECK(e.index == o.tokens[e.id].size());
+                      o.tokens[e.id].push_back(e.token);
+                    } else {
+                      o.terminal[e.id] = e;
+                    }
+                  },
+                  caf::after(std::chrono::seconds(120)) >> [&] { timed_out = true; });
+    REQUIRE_FALSE(timed_out);
+  }
+}
+
+request greedy(std::vector<token_id> prompt, uint32_t max_tokens, std::string tenant = "t") {
+  request r;
+  r.tenant = std::move(tenant);
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engine]") {
+  const engine_model& m = tiny();
+  const uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  std::vector<request> rs;
+  std::uniform_int_distribution<size_t> len(1, 120), gen(1, 16);
+  for (int i = 0; i < 32; ++i) rs.push_back(greedy(random_prompt(len(rng), 32000, rng), static_cast<uint32_t>(gen(rng))));
+  std::vector<std::vector<token_id>> expected;
+  {
+    auto be = m.backend(1024);
+    for (const auto& r : rs) expected.push_back(generate_alone(*be, *m.tok, r));
+  }
+  struct budget {
+    uint32_t tokens, threshold, partial;
+  };
+  for (const budget b : {budget{64, 32, 2}, budget{512, 256, 4}, budget{48, 0, 1}}) {
+    INFO("budget " << b.tokens << " threshold " << b.threshold << " partial " << b.partial);
+    auto e = start_engine({.max_batched_tokens = b.tokens, .max_seqs = 32, .long_prefill_threshold = b.threshold,
+                           .max_partial_prefills = b.partial});
+    caf::scoped_actor self{e->system()};
+    std::vector<request_id> ids;
+    for (const auto& r : rs) ids.push_back(e->submit(r, self));
+    outcome o;
+    collect(self, rs.size(), o);
+    for (size_t i = 0; i < rs.size(); ++i) {
+      INFO("request " << i);
+      CHECK(o.terminal.at(ids[i]).kind == event_kind::done);
+      CHECK(o.tokens_of(ids[i]) == expected[i]);
+    }
+    CHECK(e->gauges().kv.used == 0);
+  }
+}
+
+TEST_CASE("1000 requests cancelled at random moments leave the pool free", "[engine]") {
+  const uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  auto e = start_engine({.max_batched_tokens = 96, .max_seqs = 32, .long_prefill_threshold = 32,
+                         .max_partial_prefills = 4});
+  caf::scoped_actor self{e->system()};
+  const size_t n = 1000, window = 16;
+  // Mostly short prompts, one in five long enough to take several steps of prefill.
+  std::uniform_int_distribution<size_t> short_len(1, 24), long_len(100, 200), gen(1, 12);
+  std::bernoulli_distribution is_long(0.2);
+  std::uniform_int_distribution<int> pause_us(0, 15000);
+  // Each request is cancelled once it has seen a random number of events: 0 = right after
+  // submitting (queued), 1 = after `accepted` and a random pause (queued or mid-prefill),
+  // more = mid-decode; some finish first.
+  std::map<request_id, uint32_t> cancel_after, seen;
+  outcome o;
+  size_t submitted = 0;
+  auto submit = [&] {
+    const auto max_tokens = static_cast<uint32_t>(gen(rng));
+    const size_t n_prompt = is_long(rng) ? long_len(rng) : short_len(rng);
+    const request_id id = e->submit(greedy(random_prompt(n_prompt, 32000, rng), max_tokens), self);
+    // A long prompt is cancelled after `accepted` and a pause, to catch it mid-prefill.
+    cancel_after[id] = n_prompt >= 100 ? 1 : std::uniform_int_distribution<uint32_t>(0, max_tokens + 2)(rng);
+    ++submitted;
+    if (cancel_after[id] == 0) e->cancel(id);
+  };
+  while (submitted < window) submit();
+  while (o.terminal.size() < n) {
+    bool timed_out = false;
+    self->receive(
+        [&](request_event& ev) {
+          if (ev.terminal()) {
+            CHECK(o.terminal.emplace(ev.id, ev).second);
+            if (submitted < n) submit();
+            return;
+          }
+          if (ev.kind == event_kind::token) o.tokens[ev.id].push_back(ev.token);
+          if (++seen[ev.id] != cancel_after[ev.id]) return;
+          if (ev.kind == event_kind::accepted) std::this_thread::sleep_for(std::chrono::microseconds(pause_us(rng)));
+          e->cancel(ev.id);
+        },
+        caf::after(std::chrono::seconds(120)) >> [&] { timed_out = true; });
+    REQUIRE_FALSE(timed_out);
+  }
+  size_t cancelled = 0, mid_stream = 0, queued = 0;
+  for (const auto& [id, ev] : o.terminal) {
+    if (ev.kind != event_kind::cancelled) continue;
+    ++cancelled;
+    mid_stream += o.tokens.count(id);
+    queued += ev.time.queue_ms == ev.time.e2e_ms;
+  }
+  // Every kind of moment happened: while queued, while prefilling (neither queued nor a token
+  // yet) and mid-stream.
+  CAPTURE(cancelled, mid_stream, queued);
+  CHECK(mid_stream > 50);
+  CHECK(queued > 50);
+  CHECK(cancelled - mid_stream - queued > 10);
+  const auto g = e->gauges();
+  CHECK(g.kv.used == 0);
+  CHECK(g.waiting + g.running == 0);
+  const auto stats = e->metrics();
+  REQUIRE(stats.tenants.size() == 1);
+  CHECK(stats.tenants[0].cancelled == cancelled);
+  CHECK(stats.tenants[0].done + stats.tenants[0].cancelled == n);
+}
+
+TEST_CASE("bad requests are rejected early with a typed reason", "[engine]") {
+  auto e = start_engine({.max_waiting_tokens = 300}, 2048);
+  caf::scoped_actor self{e->system()};
+  std::mt19937_64 rng(3);
+  std::map<request_id, reject_reason> want;
+  want[e->submit(greedy({}, 4), self)] = reject_reason::bad_request;
+  want[e->submit(greedy({1, 32000}, 4), self)] = reject_reason::bad_request;
+  want[e->submit(greedy({1, 2}, 0), self)] = reject_reason::bad_request;
+  request hot = greedy({1, 2}, 4);
+  hot.sampling.temperature = -1;
+  want[e->submit(hot, self)] = reject_reason::bad_request;
+  want[e->submit(greedy(random_prompt(400, 32000, rng), 200), self)] = reject_reason::too_long;   // context 512
+  want[e->submit(greedy(random_prompt(310, 32000, rng), 10), self)] = reject_reason::queue_full;  // > 300 queued tokens
+  outcome o;
+  collect(self, want.size(), o);
+  for (const auto& [id, reason] : want) {
+    INFO("request " << id);
+    CHECK(o.terminal.at(id).kind == event_kind::rejected);
+    CHECK(o.terminal.at(id).reason == reason);
+    CHECK_FALSE(o.terminal.at(id).message.empty());
+    CHECK(o.accepted.count(id) == 0);
+  }
+  const auto stats = e->metrics();
+  REQUIRE(stats.tenants.size() == 1);
+  CHECK(stats.tenants[0].rejected[static_cast<size_t>(reject_reason::bad_request)] == 4);
+}
+
+TEST_CASE("shutdown ends every admitted request and refuses new ones", "[engine]") {
+  auto e = start_engine({});
+  caf::scoped_actor self{e->system()};
+  std::mt19937_64 rng(4);
+  for (int i = 0; i < 20; ++i) e->submit(greedy(random_prompt(50, 32000, rng), 100), self);
+  e->shutdown();
+  const request_id late = e->submit(greedy({1, 2, 3}, 4), self);
+  outcome o;
+  collect(self, 21, o);
+  CHECK(o.terminal.at(late).kind == event_kind::rejected);
+  CHECK(o.terminal.at(late).reason == reject_reason::shutting_down);
+  for (const auto& [id, ev] : o.terminal) {
+    if (id == late) continue;
+    CHECK((ev.kind == event_kind::done || ev.reason == reject_reason::shutting_down));
+  }
+  CHECK(e->gauges().kv.used == 0);
+}
+
+TEST_CASE("the worker pins itself to its cpuset; a bad cpuset fails the start", "[engine]") {
+  auto e = start_engine({.worker_cpus = "0"});
+  CHECK(e->worker().cpus == "0");
+  CHECK(e->worker().threads == 1);
+  const engine_model& m = tiny();
+  auto bad = engine::start({.worker_cpus = "9999"}, m.tok, [&m]() -> result<std::unique_ptr<backend>> {
+    return std::unique_ptr<backend>(m.backend(512));
+  });
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("9999"));
+  CHECK_FALSE(engine::start({.policy = "nope"}, m.tok, {}));
+}
