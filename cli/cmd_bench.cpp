@@ -74,6 +74,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   add_compute_options(cmd, a->compute);
   cmd->add_flag("--quick", a->quick, "Seconds, not minutes: fewer reps, contexts 64/128, batches 1/4");
   cmd->callback([a, &exit_code] { exit_code = run_bench_kernels(*a); });
+  add_bench_engine_command(*bench, exit_code);
 }
 
 }  // namespace hearth::cli

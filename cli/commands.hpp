@@ -8,5 +8,6 @@ namespace hearth::cli {
 void add_model_commands(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
+void add_bench_engine_command(CLI::App& bench, int& exit_code);
 
 }  // namespace hearth::cli
