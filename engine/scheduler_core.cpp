@@ -169,7 +169,9 @@ void scheduler_core::preempt(sequence& victim, plan_state& ps) {
     ps.budget += static_cast<uint32_t>(it->tokens.size());
     seqs.erase(it);
   }
-  if (!victim.prefilled()) --ps.partial;
+  // Victims are running before this step (those starting in it are planned after every
+  // preemption), so one mid-prefill was counted in ps.partial.
+  if (!victim.prefilled() && ps.partial > 0) --ps.partial;
   kv_.release(victim.blocks);
   victim.blocks.clear();
   victim.computed = 0;
@@ -222,29 +224,37 @@ void scheduler_core::plan_waiting(plan_state& ps) {
   const std::vector<sequence*> queue = waiting_;  // start() edits waiting_
   for (uint32_t i : order) {
     if (ps.budget == 0 || ps.out.seqs.size() >= cfg_.max_seqs || running_.size() >= cfg_.max_seqs) break;
-    if (ps.partial >= cfg_.max_partial_prefills) break;
-    if (!start(*queue[i], ps)) break;  // first come keeps its place: no one overtakes a request that does not fit
+    // First come keeps its place: no one overtakes a request for which the pool has no room.
+    if (start(*queue[i], ps) == start_result::no_room) break;
   }
 }
 
-bool scheduler_core::start(sequence& s, plan_state& ps) {
+scheduler_core::start_result scheduler_core::start(sequence& s, plan_state& ps) {
   const uint32_t bs = kv_.block_size();
   const auto total = static_cast<uint32_t>(s.tokens.size());
+  const uint32_t max_chunk = cfg_.long_prefill_threshold > 0 ? std::min(ps.budget, cfg_.long_prefill_threshold) : ps.budget;
+  // Only a prompt left unfinished by this step is a partial prefill: when their slots are taken,
+  // short prompts (a voice turn) still start, overtaking the long ones.
+  if (ps.partial >= cfg_.max_partial_prefills && total > max_chunk) return start_result::skipped;
   // At least one token is computed, so the step yields logits to sample from.
   auto m = kv_.match_prefix(s.tokens, s.salt, (total - 1) / bs);
   s.blocks = std::move(m.blocks);
   s.n_keyed = static_cast<uint32_t>(s.blocks.size());
   s.last_key = m.last_key;
   s.computed = s.n_keyed * bs;
+  const uint64_t room = (uint64_t{s.blocks.size()} + kv_.available()) * bs - s.computed;
+  const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({max_chunk, total - s.computed, room}));
   // A request at its preemption bound holds every block it can need before it runs again.
-  const uint32_t need =
-      s.pinned(cfg_.max_preemptions) ? std::min(n_ctx_, s.n_prompt + s.req.max_tokens) : s.computed + 1;
-  if (kv_.available() < (need + bs - 1) / bs - s.blocks.size() || !grow(s, need)) {
+  const uint32_t reserve =
+      s.pinned(cfg_.max_preemptions) ? std::min(n_ctx_, s.n_prompt + s.req.max_tokens) : s.computed + n;
+  const bool partial = s.computed + n < total;
+  if (n == 0 || reserve > s.computed + room || (partial && ps.partial >= cfg_.max_partial_prefills)) {
     kv_.release(s.blocks);
     s.blocks.clear();
     s.computed = 0;
-    return false;
+    return start_result::no_room;
   }
+  grow(s, reserve);
   if (!s.started_once) {
     s.started_once = true;
     s.cached_tokens = s.computed;
@@ -254,13 +264,9 @@ bool scheduler_core::start(sequence& s, plan_state& ps) {
   s.running = true;
   erase_one(waiting_, &s);
   running_.push_back(&s);
-  ++ps.partial;
-  uint32_t n = std::min<uint32_t>(ps.budget, total - s.computed);
-  if (cfg_.long_prefill_threshold > 0) n = std::min(n, cfg_.long_prefill_threshold);
-  grow(s, s.computed + n);
-  n = std::min<uint32_t>(n, static_cast<uint32_t>(s.blocks.size()) * bs - s.computed);
+  ps.partial += partial ? 1 : 0;
   add_chunk(s, n, ps);
-  return true;
+  return start_result::started;
 }
 
 void scheduler_core::add_chunk(sequence& s, uint32_t n, plan_state& ps) {

@@ -7,8 +7,9 @@
 // A step, in the order budget is handed out (Sarathi-Serve):
 //   1. every running request past its prompt gets its decode token;
 //   2. requests mid-prefill get their next chunk;
-//   3. waiting requests start, in the policy's order, while budget, sequence slots and the
-//      partial-prefill limit allow.
+//   3. waiting requests start, in the policy's order, while budget and sequence slots allow;
+//      a prompt that would stay unfinished also needs one of max_partial_prefills slots, and
+//      when none is free, prompts that finish in this step go ahead of it.
 // A chunk is at most long_prefill_threshold tokens, so one long prompt cannot take a whole step.
 // When a running request needs a block and none is free, the policy picks a victim among the
 // others; its blocks are freed and it recomputes later. A request preempted max_preemptions
@@ -109,7 +110,8 @@ class scheduler_core {
   void plan_decodes(plan_state& ps);
   void plan_partial_prefills(plan_state& ps);
   void plan_waiting(plan_state& ps);
-  bool start(sequence& s, plan_state& ps);
+  enum class start_result { started, skipped, no_room };
+  start_result start(sequence& s, plan_state& ps);
   void add_chunk(sequence& s, uint32_t n, plan_state& ps);
   void offer_full_blocks(sequence& s);
   void accept_token(sequence& s, token_id t, double now_s, std::vector<request_event>& events);

@@ -195,6 +195,48 @@ TEST_CASE("requests cancelled at random moments free every block", "[scheduler_c
   CHECK(core.gauges().waiting + core.gauges().running == 0);
 }
 
+TEST_CASE("a cancel ends a request in every state, at once or when its step completes", "[scheduler_core]") {
+  const auto m = engine_model::make();
+  std::mt19937_64 rng(11);
+  auto be = m->backend(2048);
+  engine_config cfg{.max_batched_tokens = 64, .max_seqs = 8, .long_prefill_threshold = 32, .max_partial_prefills = 1};
+  scheduler_core core(cfg, *m->tok, 512, be->kv().n_blocks(), 16, make_policy("fcfs"));
+  step_runner runner(*be);
+  std::vector<request_event> events;
+  auto cancelled_now = [&](request_id id) {
+    events.clear();
+    REQUIRE(core.cancel(id, 0, events));
+    return events.size() == 1 && events[0].kind == event_kind::cancelled && events[0].id == id;
+  };
+  core.add(1, make_request(random_prompt(100, 600, rng), 8, 1), 0);  // cancelled while its chunk computes
+  core.add(2, make_request(random_prompt(100, 600, rng), 8, 1), 0);  // cancelled between two chunks
+  core.add(3, make_request(random_prompt(5, 600, rng), 30, 1), 0);   // cancelled while decoding
+  core.add(4, make_request(random_prompt(5, 600, rng), 30, 1), 0);   // cancelled while queued
+  step s1 = core.plan(0);  // 1 takes the only partial-prefill slot; 3 and 4 start (one chunk each)
+  REQUIRE(s1.seqs.size() == 3);
+  events.clear();
+  REQUIRE(core.cancel(1, 0, events));
+  CHECK(events.empty());  // busy: it ends when the step completes
+  core.complete(s1, runner.run(s1), 0, events);
+  REQUIRE(events.size() >= 1);
+  CHECK(events[0].id == 1);
+  CHECK(events[0].kind == event_kind::cancelled);
+  step s2 = core.plan(0);  // 3 and 4 decode; 2 starts its prefill
+  core.complete(s2, runner.run(s2), 0, events);
+  CHECK(cancelled_now(2));  // mid-prefill, not busy
+  step s3 = core.plan(0);
+  REQUIRE(std::ranges::find(s3.seqs, 3, &step_seq::id) != s3.seqs.end());
+  events.clear();
+  REQUIRE(core.cancel(3, 0, events));
+  core.complete(s3, runner.run(s3), 0, events);
+  CHECK(std::ranges::count_if(events, [](const request_event& e) { return e.id == 3 && e.kind == event_kind::token; }) == 0);
+  CHECK(std::ranges::count_if(events, [](const request_event& e) { return e.id == 3 && e.kind == event_kind::cancelled; }) == 1);
+  CHECK(cancelled_now(4));
+  CHECK_FALSE(core.cancel(4, 0, events));  // gone: a second cancel is a no-op
+  CHECK_FALSE(core.has_work());
+  CHECK(core.kv().stats().used == 0);
+}
+
 TEST_CASE("stop strings end generation before the match and hide it", "[scheduler_core]") {
   const auto m = engine_model::make();
   std::mt19937_64 rng(9);
