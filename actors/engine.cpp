@@ -13,8 +13,6 @@ namespace {
 // every extra thread would compete with the workers' kernel threads for the same cores.
 constexpr size_t caf_threads = 1;
 
-error from_caf(caf::actor_system& sys, const caf::error& e) { return error{errc::invalid_argument, sys.render(e)}; }
-
 }  // namespace
 
 engine::engine(std::shared_ptr<const tokenizer> tok) : tok_(std::move(tok)) {
@@ -29,27 +27,48 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   if (!make_policy(cfg.policy)) return error{errc::invalid_argument, "engine config: unknown policy '" + cfg.policy + "'"};
   std::unique_ptr<engine> e(new engine(std::move(tok)));
   auto& sys = *e->system_;
-  e->worker_ = spawn_worker(sys, {cfg.worker_cpus, cfg.threads_per_worker, std::move(make_backend)});
-  caf::scoped_actor self{sys};
-  std::optional<error> failed;
-  self->request(e->worker_, caf::infinite, ready_atom::value)
-      .receive([&](worker_info& info) { e->info_ = std::move(info); },
-               [&](caf::error& err) { failed = from_caf(sys, err); });
-  if (failed) return *failed;
+  // The first worker loads the model; a decode worker (disaggregated) shares its weights and
+  // KV pool, so a finished prefill hands its blocks over by ownership alone.
+  auto loaded = std::make_shared<backend*>(nullptr);
+  e->worker_ = spawn_worker(sys, {cfg.worker_cpus, cfg.threads_per_worker,
+                                  [make = std::move(make_backend), loaded]() -> result<std::unique_ptr<backend>> {
+                                    auto b = make();
+                                    if (b) *loaded = b->get();
+                                    return b;
+                                  }});
+  auto info = e->await_ready(e->worker_);
+  if (!info) return info.error();
+  e->info_ = std::move(*info);
+  if (cfg.mode == placement_mode::disaggregated) {
+    e->decode_worker_ = spawn_worker(sys, {cfg.decode_cpus, cfg.threads_per_worker, [loaded] { return (*loaded)->share(); }});
+    auto decode_info = e->await_ready(e->decode_worker_);
+    if (!decode_info) return decode_info.error();
+  }
   const auto& w = e->info_;
   e->metrics_ = spawn_metrics(sys);
   e->admission_ = spawn_admission(
       sys, {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg.max_waiting, cfg.max_waiting_tokens},
       e->metrics_);
-  e->scheduler_ = spawn_scheduler(sys, {cfg, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_, e->admission_,
-                                        e->metrics_});
+  e->scheduler_ = spawn_scheduler(sys, {cfg, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_,
+                                        e->decode_worker_, e->admission_, e->metrics_});
   caf::anon_send(e->admission_, ready_atom::value, e->scheduler_);
   return e;
 }
 
+result<worker_info> engine::await_ready(const caf::actor& worker) {
+  caf::scoped_actor self{*system_};
+  result<worker_info> out = error{errc::invalid_argument, "worker: no answer"};
+  self->request(worker, caf::infinite, ready_atom::value)
+      .receive([&](worker_info& info) { out = std::move(info); },
+               [&](caf::error& err) { out = error{errc::invalid_argument, system_->render(err)}; });
+  return out;
+}
+
 engine::~engine() {
   shutdown();
-  for (const auto& a : {admission_, scheduler_, metrics_, worker_}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  for (const auto& a : {admission_, scheduler_, metrics_, worker_, decode_worker_}) {
+    if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
   system_->await_all_actors_done();
 }
 

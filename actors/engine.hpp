@@ -4,6 +4,8 @@
 // Used by the gateway, the bench and the tests. Starting it spawns the actors:
 //
 //   submit ─► admission ─► scheduler ◄─► worker (detached, pinned; backend + sampling)
+//                              ▲
+//                              └──────► decode worker (disaggregated mode)
 //                 │            │  └──► sink: request_event ...
 //                 └──► sink    └──► metrics
 //
@@ -55,7 +57,9 @@ class engine {
   std::shared_ptr<const tokenizer> tok_;  // before system_: the scheduler reads it until the system is gone
   caf::actor_system_config caf_cfg_;
   std::unique_ptr<caf::actor_system> system_;
-  caf::actor worker_, metrics_, admission_, scheduler_;
+  result<worker_info> await_ready(const caf::actor& worker);
+
+  caf::actor worker_, decode_worker_, metrics_, admission_, scheduler_;
   worker_info info_;
   std::atomic<request_id> next_id_{1};
   bool stopped_ = false;

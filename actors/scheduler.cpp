@@ -12,13 +12,20 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+// One worker and the step it is computing.
+struct lane {
+  caf::actor worker;
+  step_kind kind = step_kind::mixed;
+  std::optional<step> in_flight;
+  clock_type::time_point sent_at;
+};
+
 struct scheduler_state {
   scheduler_options opt;
   std::unique_ptr<scheduler_core> core;
   std::unordered_map<request_id, caf::actor> sinks;
-  std::optional<step> in_flight;
+  std::vector<lane> lanes;
   clock_type::time_point epoch = clock_type::now();
-  clock_type::time_point sent_at;           // when the step in flight left
   double compute_ms = 0, overhead_ms = 0;
   static inline const char* name = "scheduler";
 
@@ -58,49 +65,59 @@ scheduler_gauges gauges_of(const scheduler_state& st) {
   return g;
 }
 
-void on_result(self_ptr self, step_result& r);
+void on_result(self_ptr self, size_t lane_index, step_result& r);
 
-// Starts the next step when the worker is free and something can run.
+// Starts a step on every idle worker for which something can run.
 void kick(self_ptr self) {
   auto& st = self->state;
-  if (st.in_flight || !st.core->has_work()) return;
-  step s = st.core->plan(st.now());
-  if (s.seqs.empty()) return;
-  st.in_flight = s;
-  st.sent_at = clock_type::now();
-  self->request(st.opt.worker, caf::infinite, std::move(s))
-      .then([=](step_result& r) { on_result(self, r); },
-            [=](caf::error& err) {
-              step_result r{.number = self->state.in_flight->number, .error = "worker: " + self->system().render(err)};
-              on_result(self, r);
-            });
+  for (size_t i = 0; i < st.lanes.size(); ++i) {
+    lane& l = st.lanes[i];
+    if (l.in_flight || !st.core->has_work()) continue;
+    step s = st.core->plan(st.now(), l.kind);
+    if (s.seqs.empty()) continue;
+    l.in_flight = s;
+    l.sent_at = clock_type::now();
+    self->request(l.worker, caf::infinite, std::move(s))
+        .then([=](step_result& r) { on_result(self, i, r); },
+              [=](caf::error& err) {
+                step_result r{.number = self->state.lanes[i].in_flight->number,
+                              .error = "worker: " + self->system().render(err)};
+                on_result(self, i, r);
+              });
+  }
 }
 
-void on_result(self_ptr self, step_result& r) {
+void on_result(self_ptr self, size_t lane_index, step_result& r) {
   auto& st = self->state;
   const auto received = clock_type::now();
+  lane& l = st.lanes[lane_index];
   std::vector<request_event> events;
   if (r.error.empty()) {
-    st.core->complete(*st.in_flight, r, st.now(), events);
+    st.core->complete(*l.in_flight, r, st.now(), events);
   } else {
-    st.core->abort(*st.in_flight, r.error, st.now(), events);
+    st.core->abort(*l.in_flight, r.error, st.now(), events);
   }
-  st.in_flight.reset();
+  l.in_flight.reset();
   dispatch(self, events);
   self->send(st.opt.metrics, gauges_atom::value, gauges_of(st));
   kick(self);
   // Overhead: the step's round trip beyond the worker's compute, plus the time from its result
-  // to the next step's departure.
-  const double round_trip = std::chrono::duration<double, std::milli>(received - st.sent_at).count();
+  // to this worker's next step leaving.
+  const double round_trip = std::chrono::duration<double, std::milli>(received - l.sent_at).count();
   const double turn = std::chrono::duration<double, std::milli>(clock_type::now() - received).count();
   st.compute_ms += r.compute_ms;
-  st.overhead_ms += std::max(0.0, round_trip - r.compute_ms) + (st.in_flight ? turn : 0.0);
+  st.overhead_ms += std::max(0.0, round_trip - r.compute_ms) + (l.in_flight ? turn : 0.0);
 }
 
 caf::behavior scheduler(self_ptr self, scheduler_options opt) {
   auto& st = self->state;
   st.core = std::make_unique<scheduler_core>(opt.config, *opt.tok, opt.n_ctx, opt.n_blocks, opt.block_size,
                                              make_policy(opt.config.policy));
+  if (opt.decode_worker) {
+    st.lanes = {{opt.worker, step_kind::prefill, {}, {}}, {opt.decode_worker, step_kind::decode, {}, {}}};
+  } else {
+    st.lanes = {{opt.worker, step_kind::mixed, {}, {}}};
+  }
   st.opt = std::move(opt);
   return {
       [=](enqueue_atom, request_id id, request& r, caf::actor& sink) {

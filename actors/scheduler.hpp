@@ -1,7 +1,9 @@
 #pragma once
 // The scheduler actor: the iteration loop. It owns the scheduler_core (and with it the KV block
-// manager), keeps one step in flight per worker, and turns finished steps into events for each
-// request's sink, records for metrics and queue accounting for admission.
+// manager) and keeps one step in flight per worker: colocated, one worker runs mixed steps;
+// disaggregated, a prefill worker runs prefill chunks while a decode worker runs the decodes,
+// both at once, over one KV pool. Finished steps become events for each request's sink, records
+// for metrics and queue accounting for admission.
 
 #include <memory>
 
@@ -18,7 +20,8 @@ struct scheduler_options {
   uint32_t n_ctx = 0;
   uint32_t n_blocks = 0;
   uint32_t block_size = 0;
-  caf::actor worker;
+  caf::actor worker;         //!< colocated: the one worker; disaggregated: the prefill worker
+  caf::actor decode_worker;  //!< disaggregated only
   caf::actor admission;
   caf::actor metrics;
 };

@@ -5,6 +5,7 @@
 // later). Backends are driven from one thread (the worker's); they are not thread-safe.
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -53,6 +54,10 @@ class backend {
   //! blocks given, block ids in the pool, no block written by two sequences) and fails with
   //! errc::invalid_argument before touching any state.
   virtual status<> forward(std::span<const batch_seq> batch, batch_logits& out) = 0;
+  //! A second backend over the same weights and KV pool, for a worker on other cores (prefill /
+  //! decode disaggregation on one memory node): the two may run forward at the same time on
+  //! sequences whose written blocks differ. Call it on the thread that will use the result.
+  virtual result<std::unique_ptr<backend>> share() = 0;
 };
 
 }  // namespace hearth

@@ -62,7 +62,12 @@ void add_rows(float* x, const float* y, size_t n) {
 
 }  // namespace
 
-cpu_backend::cpu_backend(hparams hp, kv_pool kv) : hp_(std::move(hp)), kv_(std::move(kv)) {}
+cpu_backend::cpu_backend(hparams hp, std::shared_ptr<const weights> w, std::shared_ptr<kv_pool> kv)
+    : hp_(std::move(hp)), w_(std::move(w)), kv_(std::move(kv)) {}
+
+result<std::unique_ptr<backend>> cpu_backend::share() {
+  return std::unique_ptr<backend>(new cpu_backend(hp_, w_, kv_));
+}
 
 result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, const cpu_backend_options& opt) {
   auto hp = read_hparams(f);
@@ -75,7 +80,7 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
   auto pool = kv_pool::create(layout, *n_blocks);
   if (!pool) return pool.error();
 
-  std::unique_ptr<cpu_backend> b(new cpu_backend(*hp, std::move(*pool)));
+  auto w = std::make_shared<weights>();
   const uint32_t d = hp->n_embd;
   for (uint32_t l = 0; l < hp->n_layer; ++l) {
     std::vector<float> bq, bk, bv;
@@ -96,24 +101,25 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
     for (const auto* r : {&lq, &lo, &lg, &ld}) {
       if (!*r) return r->error();
     }
-    b->layers_.push_back(layer{ix->floats(weight_kind::attn_norm, l), ix->floats(weight_kind::ffn_norm, l),
+    w->layers.push_back(layer{ix->floats(weight_kind::attn_norm, l), ix->floats(weight_kind::ffn_norm, l),
                                std::move(*lq), std::move(*lo), std::move(*lg), std::move(*ld)});
   }
-  b->output_norm_ = ix->floats(weight_kind::output_norm);
+  w->output_norm = ix->floats(weight_kind::output_norm);
   const weight_kind head_kind = hp->tied_output ? weight_kind::token_embd : weight_kind::output;
   const weight_part head[] = {ix->part(head_kind, 0)};
   auto lh = linear::create(head, d, opt.compute);
   if (!lh) return lh.error();
-  b->head_.emplace(std::move(*lh));
-  b->embd_type_ = ix->get(weight_kind::token_embd)->type;
+  w->head.emplace(std::move(*lh));
+  w->embd_type = ix->get(weight_kind::token_embd)->type;
   const auto embd = ix->data(weight_kind::token_embd);
-  b->embd_.assign(embd.begin(), embd.end());
-  return b;
+  w->embd.assign(embd.begin(), embd.end());
+  return std::unique_ptr<cpu_backend>(
+      new cpu_backend(*hp, std::move(w), std::make_shared<kv_pool>(std::move(*pool))));
 }
 
 size_t cpu_backend::weight_bytes() const {
-  size_t n = embd_.size() + output_norm_.size() * 4 + head_->weight_bytes();
-  for (const layer& l : layers_) {
+  size_t n = w_->embd.size() + w_->output_norm.size() * 4 + w_->head->weight_bytes();
+  for (const layer& l : w_->layers) {
     n += (l.attn_norm.size() + l.ffn_norm.size()) * 4;
     n += l.qkv.weight_bytes() + l.wo.weight_bytes() + l.gate_up.weight_bytes() + l.down.weight_bytes();
   }
@@ -121,7 +127,7 @@ size_t cpu_backend::weight_bytes() const {
 }
 
 status<> cpu_backend::forward(std::span<const batch_seq> batch, batch_logits& out) {
-  if (auto st = check_batch(batch, hp_, kv_.layout(), kv_.n_blocks()); !st) return st;
+  if (auto st = check_batch(batch, hp_, kv_->layout(), kv_->n_blocks()); !st) return st;
   seqs_.clear();
   positions_.clear();
   for (const batch_seq& s : batch) {
@@ -141,18 +147,18 @@ status<> cpu_backend::forward(std::span<const batch_seq> batch, batch_logits& ou
   embed(batch);
   const ops::rope_table rope =
       ops::make_rope_table(positions_, hp_.n_rot, hp_.rope_freq_base, hp_.pairing, hp_.rope_freq_factors);
-  for (uint32_t l = 0; l < hp_.n_layer; ++l) run_layer(layers_[l], l, n_rows, rope);
+  for (uint32_t l = 0; l < hp_.n_layer; ++l) run_layer(w_->layers[l], l, n_rows, rope);
   compute_logits(batch, out);
   return {};
 }
 
 void cpu_backend::embed(std::span<const batch_seq> batch) {
   const uint32_t d = hp_.n_embd;
-  const size_t row_bytes = *bytes_for(embd_type_, d);
+  const size_t row_bytes = *bytes_for(w_->embd_type, d);
   size_t r = 0;
   for (const batch_seq& s : batch) {
     for (token_id t : s.tokens) {
-      dequantize(embd_type_, std::span(embd_).subspan(static_cast<size_t>(t) * row_bytes, row_bytes),
+      dequantize(w_->embd_type, std::span(w_->embd).subspan(static_cast<size_t>(t) * row_bytes, row_bytes),
                  std::span(x_).subspan(r++ * d, d));
     }
   }
@@ -165,8 +171,8 @@ void cpu_backend::run_layer(const layer& l, uint32_t index, uint32_t n_rows, con
   l.qkv.forward(h_.data(), qkv_.data(), n_rows);
   // q and k heads lie side by side at the start of each fused row: one rotation covers both.
   ops::rope({qkv_.data(), qkv_dim}, n_rows, hp_.n_head + hp_.n_head_kv, hp_.head_dim, rope);
-  ops::store_kv(kv_, index, {qkv_.data() + q_dim, qkv_dim}, {qkv_.data() + q_dim + kv_dim, qkv_dim}, seqs_);
-  ops::paged_attention(kv_, index, hp_.n_head, {qkv_.data(), qkv_dim}, {att_.data(), q_dim}, seqs_);
+  ops::store_kv(*kv_, index, {qkv_.data() + q_dim, qkv_dim}, {qkv_.data() + q_dim + kv_dim, qkv_dim}, seqs_);
+  ops::paged_attention(*kv_, index, hp_.n_head, {qkv_.data(), qkv_dim}, {att_.data(), q_dim}, seqs_);
   l.wo.forward(att_.data(), h_.data(), n_rows);
   add_rows(x_.data(), h_.data(), n_rows * d);
 
@@ -190,10 +196,10 @@ void cpu_backend::compute_logits(std::span<const batch_seq> batch, batch_logits&
       std::copy_n(x_.data() + r * d, d, h_.data() + size_t{n_out} * d);
     }
   }
-  ops::rmsnorm({h_.data(), d}, output_norm_, hp_.rms_eps, {h_.data(), d}, n_out);
+  ops::rmsnorm({h_.data(), d}, w_->output_norm, hp_.rms_eps, {h_.data(), d}, n_out);
   out.n_vocab = hp_.n_vocab;
   out.values.resize(size_t{n_out} * hp_.n_vocab);
-  head_->forward(h_.data(), out.values.data(), n_out);
+  w_->head->forward(h_.data(), out.values.data(), n_out);
 }
 
 }  // namespace hearth

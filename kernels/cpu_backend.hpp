@@ -43,8 +43,10 @@ class cpu_backend final : public backend {
   static result<std::unique_ptr<cpu_backend>> load(const gguf::file& f, const cpu_backend_options& opt);
 
   const hparams& params() const override { return hp_; }
-  kv_pool& kv() override { return kv_; }
+  kv_pool& kv() override { return *kv_; }
   status<> forward(std::span<const batch_seq> batch, batch_logits& out) override;
+  //! Shares the converted weights and the KV pool; only the per-iteration scratch is new.
+  result<std::unique_ptr<backend>> share() override;
 
   //! Bytes of weights as computed (converted matrices, norms, embedding table).
   size_t weight_bytes() const;
@@ -59,18 +61,23 @@ class cpu_backend final : public backend {
     linear down;                   // (d, ff)
   };
 
-  cpu_backend(hparams hp, kv_pool kv);
+  // Read-only once loaded, so backends on several worker threads share one copy.
+  struct weights {
+    tensor_type embd_type = tensor_type::f32;
+    std::vector<std::byte> embd;    // (vocab, d) as stored in the file; rows dequantized on use
+    std::vector<layer> layers;
+    std::vector<float> output_norm; // (d,)
+    std::optional<linear> head;     // (vocab, d)
+  };
+
+  cpu_backend(hparams hp, std::shared_ptr<const weights> w, std::shared_ptr<kv_pool> kv);
   void embed(std::span<const batch_seq> batch);
   void run_layer(const layer& l, uint32_t index, uint32_t n_rows, const ops::rope_table& rope);
   void compute_logits(std::span<const batch_seq> batch, batch_logits& out);
 
   hparams hp_;
-  kv_pool kv_;
-  tensor_type embd_type_ = tensor_type::f32;
-  std::vector<std::byte> embd_;    // (vocab, d) as stored in the file; rows dequantized on use
-  std::vector<layer> layers_;
-  std::vector<float> output_norm_; // (d,)
-  std::optional<linear> head_;     // (vocab, d)
+  std::shared_ptr<const weights> w_;
+  std::shared_ptr<kv_pool> kv_;
 
   // Per-iteration scratch, grown to the largest iteration seen.
   std::vector<ops::seq_rows> seqs_;

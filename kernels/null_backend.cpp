@@ -10,11 +10,15 @@ result<std::unique_ptr<null_backend>> null_backend::create(const hparams& hp, ui
   auto kv = kv_pool::create({.n_layer = 1, .n_head_kv = 1, .head_dim = 1, .block_size = block_size, .dtype = kv_dtype::bf16},
                             n_blocks);
   if (!kv) return kv.error();
-  return std::unique_ptr<null_backend>(new null_backend(hp, std::move(*kv), emit));
+  return std::unique_ptr<null_backend>(new null_backend(hp, std::make_shared<kv_pool>(std::move(*kv)), emit));
+}
+
+result<std::unique_ptr<backend>> null_backend::share() {
+  return std::unique_ptr<backend>(new null_backend(hp_, kv_, emit_));
 }
 
 status<> null_backend::forward(std::span<const batch_seq> batch, batch_logits& out) {
-  if (auto st = check_batch(batch, hp_, kv_.layout(), kv_.n_blocks()); !st) return st;
+  if (auto st = check_batch(batch, hp_, kv_->layout(), kv_->n_blocks()); !st) return st;
   out.n_vocab = hp_.n_vocab;
   out.first_row.clear();
   uint32_t rows = 0;

@@ -18,14 +18,15 @@ class null_backend final : public backend {
                                                       token_id emit);
 
   const hparams& params() const override { return hp_; }
-  kv_pool& kv() override { return kv_; }
+  kv_pool& kv() override { return *kv_; }
   status<> forward(std::span<const batch_seq> batch, batch_logits& out) override;
+  result<std::unique_ptr<backend>> share() override;
 
  private:
-  null_backend(const hparams& hp, kv_pool kv, token_id emit) : hp_(hp), kv_(std::move(kv)), emit_(emit) {}
+  null_backend(const hparams& hp, std::shared_ptr<kv_pool> kv, token_id emit) : hp_(hp), kv_(std::move(kv)), emit_(emit) {}
 
   hparams hp_;
-  kv_pool kv_;  // one byte-sized head per block: only its block count matters
+  std::shared_ptr<kv_pool> kv_;  // one byte-sized head per block: only its block count matters
   token_id emit_;
 };
 
