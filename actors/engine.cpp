@@ -3,6 +3,7 @@
 #include "actors/admission.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
+#include "actors/placement.hpp"
 #include "actors/scheduler.hpp"
 
 namespace hearth {
@@ -27,9 +28,11 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   if (!make_policy(cfg.policy)) return error{errc::invalid_argument, "engine config: unknown policy '" + cfg.policy + "'"};
   std::unique_ptr<engine> e(new engine(std::move(tok)));
   auto& sys = *e->system_;
-  // The first worker loads the model; a decode worker (disaggregated) shares its weights and
-  // KV pool, so a finished prefill hands its blocks over by ownership alone.
+  // The first worker loads the model. A decode worker (disaggregated) on the same NUMA nodes
+  // shares its weights and KV pool, so a finished prefill hands its blocks over by ownership;
+  // on other nodes it loads its own copy and copies the blocks in (KV handoff by copy).
   auto loaded = std::make_shared<backend*>(nullptr);
+  backend_factory make_again = make_backend;
   e->worker_ = spawn_worker(sys, {cfg.worker_cpus, cfg.threads_per_worker,
                                   [make = std::move(make_backend), loaded]() -> result<std::unique_ptr<backend>> {
                                     auto b = make();
@@ -39,17 +42,29 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   auto info = e->await_ready(e->worker_);
   if (!info) return info.error();
   e->info_ = std::move(*info);
+  engine_config resolved = cfg;
   if (cfg.mode == placement_mode::disaggregated) {
-    e->decode_worker_ = spawn_worker(sys, {cfg.decode_cpus, cfg.threads_per_worker, [loaded] { return (*loaded)->share(); }});
+    if (resolved.kv_handoff == kv_handoff_mode::automatic) {
+      resolved.kv_handoff = same_numa_nodes(cfg.worker_cpus, cfg.decode_cpus) ? kv_handoff_mode::share : kv_handoff_mode::copy;
+    }
+    worker_options decode{cfg.decode_cpus, cfg.threads_per_worker, [loaded] { return (*loaded)->share(); }};
+    if (resolved.kv_handoff == kv_handoff_mode::copy) {
+      // Its own weights and pool, loaded by its own (pinned) thread into its node's memory.
+      decode.make_backend = make_again;
+      decode.copy_from = &(*loaded)->kv();
+    }
+    e->decode_worker_ = spawn_worker(sys, std::move(decode));
     auto decode_info = e->await_ready(e->decode_worker_);
     if (!decode_info) return decode_info.error();
+    if (decode_info->n_blocks != e->info_.n_blocks) return error{errc::invalid_argument, "engine: the decode worker's pool differs"};
   }
+  e->handoff_ = resolved.kv_handoff;
   const auto& w = e->info_;
   e->metrics_ = spawn_metrics(sys);
   e->admission_ = spawn_admission(
       sys, {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg.max_waiting, cfg.max_waiting_tokens},
       e->metrics_);
-  e->scheduler_ = spawn_scheduler(sys, {cfg, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_,
+  e->scheduler_ = spawn_scheduler(sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_,
                                         e->decode_worker_, e->admission_, e->metrics_});
   caf::anon_send(e->admission_, ready_atom::value, e->scheduler_);
   return e;

@@ -50,6 +50,8 @@ class engine {
   caf::actor_system& system() { return *system_; }
   const tokenizer& tok() const { return *tok_; }
   const worker_info& worker() const { return info_; }
+  //! Disaggregated: how KV blocks reach the decode worker (automatic resolved to share or copy).
+  kv_handoff_mode handoff() const { return handoff_; }
 
  private:
   explicit engine(std::shared_ptr<const tokenizer> tok);
@@ -61,6 +63,7 @@ class engine {
 
   caf::actor worker_, decode_worker_, metrics_, admission_, scheduler_;
   worker_info info_;
+  kv_handoff_mode handoff_ = kv_handoff_mode::share;
   std::atomic<request_id> next_id_{1};
   bool stopped_ = false;
 };

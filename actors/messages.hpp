@@ -77,12 +77,12 @@ typename Inspector::result_type inspect(Inspector& f, request_event& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_seq& x) {
   return f(caf::meta::type_name("step_seq"), x.id, x.tokens, x.start_pos, x.blocks, x.sample, x.sampling, x.draw,
-           x.recent);
+           x.recent, x.copy_in);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step& x) {
-  return f(caf::meta::type_name("step"), x.number, x.seqs);
+  return f(caf::meta::type_name("step"), x.number, x.kind, x.seqs);
 }
 
 template <class Inspector>

@@ -49,6 +49,19 @@ result<pinned> pin_this_thread(const std::string& cpus) {
   return pinned{to_list(set.get()), static_cast<unsigned>(hwloc_bitmap_weight(set.get()))};
 }
 
+bool same_numa_nodes(const std::string& a, const std::string& b) {
+  const topology topo;
+  auto nodes_of = [&](const std::string& cpus) {
+    auto set = make_bitmap(), nodes = make_bitmap();
+    if (cpus.empty() || hwloc_bitmap_list_sscanf(set.get(), cpus.c_str()) != 0) {
+      hwloc_bitmap_copy(set.get(), hwloc_topology_get_allowed_cpuset(topo.t));
+    }
+    hwloc_cpuset_to_nodeset(topo.t, set.get(), nodes.get());
+    return nodes;
+  };
+  return hwloc_bitmap_isequal(nodes_of(a).get(), nodes_of(b).get()) != 0;
+}
+
 unsigned available_cpus() {
   const topology topo;
   return static_cast<unsigned>(hwloc_bitmap_weight(hwloc_topology_get_allowed_cpuset(topo.t)));

@@ -20,5 +20,8 @@ struct pinned {
 result<pinned> pin_this_thread(const std::string& cpus);
 //! The processing units this process may run on.
 unsigned available_cpus();
+//! Whether two cpusets touch exactly the same NUMA nodes (memory one of them writes is local to
+//! the other). An empty or malformed set counts as the whole machine.
+bool same_numa_nodes(const std::string& a, const std::string& b);
 
 }  // namespace hearth

@@ -37,7 +37,7 @@ void start(worker_state& st, const worker_options& opt) {
     return;
   }
   st.be = std::move(*be);
-  st.runner = std::make_unique<step_runner>(*st.be);
+  st.runner = std::make_unique<step_runner>(*st.be, opt.copy_from);
   const auto& layout = st.be->kv().layout();
   st.info.n_ctx = st.be->params().n_ctx_train;
   st.info.n_vocab = st.be->params().n_vocab;

@@ -10,6 +10,10 @@
 namespace hearth {
 
 enum class placement_mode : uint8_t { colocated, disaggregated };
+//! How a finished prefill's KV blocks reach the decode worker: `share` (one pool, ownership
+//! moves), `copy` (each worker has a pool in its own memory; the decode worker copies the blocks
+//! in), or `automatic` (copy when the two cpusets lie on different NUMA nodes).
+enum class kv_handoff_mode : uint8_t { automatic, share, copy };
 
 struct engine_config {
   // Step composition
@@ -26,6 +30,7 @@ struct engine_config {
   placement_mode mode = placement_mode::colocated;
   std::string worker_cpus = {};             //!< colocated worker, or the prefill worker
   std::string decode_cpus = {};             //!< disaggregated: the decode worker
+  kv_handoff_mode kv_handoff = kv_handoff_mode::automatic;
   uint32_t threads_per_worker = 0;       //!< 0 = one per cpu in its set (or all cores)
 };
 

@@ -68,7 +68,9 @@ void erase_one(std::vector<T*>& v, const T* x) {
 
 scheduler_core::scheduler_core(const engine_config& cfg, const tokenizer& tok, uint32_t n_ctx, uint32_t n_blocks,
                                uint32_t block_size, std::unique_ptr<policy> pol)
-    : cfg_(cfg), tok_(&tok), n_ctx_(n_ctx), kv_(n_blocks, block_size), policy_(std::move(pol)) {}
+    : cfg_(cfg), tok_(&tok), n_ctx_(n_ctx), kv_(n_blocks, block_size), policy_(std::move(pol)),
+      copy_handoff_(cfg.mode == placement_mode::disaggregated && cfg.kv_handoff == kv_handoff_mode::copy),
+      in_decode_pool_(copy_handoff_ ? n_blocks : 0, false) {}
 
 scheduler_core::~scheduler_core() = default;
 
@@ -111,7 +113,7 @@ request_view scheduler_core::view_of(const sequence& s) const {
 // ---- planning -----------------------------------------------------------------------------
 
 step scheduler_core::plan(double now_s, step_kind kind) {
-  plan_state ps{{next_step_, {}}, kind, cfg_.max_batched_tokens, 0, now_s};
+  plan_state ps{{next_step_, kind, {}}, kind, cfg_.max_batched_tokens, 0, now_s};
   for (const sequence* s : running_) ps.partial += s->prefilled() ? 0 : 1;
   if (kind != step_kind::prefill) plan_decodes(ps);
   if (kind != step_kind::decode) {
@@ -133,6 +135,7 @@ bool scheduler_core::grow(sequence& s, uint32_t n_positions) {
     const auto b = kv_.allocate();
     if (!b) return false;
     s.blocks.push_back(*b);
+    if (copy_handoff_) in_decode_pool_[*b] = false;
   }
   return true;
 }
@@ -286,6 +289,14 @@ void scheduler_core::add_chunk(sequence& s, uint32_t n, plan_state& ps) {
       e.recent.assign(s.tokens.end() - static_cast<ptrdiff_t>(k), s.tokens.end());
     }
   }
+  if (copy_handoff_ && ps.kind == step_kind::decode) {
+    // The decode worker reads every position before `computed` and writes `computed`.
+    const size_t filled = (s.computed + bs - 1) / bs;
+    for (size_t i = 0; i < e.blocks.size(); ++i) {
+      if (i < filled && !in_decode_pool_[e.blocks[i]]) e.copy_in.push_back(e.blocks[i]);
+      in_decode_pool_[e.blocks[i]] = true;
+    }
+  }
   ps.budget -= n;
   ps.out.seqs.push_back(std::move(e));
 }
@@ -305,7 +316,7 @@ void scheduler_core::complete(const step& st, const step_result& r, double now_s
     const auto n = static_cast<uint32_t>(e.tokens.size());
     s->computed += n;
     (n == 1 && e.sample && s->draws > 0 ? decode_tokens_ : prefill_tokens_) += n;
-    offer_full_blocks(*s);
+    if (!(copy_handoff_ && st.kind == step_kind::decode)) offer_full_blocks(*s);
     if (e.sample) accept_token(*s, i < r.sampled.size() ? r.sampled[i] : no_token, now_s, events);
   }
 }

@@ -11,6 +11,11 @@
 //      a prompt that would stay unfinished also needs one of max_partial_prefills slots, and
 //      when none is free, prompts that finish in this step go ahead of it.
 // A chunk is at most long_prefill_threshold tokens, so one long prompt cannot take a whole step.
+// Disaggregated with KV handoff by copy, each worker has its own pool and a block id names the
+// same slot in both: a decode step lists the blocks the decode worker must first copy in from
+// the prefill worker's pool (those it does not hold yet), and only blocks computed by prefill
+// steps enter the prefix cache, since prefill steps read them from the prefill pool.
+//
 // When a running request needs a block and none is free, the policy picks a victim among the
 // others; its blocks are freed and it recomputes later. A request preempted max_preemptions
 // times reserves all the blocks it can ever need before it starts again, so it is never
@@ -59,8 +64,6 @@ struct scheduler_gauges {
   double compute_ms = 0;
   double overhead_ms = 0;
 };
-
-enum class step_kind : uint8_t { mixed, prefill, decode };
 
 class scheduler_core {
  public:
@@ -129,6 +132,9 @@ class scheduler_core {
   std::vector<sequence*> running_;  // start order
   std::vector<request_record> records_;
   std::vector<std::pair<request_id, uint32_t>> dequeued_;
+  // KV handoff by copy (disaggregated, two pools): which blocks the decode worker's pool holds.
+  bool copy_handoff_;
+  std::vector<bool> in_decode_pool_;
   uint64_t next_step_ = 1;
   uint64_t preemptions_ = 0, steps_ = 0, prefill_tokens_ = 0, decode_tokens_ = 0;
 };

@@ -11,6 +11,10 @@
 
 namespace hearth {
 
+//! Which worker a step is for: colocated workers run mixed steps; disaggregated, a prefill
+//! worker runs prompt chunks and a decode worker runs decode tokens.
+enum class step_kind : uint8_t { mixed, prefill, decode };
+
 struct step_seq {
   request_id id = 0;
   std::vector<token_id> tokens;    //!< new tokens: a prefill chunk or one decode token
@@ -20,10 +24,12 @@ struct step_seq {
   sampling_params sampling;
   uint64_t draw = 0;               //!< index of the draw (completion tokens so far)
   std::vector<token_id> recent;    //!< trailing tokens for the repetition penalty (when it is on)
+  std::vector<uint32_t> copy_in;   //!< blocks to copy from the prefill worker's pool first (KV handoff by copy)
 };
 
 struct step {
   uint64_t number = 0;
+  step_kind kind = step_kind::mixed;
   std::vector<step_seq> seqs;
 
   uint32_t n_tokens() const {

@@ -1,6 +1,8 @@
 #include "engine/step_runner.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "kernels/parallel.hpp"
 
@@ -9,6 +11,7 @@ namespace hearth {
 step_result step_runner::run(const step& s) {
   const auto t0 = std::chrono::steady_clock::now();
   step_result r{.number = s.number, .sampled = std::vector<token_id>(s.seqs.size(), no_token)};
+  if (r.error = copy_in(s); !r.error.empty()) return r;
   batch_.clear();
   for (const step_seq& e : s.seqs) batch_.push_back({e.tokens, e.start_pos, e.blocks, false});
   if (auto st = be_->forward(batch_, logits_); !st) {
@@ -24,6 +27,23 @@ step_result step_runner::run(const step& s) {
   });
   r.compute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+// Handoff by copy: the decode worker pulls the blocks into its own pool, so they land in the
+// memory of its NUMA node (the thread that writes a page places it).
+std::string step_runner::copy_in(const step& s) {
+  kv_pool& pool = be_->kv();
+  for (const step_seq& e : s.seqs) {
+    if (e.copy_in.empty()) continue;
+    if (!copy_from_ || copy_from_->layout().block_bytes() != pool.layout().block_bytes()) {
+      return "step: blocks to copy in, but no source pool of this layout";
+    }
+    for (uint32_t b : e.copy_in) {
+      if (b >= pool.n_blocks() || b >= copy_from_->n_blocks()) return "step: block " + std::to_string(b) + " outside the pool";
+      std::ranges::copy(copy_from_->block(b), pool.block(b).begin());
+    }
+  }
+  return {};
 }
 
 }  // namespace hearth

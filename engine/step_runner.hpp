@@ -10,13 +10,18 @@ namespace hearth {
 
 class step_runner {
  public:
-  explicit step_runner(backend& be) : be_(&be) {}
+  //! copy_from: the prefill worker's pool, for a decode worker with KV handoff by copy (same
+  //! layout and block count as be's pool); steps' copy_in blocks come from it.
+  explicit step_runner(backend& be, const kv_pool* copy_from = nullptr) : be_(&be), copy_from_(copy_from) {}
 
   //! Runs the step; a backend error (a bad batch) comes back in result.error, nothing computed.
   step_result run(const step& s);
 
  private:
+  std::string copy_in(const step& s);
+
   backend* be_;
+  const kv_pool* copy_from_;
   std::vector<batch_seq> batch_;
   batch_logits logits_;
 };

@@ -91,9 +91,14 @@ std::byte* kv_pool::tile(uint32_t block, uint32_t layer, uint32_t kv, uint32_t h
   return const_cast<std::byte*>(std::as_const(*this).tile(block, layer, kv, head));
 }
 
-std::span<std::byte> kv_pool::block(uint32_t block) {
+std::span<const std::byte> kv_pool::block(uint32_t block) const {
   assert(block < n_blocks_ && "kv_pool::block: block id out of range");
   return {mem_.get() + size_t{block} * layout_.block_bytes(), layout_.block_bytes()};
+}
+
+std::span<std::byte> kv_pool::block(uint32_t block) {
+  const auto b = std::as_const(*this).block(block);
+  return {const_cast<std::byte*>(b.data()), b.size()};
 }
 
 }  // namespace hearth

@@ -51,6 +51,7 @@ class kv_pool {
   const std::byte* tile(uint32_t block, uint32_t layer, uint32_t kv, uint32_t head) const;
   //! A whole block's bytes.
   std::span<std::byte> block(uint32_t block);
+  std::span<const std::byte> block(uint32_t block) const;
 
  private:
   kv_pool(const kv_layout& layout, uint32_t n_blocks, std::unique_ptr<std::byte[], void (*)(std::byte*)> mem);

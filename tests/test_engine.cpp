@@ -91,16 +91,20 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
   struct budget {
     uint32_t tokens, threshold, partial;
     placement_mode mode;
+    kv_handoff_mode handoff = kv_handoff_mode::automatic;
   };
   const auto disaggregated = placement_mode::disaggregated, colocated = placement_mode::colocated;
   for (const budget b : {budget{64, 32, 2, colocated}, budget{512, 256, 4, colocated}, budget{48, 0, 1, colocated},
-                         budget{64, 32, 2, disaggregated}, budget{128, 0, 3, disaggregated}}) {
+                         budget{64, 32, 2, disaggregated}, budget{128, 0, 3, disaggregated, kv_handoff_mode::copy}}) {
     INFO("budget " << b.tokens << " threshold " << b.threshold << " partial " << b.partial
-                   << (b.mode == disaggregated ? " disaggregated" : " colocated"));
+                   << (b.mode == disaggregated ? " disaggregated" : " colocated")
+                   << (b.handoff == kv_handoff_mode::copy ? " copy" : ""));
     const bool split = b.mode == disaggregated;  // prefill on one core, decode on the other
     auto e = start_engine({.max_batched_tokens = b.tokens, .max_seqs = 32, .long_prefill_threshold = b.threshold,
                            .max_partial_prefills = b.partial, .mode = b.mode, .worker_cpus = split ? "0" : "",
-                           .decode_cpus = split ? "1" : ""});
+                           .decode_cpus = split ? "1" : "", .kv_handoff = b.handoff});
+    // One NUMA node here: automatic hand-off shares; copy is forced to exercise it.
+    if (split) CHECK(e->handoff() == (b.handoff == kv_handoff_mode::copy ? kv_handoff_mode::copy : kv_handoff_mode::share));
     caf::scoped_actor self{e->system()};
     std::vector<request_id> ids;
     for (const auto& r : rs) ids.push_back(e->submit(r, self));
