@@ -100,14 +100,16 @@ bool scheduler_core::cancel(request_id id, double now_s, std::vector<request_eve
 void scheduler_core::set_policy(std::unique_ptr<policy> pol) { policy_ = std::move(pol); }
 
 request_view scheduler_core::view_of(const sequence& s) const {
-  return {s.id,
-          s.req.tenant,
-          s.arrival_s,
-          s.n_prompt,
-          s.computed,
-          s.generated(),
-          static_cast<uint32_t>(s.blocks.size()),
-          s.preemptions};
+  request_view v;
+  v.id = s.id;
+  v.tenant = s.req.tenant;
+  v.arrival_s = s.arrival_s;
+  v.prompt_tokens = s.n_prompt;
+  v.computed_tokens = s.computed;
+  v.generated_tokens = s.generated();
+  v.blocks = static_cast<uint32_t>(s.blocks.size());
+  v.preemptions = s.preemptions;
+  return v;
 }
 
 // ---- planning -----------------------------------------------------------------------------

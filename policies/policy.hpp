@@ -1,9 +1,11 @@
 #pragma once
 // The scheduling policy seam. A policy sees a read-only snapshot of the engine (waiting and
-// running requests, the clock) and decides two things: the order in which waiting requests get
-// prefill budget, and which running request gives up its KV blocks when the pool runs dry. It
-// keeps no state between calls and does no I/O, so it is unit-testable in microseconds and can
-// be switched between two steps.
+// running requests, their tenants with SLOs and service counters, the clock, the measured
+// step-time model) and decides: the order in which waiting requests get prefill budget, which
+// running request gives up its KV blocks when the pool runs dry, and optionally a cap on the
+// prefill tokens of the next step. It keeps no state between calls and does no I/O, so it is
+// unit-testable in microseconds and can be switched between two steps. State that fairness
+// needs across steps (VTC's service counters) is the engine's, passed in the snapshot.
 
 #include <cstdint>
 #include <memory>
@@ -17,10 +19,32 @@
 
 namespace hearth {
 
+//! Household service classes, most latency-sensitive first.
+enum class tenant_class : uint8_t { interactive, standard, background };
+
+//! One tenant as a policy sees it.
+struct tenant_view {
+  std::string_view name = {};
+  tenant_class cls = tenant_class::standard;
+  double weight = 1.0;             //!< share relative to other tenants (> 0)
+  double ttft_ms = 0;              //!< SLO targets; 0 = none
+  double itl_ms = 0;
+  double service = 0;              //!< VTC virtual counter: weighted tokens served / weight
+};
+
+//! The measured cost of a step: predict(tokens, seqs) = base + tokens * per_token + seqs * per_seq.
+struct step_time_model {
+  double base_ms = 0;
+  double per_token_ms = 0;
+  double per_seq_ms = 0;
+  double predict_ms(double tokens, double seqs) const { return base_ms + tokens * per_token_ms + seqs * per_seq_ms; }
+};
+
 //! One request as a policy sees it.
 struct request_view {
   request_id id = 0;
   std::string_view tenant = {};
+  uint32_t tenant_index = 0;       //!< into policy_snapshot::tenants (when it is not empty)
   double arrival_s = 0;            //!< engine clock, seconds
   uint32_t prompt_tokens = 0;
   uint32_t computed_tokens = 0;    //!< positions whose keys and values are cached
@@ -33,6 +57,9 @@ struct policy_snapshot {
   std::span<const request_view> waiting;  //!< not yet started, or preempted
   std::span<const request_view> running;  //!< holding KV blocks
   double now_s = 0;
+  std::span<const tenant_view> tenants = {};  //!< empty: the engine runs without tenant configuration
+  step_time_model step_time = {};
+  uint32_t max_batched_tokens = 0;            //!< the step's token budget
 };
 
 class policy {
@@ -44,6 +71,11 @@ class policy {
   //! The request to preempt among s.running[candidates]: an element of `candidates` (never
   //! empty), chosen least deserving first.
   virtual uint32_t pick_victim(const policy_snapshot& s, std::span<const uint32_t> candidates) const = 0;
+  //! Prefill tokens the next step may carry at most (decode protection); nothing = no cap.
+  virtual std::optional<uint32_t> prefill_cap(const policy_snapshot& s) const {
+    (void)s;
+    return std::nullopt;
+  }
 };
 
 //! The policy called `name`, or nothing for an unknown name.
