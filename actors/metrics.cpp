@@ -17,7 +17,7 @@ struct tenant_state {
 struct metrics_state {
   std::map<std::string, tenant_state> tenants;
   scheduler_gauges gauges;
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point started;
   static inline const char* name = "metrics";
 };
 
@@ -54,7 +54,8 @@ metrics_snapshot snapshot(const metrics_state& st) {
   return s;
 }
 
-caf::behavior metrics(caf::stateful_actor<metrics_state>* self) {
+caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::steady_clock::time_point started) {
+  self->state.started = started;
   return {
       [=](records_atom, const std::vector<request_record>& records) {
         for (const auto& r : records) add(self->state.tenants[r.tenant], r);
@@ -69,6 +70,8 @@ caf::behavior metrics(caf::stateful_actor<metrics_state>* self) {
 
 }  // namespace
 
-caf::actor spawn_metrics(caf::actor_system& sys) { return sys.spawn(metrics); }
+// The start time is an argument, not taken inside: CAF 0.17 binds a reference through a null
+// pointer for actors spawned without arguments, which UBSan reports.
+caf::actor spawn_metrics(caf::actor_system& sys) { return sys.spawn(metrics, std::chrono::steady_clock::now()); }
 
 }  // namespace hearth

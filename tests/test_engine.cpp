@@ -81,7 +81,7 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   std::vector<request> rs;
-  std::uniform_int_distribution<size_t> len(1, 120), gen(1, 16);
+  std::uniform_int_distribution<size_t> len(1, 64), gen(1, 12);
   for (int i = 0; i < 32; ++i) rs.push_back(greedy(random_prompt(len(rng), 32000, rng), static_cast<uint32_t>(gen(rng))));
   std::vector<std::vector<token_id>> expected;
   {

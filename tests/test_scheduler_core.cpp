@@ -179,7 +179,7 @@ TEST_CASE("requests cancelled at random moments free every block", "[scheduler_c
   engine_config cfg{.max_batched_tokens = 96, .max_seqs = 16, .long_prefill_threshold = 24};
   scheduler_core core(cfg, *m->tok, 512, be->kv().n_blocks(), 8, make_policy("fcfs"));
   step_runner runner(*be);
-  const size_t n = 1000;
+  const size_t n = 300;  // the engine test runs 1000 through the actors
   std::vector<request> rs = mixed_requests(n, *m, rng);
   size_t added = 0;
   std::uniform_int_distribution<size_t> pick(1, n);
@@ -190,7 +190,7 @@ TEST_CASE("requests cancelled at random moments free every block", "[scheduler_c
   REQUIRE(o.terminal.size() == n);
   size_t cancelled = 0;
   for (const auto& [id, e] : o.terminal) cancelled += e.kind == event_kind::cancelled;
-  CHECK(cancelled > 100);
+  CHECK(cancelled > 30);
   CHECK(core.kv().stats().used == 0);
   CHECK(core.gauges().waiting + core.gauges().running == 0);
 }
