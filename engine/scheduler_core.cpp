@@ -112,6 +112,22 @@ request_view scheduler_core::view_of(const sequence& s) const {
   return v;
 }
 
+scheduler_core::snapshot_views scheduler_core::views() const {
+  snapshot_views v;
+  v.waiting.reserve(waiting_.size());
+  v.running.reserve(running_.size());
+  for (const sequence* w : waiting_) v.waiting.push_back(view_of(*w));
+  for (const sequence* r : running_) v.running.push_back(view_of(*r));
+  return v;
+}
+
+policy_snapshot scheduler_core::snapshot(const snapshot_views& v, double now_s) const {
+  policy_snapshot s{v.waiting, v.running, now_s};
+  s.step_time = step_time_.model();
+  s.max_batched_tokens = cfg_.max_batched_tokens;
+  return s;
+}
+
 // ---- planning -----------------------------------------------------------------------------
 
 step scheduler_core::plan(double now_s, step_kind kind) {
@@ -119,6 +135,8 @@ step scheduler_core::plan(double now_s, step_kind kind) {
   for (const sequence* s : running_) ps.partial += s->prefilled() ? 0 : 1;
   if (kind != step_kind::prefill) plan_decodes(ps);
   if (kind != step_kind::decode) {
+    // The policy may hold prefill back so the step stays short (decode protection).
+    if (const auto cap = policy_->prefill_cap(snapshot(views(), now_s))) ps.budget = std::min(ps.budget, *cap);
     plan_partial_prefills(ps);
     plan_waiting(ps);
   }
@@ -153,18 +171,14 @@ bool scheduler_core::ensure_blocks(sequence& s, uint32_t n_positions, plan_state
 }
 
 std::optional<uint32_t> scheduler_core::pick_victim(const sequence& needy, const plan_state& ps) {
-  std::vector<request_view> views;
   std::vector<uint32_t> candidates;
-  views.reserve(running_.size());
   for (uint32_t i = 0; i < running_.size(); ++i) {
     const sequence& r = *running_[i];
-    views.push_back(view_of(r));
     if (&r != &needy && !r.busy && !r.pinned(cfg_.max_preemptions) && !r.blocks.empty()) candidates.push_back(i);
   }
   if (candidates.empty()) return std::nullopt;
-  std::vector<request_view> waiting;  // victims are chosen among the running; waiting is context
-  for (const sequence* w : waiting_) waiting.push_back(view_of(*w));
-  return policy_->pick_victim({waiting, views, ps.now_s}, candidates);
+  const snapshot_views v = views();
+  return policy_->pick_victim(snapshot(v, ps.now_s), candidates);
 }
 
 void scheduler_core::preempt(sequence& victim, plan_state& ps) {
@@ -222,10 +236,8 @@ void scheduler_core::plan_partial_prefills(plan_state& ps) {
 
 void scheduler_core::plan_waiting(plan_state& ps) {
   if (waiting_.empty()) return;
-  std::vector<request_view> waiting, running;
-  for (const sequence* w : waiting_) waiting.push_back(view_of(*w));
-  for (const sequence* r : running_) running.push_back(view_of(*r));
-  const auto order = policy_->order_waiting({waiting, running, ps.now_s});
+  const snapshot_views v = views();
+  const auto order = policy_->order_waiting(snapshot(v, ps.now_s));
   const std::vector<sequence*> queue = waiting_;  // start() edits waiting_
   for (uint32_t i : order) {
     if (ps.budget == 0 || ps.out.seqs.size() >= cfg_.max_seqs || running_.size() >= cfg_.max_seqs) break;
@@ -306,6 +318,7 @@ void scheduler_core::add_chunk(sequence& s, uint32_t n, plan_state& ps) {
 // ---- results ------------------------------------------------------------------------------
 
 void scheduler_core::complete(const step& st, const step_result& r, double now_s, std::vector<request_event>& events) {
+  if (r.compute_ms > 0) step_time_.add(st.n_tokens(), static_cast<uint32_t>(st.seqs.size()), r.compute_ms);
   for (size_t i = 0; i < st.seqs.size(); ++i) {
     const step_seq& e = st.seqs[i];
     sequence* s = find(e.id);

@@ -30,6 +30,7 @@
 
 #include "engine/config.hpp"
 #include "engine/kv_cache.hpp"
+#include "engine/step_time.hpp"
 #include "engine/step.hpp"
 #include "engine/stop_matcher.hpp"
 #include "model/tokenizer.hpp"
@@ -100,6 +101,7 @@ class scheduler_core {
   scheduler_gauges gauges() const;
   bool has_work() const { return !seqs_.empty(); }
   const kv_cache& kv() const { return kv_; }
+  const step_time_model& step_time() const { return step_time_.model(); }
 
  private:
   struct sequence;
@@ -121,12 +123,18 @@ class scheduler_core {
   void finish(sequence& s, event_kind kind, finish_reason fin, reject_reason why, std::string message,
               double now_s, std::vector<request_event>& events);
   request_view view_of(const sequence& s) const;
+  struct snapshot_views {
+    std::vector<request_view> waiting, running;
+  };
+  snapshot_views views() const;
+  policy_snapshot snapshot(const snapshot_views& v, double now_s) const;
 
   engine_config cfg_;
   const tokenizer* tok_;
   uint32_t n_ctx_;
   kv_cache kv_;
   std::unique_ptr<policy> policy_;
+  step_time_fit step_time_;
   std::unordered_map<request_id, std::unique_ptr<sequence>> seqs_;
   std::vector<sequence*> waiting_;  // arrival order; the policy reorders a view of it
   std::vector<sequence*> running_;  // start order

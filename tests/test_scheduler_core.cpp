@@ -8,6 +8,7 @@
 
 #include "engine/scheduler_core.hpp"
 #include "engine/step_runner.hpp"
+#include "policies/fcfs.hpp"
 #include "engine_fixture.hpp"
 
 using namespace hearth;
@@ -235,6 +236,50 @@ TEST_CASE("a cancel ends a request in every state, at once or when its step comp
   CHECK_FALSE(core.cancel(4, 0, events));  // gone: a second cancel is a no-op
   CHECK_FALSE(core.has_work());
   CHECK(core.kv().stats().used == 0);
+}
+
+// fcfs with a fixed cap on prefill tokens per step, standing in for a decode-protecting policy.
+class capped_fcfs final : public policy {
+ public:
+  std::string_view name() const override { return "capped"; }
+  std::vector<uint32_t> order_waiting(const policy_snapshot& s) const override { return inner_.order_waiting(s); }
+  uint32_t pick_victim(const policy_snapshot& s, std::span<const uint32_t> c) const override {
+    return inner_.pick_victim(s, c);
+  }
+  std::optional<uint32_t> prefill_cap(const policy_snapshot& s) const override {
+    CHECK(s.max_batched_tokens == 128);
+    return 10;
+  }
+
+ private:
+  fcfs_policy inner_;
+};
+
+TEST_CASE("a policy's prefill cap limits prefill tokens per step, not decodes", "[scheduler_core]") {
+  const auto m = engine_model::make();
+  std::mt19937_64 rng(13);
+  std::vector<request> rs;
+  for (int i = 0; i < 6; ++i) rs.push_back(make_request(random_prompt(37, 600, rng), 12, 1));
+  const auto expected = alone(*m, rs);
+  auto be = m->backend(2048);
+  engine_config cfg{.max_batched_tokens = 128, .max_seqs = 8};
+  scheduler_core core(cfg, *m->tok, 512, be->kv().n_blocks(), 16, std::make_unique<capped_fcfs>());
+  for (size_t i = 0; i < rs.size(); ++i) core.add(i + 1, rs[i], 0);
+  step_runner runner(*be);
+  std::vector<request_event> events;
+  std::map<request_id, std::vector<token_id>> got;
+  while (core.has_work()) {
+    const step st = core.plan(0);
+    uint32_t prefill = 0;
+    for (const auto& e : st.seqs) prefill += e.tokens.size() > 1 || !e.sample ? static_cast<uint32_t>(e.tokens.size()) : 0;
+    CHECK(prefill <= 10);
+    core.complete(st, runner.run(st), 0, events);
+  }
+  for (const auto& e : events) {
+    if (e.kind == event_kind::token) got[e.id].push_back(e.token);
+  }
+  for (const auto& [id, want] : expected) CHECK(got[id] == want);
+  CHECK(core.step_time().per_token_ms >= 0);
 }
 
 TEST_CASE("stop strings end generation before the match and hide it", "[scheduler_core]") {
