@@ -53,7 +53,7 @@ caf::behavior admission(caf::stateful_actor<admission_state>* self, admission_li
   self->state.metrics = std::move(metrics);
   return {
       [=](ready_atom, caf::actor& scheduler) { self->state.scheduler = std::move(scheduler); },
-      [=](submit_atom, request_id id, request& r, caf::actor& sink) {
+      [=](submit_atom, request_id id, request& r, caf::actor& sink, int64_t submitted_ns) {
         auto& st = self->state;
         if (auto no = check(st, r)) {
           request_event ev;
@@ -71,7 +71,7 @@ caf::behavior admission(caf::stateful_actor<admission_state>* self, admission_li
         ev.id = id;
         ev.kind = event_kind::accepted;
         self->send(sink, std::move(ev));
-        self->send(st.scheduler, enqueue_atom::value, id, std::move(r), std::move(sink));
+        self->send(st.scheduler, enqueue_atom::value, id, std::move(r), std::move(sink), submitted_ns);
       },
       [=](cancel_atom a, request_id id) { self->send(self->state.scheduler, a, id); },
       [=](dequeued_atom, const std::vector<request_id>& ids, const std::vector<uint32_t>& tokens) {

@@ -1,5 +1,7 @@
 #include "actors/engine.hpp"
 
+#include <chrono>
+
 #include "actors/admission.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
@@ -89,7 +91,9 @@ engine::~engine() {
 
 request_id engine::submit(request r, const caf::actor& sink) {
   const request_id id = next_id_++;
-  caf::anon_send(admission_, submit_atom::value, id, std::move(r), sink);
+  // Timed from here: TTFT includes admission and the messages before the scheduler.
+  const int64_t now_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+  caf::anon_send(admission_, submit_atom::value, id, std::move(r), sink, now_ns);
   return id;
 }
 

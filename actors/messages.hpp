@@ -3,11 +3,12 @@
 // functions (so CAF can print and, later, serialize them) and, per actor, the messages it
 // handles. Payload types themselves live with their logic (engine/, kernels/).
 //
-// admission   (submit, request_id, request, actor sink)       validate, queue limits; to scheduler
+// admission   (submit, request_id, request, actor sink, ns)   validate, queue limits; to scheduler
+//                                                             (ns: steady-clock time of submission)
 //             (cancel, request_id)                            forwarded, keeping the order
 //             (dequeued, vector<request_id>, vector<uint32>)  queue accounting from the scheduler
 //             (drain)                                         refuse new work from now on
-// scheduler   (enqueue, request_id, request, actor sink)      from admission
+// scheduler   (enqueue, request_id, request, actor sink, ns)  from admission
 //             (cancel, request_id)
 //             (policy, string) -> bool                        switch the policy at the next step
 //             (gauges) -> scheduler_gauges

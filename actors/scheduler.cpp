@@ -120,9 +120,11 @@ caf::behavior scheduler(self_ptr self, scheduler_options opt) {
   }
   st.opt = std::move(opt);
   return {
-      [=](enqueue_atom, request_id id, request& r, caf::actor& sink) {
-        self->state.sinks.emplace(id, std::move(sink));
-        self->state.core->add(id, std::move(r), self->state.now());
+      [=](enqueue_atom, request_id id, request& r, caf::actor& sink, int64_t submitted_ns) {
+        auto& s = self->state;
+        const clock_type::time_point submitted{clock_type::duration(submitted_ns)};
+        s.sinks.emplace(id, std::move(sink));
+        s.core->add(id, std::move(r), std::chrono::duration<double>(submitted - s.epoch).count());
         kick(self);
       },
       [=](cancel_atom, request_id id) {

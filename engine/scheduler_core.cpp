@@ -74,9 +74,9 @@ scheduler_core::scheduler_core(const engine_config& cfg, const tokenizer& tok, u
 
 scheduler_core::~scheduler_core() = default;
 
-void scheduler_core::add(request_id id, request r, double now_s) {
+void scheduler_core::add(request_id id, request r, double arrival_s) {
   const uint64_t salt = salt_of(r, id);
-  auto s = std::make_unique<sequence>(id, std::move(r), salt, *tok_, now_s);
+  auto s = std::make_unique<sequence>(id, std::move(r), salt, *tok_, arrival_s);
   waiting_.push_back(s.get());
   seqs_.emplace(id, std::move(s));
 }

@@ -73,8 +73,9 @@ class scheduler_core {
                  uint32_t block_size, std::unique_ptr<policy> pol);
   ~scheduler_core();
 
-  //! Queues an admitted request (already validated: fits the context and the pool).
-  void add(request_id id, request r, double now_s);
+  //! Queues an admitted request (already validated: fits the context and the pool) that
+  //! reached the engine at arrival_s (engine clock, seconds; timings count from it).
+  void add(request_id id, request r, double arrival_s);
   //! Cancels a request: at once when no step is computing it, else when that step completes.
   //! Appends its terminal event (if it ends now). False for an unknown id.
   bool cancel(request_id id, double now_s, std::vector<request_event>& events);
