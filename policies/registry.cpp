@@ -1,6 +1,7 @@
 // The policies by name: the one place a new policy is registered.
 #include "policies/fcfs.hpp"
 #include "policies/priority.hpp"
+#include "policies/vtc.hpp"
 
 namespace hearth {
 
@@ -19,6 +20,7 @@ struct entry {
 constexpr entry registry[] = {
     {"fcfs", make<fcfs_policy>},
     {"priority", make<priority_policy>},
+    {"vtc", make<vtc_policy>},
 };
 
 }  // namespace
