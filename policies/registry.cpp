@@ -1,6 +1,7 @@
 // The policies by name: the one place a new policy is registered.
 #include "policies/fcfs.hpp"
 #include "policies/priority.hpp"
+#include "policies/slo.hpp"
 #include "policies/vtc.hpp"
 
 namespace hearth {
@@ -21,6 +22,7 @@ constexpr entry registry[] = {
     {"fcfs", make<fcfs_policy>},
     {"priority", make<priority_policy>},
     {"vtc", make<vtc_policy>},
+    {"slo", make<slo_policy>},
 };
 
 }  // namespace

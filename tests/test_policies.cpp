@@ -6,6 +6,7 @@
 #include "common/rng.hpp"
 #include "policies/policy.hpp"
 #include "policies/priority.hpp"
+#include "policies/slo.hpp"
 #include "tenants/service_counters.hpp"
 
 using namespace hearth;
@@ -173,4 +174,61 @@ TEST_CASE("vtc gives two backlogged tenants service in proportion to their weigh
   fair_share_sim fcfs({{.name = "a", .weight = 1}, {.name = "b", .weight = 3}}, 4);
   fcfs.serve(*make_policy("fcfs"), 4000);
   CHECK(fcfs.share(1) == Approx(0.5).margin(0.05));
+}
+
+TEST_CASE("slo serves the earliest TTFT deadline first, tenants without a target last", "[policies]") {
+  const auto p = make_policy("slo");
+  // Deadlines: docs 9.0 + 2 s = 11.0; voice 10.5 + 0.3 s = 10.8; voice 8.0 + 0.3 s = 8.3 (missed,
+  // still first); nightly has no TTFT target and goes last despite arriving first.
+  const request_view waiting[] = {req(1, 1, 9.0), req(2, 0, 10.5), req(3, 2, 1.0), req(4, 0, 8.0)};
+  const policy_snapshot s{.waiting = waiting, .running = {}, .now_s = 10.6, .tenants = household};
+  CHECK(p->order_waiting(s) == std::vector<uint32_t>{3, 1, 0, 2});
+}
+
+TEST_CASE("slo preempts the loosest ITL target, latest arrival first", "[policies]") {
+  const auto p = make_policy("slo");
+  const request_view running[] = {req(1, 0, 5.0), req(2, 1, 1.0), req(3, 2, 2.0), req(4, 0, 6.0)};
+  const policy_snapshot s{.waiting = {}, .running = running, .now_s = 10.0, .tenants = household};
+  const uint32_t all[] = {0, 1, 2, 3}, voice_only[] = {0, 3};
+  CHECK(p->pick_victim(s, all) == 2);
+  CHECK(p->pick_victim(s, voice_only) == 3);
+}
+
+namespace {
+
+request_view decoding(request_id id, uint32_t tenant) {
+  return {.id = id, .tenant_index = tenant, .prompt_tokens = 64, .computed_tokens = 70, .generated_tokens = 7};
+}
+
+}  // namespace
+
+TEST_CASE("slo caps prefill so the predicted step keeps the tightest interactive ITL", "[policies]") {
+  const auto p = make_policy("slo");
+  // Three voice streams (ITL 100 ms) and a docs stream decode; a docs prompt is mid-prefill.
+  const request_view running[] = {decoding(1, 0), decoding(2, 0), decoding(3, 0), decoding(4, 1),
+                                  {.id = 5, .tenant_index = 1, .prompt_tokens = 1500, .computed_tokens = 512}};
+  policy_snapshot s{.waiting = {}, .running = running, .now_s = 10.0, .tenants = household,
+                    .step_time = {.base_ms = 10, .per_token_ms = 0.05, .per_seq_ms = 0.5}, .max_batched_tokens = 4096};
+  const auto cap = p->prefill_cap(s);
+  REQUIRE(cap);
+  const double decodes = 4, seqs = 6;
+  CHECK(s.step_time.predict_ms(decodes + *cap, seqs) <= 100.0 + 1e-9);
+  CHECK(s.step_time.predict_ms(decodes + *cap + 1, seqs) > 100.0);
+
+  SECTION("never below the floor, so prefill progresses when decodes alone miss the target") {
+    s.step_time.base_ms = 120;
+    CHECK(p->prefill_cap(s) == slo_policy::default_min_prefill_tokens);
+  }
+  SECTION("never above the step's budget") {
+    s.step_time.per_token_ms = 1e-4;
+    CHECK(p->prefill_cap(s) == 4096u);
+  }
+  SECTION("no cap without a decoding interactive sequence") {
+    s.running = std::span(running).subspan(3);
+    CHECK_FALSE(p->prefill_cap(s));
+  }
+  SECTION("no cap without a measured step-time model") {
+    s.step_time = {};
+    CHECK_FALSE(p->prefill_cap(s));
+  }
 }
