@@ -1,5 +1,6 @@
 // The policies by name: the one place a new policy is registered.
 #include "policies/fcfs.hpp"
+#include "policies/household.hpp"
 #include "policies/priority.hpp"
 #include "policies/slo.hpp"
 #include "policies/vtc.hpp"
@@ -23,6 +24,7 @@ constexpr entry registry[] = {
     {"priority", make<priority_policy>},
     {"vtc", make<vtc_policy>},
     {"slo", make<slo_policy>},
+    {"household", make<household_policy>},
 };
 
 }  // namespace
