@@ -34,6 +34,8 @@ key = ")" + key_b + R"("
 class = "background"
 weight = 1
 share_prefix = false
+[tenant.quota]
+max_queued = 100
 )";
 
 // The error message for a configuration of one tenant with the given extra lines.
@@ -67,6 +69,7 @@ TEST_CASE("tenants load from TOML with every field and the defaults", "[tenants]
   CHECK(nightly.weight == 1.0);  // an integer is a number too
   CHECK(nightly.slo.ttft_ms == 0);
   CHECK(nightly.quota.tokens_per_minute == 0);
+  CHECK(nightly.quota.max_queued == 100);  // a [tenant.quota] sub-table works like the inline one
   CHECK_FALSE(nightly.share_prefix);
 }
 
