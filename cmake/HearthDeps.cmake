@@ -7,6 +7,9 @@ find_package(dnnl CONFIG REQUIRED)
 find_package(OpenMP REQUIRED)
 # nlohmann-json (header-only) writes `hearth bench` reports; linked to the CLI only.
 find_package(nlohmann_json CONFIG REQUIRED)
+# toml++ reads the configuration file (tenants); Debian ships it as a compiled library with a
+# CMake config (the target defines TOML_HEADER_ONLY=0). Linked PRIVATE to hearth_tenants only.
+find_package(tomlplusplus CONFIG REQUIRED)
 # CAF 0.17.6 ships neither a CMake config nor a .pc file: an imported target by hand.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
 find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
