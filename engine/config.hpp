@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
 #include "common/result.hpp"
+#include "tenants/tenant_config.hpp"
 
 namespace hearth {
 
@@ -23,6 +26,8 @@ struct engine_config {
   uint32_t max_partial_prefills = 2;     //!< requests mid-prefill at once
   uint32_t max_preemptions = 3;          //!< then a request reserves all its blocks and is never preempted
   std::string policy = "fcfs";
+  //! The household's services. Empty: no tenant configuration (every policy orders by arrival).
+  std::vector<tenant_config> tenants = {};
   // Admission
   uint32_t max_waiting = 1024;           //!< requests queued and not yet started
   uint64_t max_waiting_tokens = 1 << 20; //!< their prompt tokens

@@ -20,6 +20,7 @@ struct scheduler_core::sequence {
   request_id id;
   request req;
   uint64_t salt;
+  uint32_t tenant = 0;            // index into tenants_ (when tenants are configured)
   std::vector<token_id> tokens;  // prompt, then completion tokens (an end-of-generation token is not kept)
   uint32_t n_prompt;
   uint32_t computed = 0;          // positions with keys and values in the pool
@@ -59,6 +60,18 @@ uint64_t salt_of(const request& r, request_id id) {
   return splitmix64(h);
 }
 
+// Requests of tenants missing from the configuration share this slot (standard, weight 1).
+constexpr std::string_view default_tenant = "*";
+
+// One weight per configured tenant, then the default slot's; none without configuration.
+std::vector<double> tenant_weights(const engine_config& cfg) {
+  if (cfg.tenants.empty()) return {};
+  std::vector<double> w;
+  for (const tenant_config& t : cfg.tenants) w.push_back(t.weight);
+  w.push_back(1.0);
+  return w;
+}
+
 template <class T>
 void erase_one(std::vector<T*>& v, const T* x) {
   if (auto it = std::ranges::find(v, x); it != v.end()) v.erase(it);
@@ -69,15 +82,27 @@ void erase_one(std::vector<T*>& v, const T* x) {
 scheduler_core::scheduler_core(const engine_config& cfg, const tokenizer& tok, uint32_t n_ctx, uint32_t n_blocks,
                                uint32_t block_size, std::unique_ptr<policy> pol)
     : cfg_(cfg), tok_(&tok), n_ctx_(n_ctx), kv_(n_blocks, block_size), policy_(std::move(pol)),
+      service_(tenant_weights(cfg)),
       copy_handoff_(cfg.mode == placement_mode::disaggregated && cfg.kv_handoff == kv_handoff_mode::copy),
-      in_decode_pool_(copy_handoff_ ? n_blocks : 0, false) {}
+      in_decode_pool_(copy_handoff_ ? n_blocks : 0, false) {
+  if (cfg_.tenants.empty()) return;
+  for (const tenant_config& t : cfg_.tenants) {
+    tenant_index_.emplace(t.name, static_cast<uint32_t>(tenants_.size()));
+    tenants_.push_back({t.name, t.cls, t.weight, t.slo.ttft_ms, t.slo.itl_ms, 0});
+  }
+  tenants_.push_back({default_tenant, tenant_class::standard, 1.0, 0, 0, 0});
+}
 
 scheduler_core::~scheduler_core() = default;
 
 void scheduler_core::add(request_id id, request r, double arrival_s) {
   const uint64_t salt = salt_of(r, id);
   auto s = std::make_unique<sequence>(id, std::move(r), salt, *tok_, arrival_s);
-  waiting_.push_back(s.get());
+  if (!tenants_.empty()) {
+    const auto it = tenant_index_.find(s->req.tenant);
+    s->tenant = it != tenant_index_.end() ? it->second : static_cast<uint32_t>(tenants_.size() - 1);
+  }
+  enter_waiting(*s, waiting_.end());
   seqs_.emplace(id, std::move(s));
 }
 
@@ -103,6 +128,7 @@ request_view scheduler_core::view_of(const sequence& s) const {
   request_view v;
   v.id = s.id;
   v.tenant = s.req.tenant;
+  v.tenant_index = s.tenant;
   v.arrival_s = s.arrival_s;
   v.prompt_tokens = s.n_prompt;
   v.computed_tokens = s.computed;
@@ -112,7 +138,19 @@ request_view scheduler_core::view_of(const sequence& s) const {
   return v;
 }
 
-scheduler_core::snapshot_views scheduler_core::views() const {
+// The waiting queue's changes also drive the VTC counters' lift.
+void scheduler_core::enter_waiting(sequence& s, std::vector<sequence*>::iterator pos) {
+  waiting_.insert(pos, &s);
+  if (!tenants_.empty()) service_.enqueue(s.tenant);
+}
+
+void scheduler_core::leave_waiting(sequence& s) {
+  erase_one(waiting_, &s);
+  if (!tenants_.empty()) service_.dequeue(s.tenant);
+}
+
+scheduler_core::snapshot_views scheduler_core::views() {
+  for (size_t t = 0; t < tenants_.size(); ++t) tenants_[t].service = service_.counters()[t];
   snapshot_views v;
   v.waiting.reserve(waiting_.size());
   v.running.reserve(running_.size());
@@ -123,6 +161,7 @@ scheduler_core::snapshot_views scheduler_core::views() const {
 
 policy_snapshot scheduler_core::snapshot(const snapshot_views& v, double now_s) const {
   policy_snapshot s{v.waiting, v.running, now_s};
+  s.tenants = tenants_;
   s.step_time = step_time_.model();
   s.max_batched_tokens = cfg_.max_batched_tokens;
   return s;
@@ -202,7 +241,7 @@ void scheduler_core::preempt(sequence& victim, plan_state& ps) {
   erase_one(running_, &victim);
   // Back in arrival order, so a fair policy sees it where it was.
   auto pos = std::ranges::find_if(waiting_, [&](const sequence* w) { return w->arrival_s > victim.arrival_s; });
-  waiting_.insert(pos, &victim);
+  enter_waiting(victim, pos);
 }
 
 void scheduler_core::plan_decodes(plan_state& ps) {
@@ -279,7 +318,7 @@ scheduler_core::start_result scheduler_core::start(sequence& s, plan_state& ps) 
     dequeued_.emplace_back(s.id, s.n_prompt);
   }
   s.running = true;
-  erase_one(waiting_, &s);
+  leave_waiting(s);
   running_.push_back(&s);
   ps.partial += partial ? 1 : 0;
   add_chunk(s, n, ps);
@@ -330,7 +369,9 @@ void scheduler_core::complete(const step& st, const step_result& r, double now_s
     }
     const auto n = static_cast<uint32_t>(e.tokens.size());
     s->computed += n;
-    (n == 1 && e.sample && s->draws > 0 ? decode_tokens_ : prefill_tokens_) += n;
+    const bool decode = n == 1 && e.sample && s->draws > 0;
+    (decode ? decode_tokens_ : prefill_tokens_) += n;
+    if (!tenants_.empty()) service_.charge(s->tenant, decode ? 0 : n, e.sample ? 1 : 0);
     if (!(copy_handoff_ && st.kind == step_kind::decode)) offer_full_blocks(*s);
     if (e.sample) accept_token(*s, i < r.sampled.size() ? r.sampled[i] : no_token, now_s, events);
   }
@@ -398,7 +439,11 @@ void scheduler_core::finish(sequence& s, event_kind kind, finish_reason fin, rej
   if (!s.started_once) dequeued_.emplace_back(s.id, s.n_prompt);
   events.push_back(std::move(ev));
   kv_.release(s.blocks);
-  erase_one(s.running ? running_ : waiting_, &s);
+  if (s.running) {
+    erase_one(running_, &s);
+  } else {
+    leave_waiting(s);
+  }
   seqs_.erase(s.id);
 }
 

@@ -35,6 +35,7 @@
 #include "engine/stop_matcher.hpp"
 #include "model/tokenizer.hpp"
 #include "policies/policy.hpp"
+#include "tenants/service_counters.hpp"
 
 namespace hearth {
 
@@ -124,10 +125,12 @@ class scheduler_core {
   void finish(sequence& s, event_kind kind, finish_reason fin, reject_reason why, std::string message,
               double now_s, std::vector<request_event>& events);
   request_view view_of(const sequence& s) const;
+  void enter_waiting(sequence& s, std::vector<sequence*>::iterator pos);
+  void leave_waiting(sequence& s);
   struct snapshot_views {
     std::vector<request_view> waiting, running;
   };
-  snapshot_views views() const;
+  snapshot_views views();
   policy_snapshot snapshot(const snapshot_views& v, double now_s) const;
 
   engine_config cfg_;
@@ -136,6 +139,10 @@ class scheduler_core {
   kv_cache kv_;
   std::unique_ptr<policy> policy_;
   step_time_fit step_time_;
+  // Configured tenants (cfg_.tenants) as policies see them, and their VTC service counters.
+  std::vector<tenant_view> tenants_;  // service copied in from service_ for each snapshot
+  std::unordered_map<std::string, uint32_t> tenant_index_;
+  service_counters service_;
   std::unordered_map<request_id, std::unique_ptr<sequence>> seqs_;
   std::vector<sequence*> waiting_;  // arrival order; the policy reorders a view of it
   std::vector<sequence*> running_;  // start order
