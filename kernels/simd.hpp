@@ -40,8 +40,11 @@ HEARTH_SIMD_INLINE void store(float* p, vec v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+//! x in every lane: one broadcast. (`vec{} + x` adds 0.0 first; `vec{x, x, ...}` inserts lane by
+//! lane.)
 HEARTH_SIMD_INLINE vec splat(float x) {
-  return vec{} + x;
+  const vec v{x};
+  return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
 //! The sum of v's lanes, as a tree.
