@@ -9,18 +9,17 @@
 #include "kernels/simd.hpp"
 
 // The kernel is an outer-product GEMM on a panel: for each k, one 32-byte load gives the panel's
-// 16 weights, widened to two f32 vectors (rows 0-7 and 8-15) by two integer ops (`pair << 16`,
-// `pair & 0xffff0000`); each of M activation rows broadcasts x[i][k] and adds 2 FMAs. With M = 6
-// that is 12 FMAs per load and 2 widening ops, in 12 accumulators + 2 weight vectors + 1
-// broadcast, 15 of AVX2's 16 registers: compute-bound near the FMA peak at decode batch sizes.
-// With few rows (M <= 3) the k loop is unrolled into independent accumulators instead, so the
-// FMA latency does not limit the bandwidth-bound batch 1.
+// 16 weights, widened to two f32 vectors (rows 0-7 and 8-15, by the pairing of the layout) by
+// two integer ops (simd::widen_bf16_pairs); each of M activation rows broadcasts x[i][k] and
+// adds 2 FMAs. With M = 6 that is 12 FMAs per load and 2 widening ops, in 12 accumulators + 2
+// weight vectors + 1 broadcast, 15 of AVX2's 16 registers: compute-bound near the FMA peak at
+// decode batch sizes. With few rows (M <= 3) the k loop is unrolled into independent
+// accumulators instead, so the FMA latency does not limit the bandwidth-bound batch 1.
 
 namespace hearth {
 namespace {
 
 using simd::vec;
-using pair_vec = uint32_t __attribute__((vector_size(simd::lanes * sizeof(uint32_t))));
 
 constexpr uint32_t panel_rows = bf16_matrix::panel_rows;
 //! Activation rows per pass over a panel (see above).
@@ -31,22 +30,13 @@ constexpr uint32_t slot_of(uint32_t r) {
   return r < panel_rows / 2 ? 2 * r : 2 * (r - panel_rows / 2) + 1;
 }
 
-//! The panel's 16 weights at one k as f32: rows 0-7 in lo, rows 8-15 in hi.
-HEARTH_SIMD_INLINE void widen16(const uint16_t* p, vec& lo, vec& hi) {
-  pair_vec pairs;
-  std::memcpy(&pairs, p, sizeof pairs);
-  const pair_vec l = pairs << 16, h = pairs & 0xffff0000u;
-  std::memcpy(&lo, &l, sizeof lo);  // not bit_cast: see simd::exp
-  std::memcpy(&hi, &h, sizeof hi);
-}
-
 //! acc[u] += the panel's weights at k + u times x rows (M, at k + u), for u < U.
 template <uint32_t M, uint32_t U>
 HEARTH_SIMD_INLINE void panel_step(const uint16_t* panel_k, const float* const (&x)[M], uint32_t k,
                                    vec (&acc)[U][M][2]) {
   for (uint32_t u = 0; u < U; ++u) {
     vec lo, hi;
-    widen16(panel_k + u * panel_rows, lo, hi);
+    simd::widen_bf16_pairs(panel_k + u * panel_rows, lo, hi);  // rows 0-7, rows 8-15
     for (uint32_t i = 0; i < M; ++i) {
       const vec xi = simd::splat(x[i][k + u]);
       acc[u][i][0] += lo * xi;
@@ -127,7 +117,7 @@ void widen_panel(const bf16_matrix& w, uint32_t p, float* out, size_t ld, uint32
   for (uint32_t k = 0; k < w.n_in(); ++k) {
     float col[panel_rows];
     vec lo, hi;
-    widen16(panel + size_t{k} * panel_rows, lo, hi);
+    simd::widen_bf16_pairs(panel + size_t{k} * panel_rows, lo, hi);
     simd::store(col, lo);
     simd::store(col + simd::lanes, hi);
     std::memcpy(out + k * ld, col, n * sizeof(float));
