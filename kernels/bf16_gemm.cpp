@@ -5,6 +5,7 @@
 #include <new>
 #include <vector>
 
+#include "kernels/big_alloc.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
@@ -134,10 +135,8 @@ float* activation_scratch(size_t n) {
 }  // namespace
 
 bf16_matrix::bf16_matrix(uint32_t n_out, uint32_t n_in) : n_out_(n_out), n_in_(n_in) {
-  const size_t n_bytes = (bytes() + 63) / 64 * 64;  // aligned_alloc wants a multiple of the alignment
-  data_.reset(static_cast<uint16_t*>(std::aligned_alloc(64, std::max<size_t>(n_bytes, 64))));
+  data_.reset(reinterpret_cast<uint16_t*>(alloc_zeroed_big(bytes())));
   if (!data_) throw std::bad_alloc();
-  std::memset(data_.get(), 0, bytes());
 }
 
 void bf16_matrix::set_rows(uint32_t first, uint32_t rows, const float* values) {
