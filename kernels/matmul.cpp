@@ -40,8 +40,10 @@ using dnnl_dt = dnnl::memory::data_type;
 using dnnl_tag = dnnl::memory::format_tag;
 
 constexpr uint32_t max_rows_per_call = 256;
-// Emulated bf16: the largest m our kernel takes, and the f32 size of one widened column panel.
-constexpr uint32_t max_rows_own_kernel = 16;
+// Emulated bf16: the largest m our kernel takes (it beats the panel path up to m = 32, at one
+// thread on the model shapes of small and 1b; docs/performance.md), and the f32 size of one
+// widened column panel.
+constexpr uint32_t max_rows_own_kernel = 32;
 constexpr size_t panel_bytes = size_t{1} << 20;
 // A prefill-sized batch: the compute-bound case, where the blocked layout matters most.
 constexpr uint32_t layout_m = 64;
