@@ -93,7 +93,8 @@ double prefill_gflop(const hparams& hp, uint32_t t) {
 
 // One decode iteration: `batch` tokens, each attending to context + 1 positions.
 double decode_gflop(const hparams& hp, uint32_t batch, uint32_t context) {
-  const double linears = 2.0 * batch * (hp.n_layer * layer_linear_params(hp) + static_cast<double>(hp.n_vocab) * hp.n_embd);
+  const double params = hp.n_layer * layer_linear_params(hp) + static_cast<double>(hp.n_vocab) * hp.n_embd;
+  const double linears = 2.0 * batch * params;
   const double attention = 4.0 * hp.head_dim * hp.n_head * hp.n_layer * (context + 1.0) * batch;
   return (linears + attention) / 1e9;
 }
@@ -230,8 +231,9 @@ void compare(kernels_bench_report& r) {
   for (auto& d : r.decode) {
     d.pct_of_stream = r.stream_gbps > 0 ? 100.0 * d.gbps / r.stream_gbps : 0.0;
     d.pct_of_gemm = r.gemm_combined_gflops > 0 ? 100.0 * d.gflops / r.gemm_combined_gflops : 0.0;
-    const auto b1 = std::find_if(r.decode.begin(), r.decode.end(),
-                                 [&](const decode_result& e) { return e.context == d.context && e.batch == 1; });
+    const auto b1 = std::find_if(r.decode.begin(), r.decode.end(), [&](const decode_result& e) {
+      return e.context == d.context && e.batch == 1;
+    });
     if (ceilings && b1 != r.decode.end())
       d.vs_batch1_bound = d.batch * roofline_seconds(r, *b1) / roofline_seconds(r, d);
   }
@@ -307,11 +309,12 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
     std::fprintf(out, "         %6u %7.1f %8.1f %9.1f %9.1f\n", p.tokens, 1e3 * p.seconds, p.tok_per_s, p.gflops,
                  p.pct_of_gemm);
   }
-  std::fprintf(out, "\ndecode  context batch  ms/step    tok/s  vs b=1 (bound)   GB/s  %% of STREAM  GFLOP/s  %% of GEMM\n");
+  std::fprintf(out, "\ndecode  context batch  ms/step    tok/s  vs b=1 (bound)   GB/s  %% of STREAM"
+                    "  GFLOP/s  %% of GEMM\n");
   for (const auto& d : r.decode) {
-    std::fprintf(out, "        %7u %5u %8.2f %8.1f %7.2f %7.2f %6.1f %12.1f %8.1f %10.1f\n", d.context, d.batch,
-                 1e3 * d.step_seconds, d.tok_per_s, d.vs_batch1, d.vs_batch1_bound, d.gbps, d.pct_of_stream,
-                 d.gflops, d.pct_of_gemm);
+    std::fprintf(out, "        %7u %5u %8.2f %8.1f %7.2f %7.2f %6.1f %12.1f %8.1f %10.1f\n", d.context,
+                 d.batch, 1e3 * d.step_seconds, d.tok_per_s, d.vs_batch1, d.vs_batch1_bound, d.gbps,
+                 d.pct_of_stream, d.gflops, d.pct_of_gemm);
   }
   std::fprintf(out, "batch 16 / batch 1 aggregate tok/s: %.2f, roofline bound %.2f; batch 16 at %.1f%% of GEMM\n\n",
                r.batch16_over_batch1, r.batch16_bound, r.batch16_pct_of_gemm);

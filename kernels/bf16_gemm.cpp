@@ -55,7 +55,7 @@ HEARTH_SIMD_INLINE void panel_dot(const uint16_t* panel, const float* x, uint32_
   uint32_t k = 0;
   for (; k + U <= n_in; k += U) panel_step<M, U>(panel + size_t{k} * panel_rows, xs, k, acc);
   for (; k < n_in; ++k) {
-    vec (&first)[1][M][2] = reinterpret_cast<vec(&)[1][M][2]>(acc[0]);
+    vec(&first)[1][M][2] = reinterpret_cast<vec(&)[1][M][2]>(acc[0]);
     panel_step<M, 1>(panel + size_t{k} * panel_rows, xs, k, first);
   }
   for (uint32_t i = 0; i < M; ++i) {

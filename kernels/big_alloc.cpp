@@ -11,7 +11,8 @@ namespace hearth {
 std::byte* alloc_zeroed_big(size_t bytes) {
   constexpr size_t huge = size_t{2} << 20;
   const size_t align = bytes >= huge ? huge : 64;
-  const size_t padded = std::max(align, (bytes + align - 1) / align * align);  // aligned_alloc wants a multiple
+  const size_t padded =
+      std::max(align, (bytes + align - 1) / align * align);  // aligned_alloc wants a multiple
   auto* p = static_cast<std::byte*>(std::aligned_alloc(align, padded));
   if (!p) return nullptr;
   // Before the first touch, so that the faults that follow map huge pages. Only a hint: where THP

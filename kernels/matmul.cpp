@@ -18,9 +18,9 @@
 // Primitives, one per batch size. A matmul primitive is built for a fixed m: oneDNN's runtime-M
 // primitive (DNNL_RUNTIME_DIM_VAL) falls back to gemm:jit, which on AVX-512 machines is much
 // slower at the small m of decode (shared facts). Primitives are cached process-wide by
-// (weights layout, m, bias, threads) in dnnl_context, so the layers of a model, which repeat a
-// handful of shapes, share them. Exact m up to max_rows_per_call; a larger m runs in chunks of
-// max_rows_per_call rows plus one remainder, so a shape has at most max_rows_per_call primitives.
+// (weights layout, m, bias, threads, destination row stride) in dnnl_context, so the layers of
+// a model, which repeat a handful of shapes, share them. Exact m up to max_rows_per_call; a larger m runs in
+// chunks of max_rows_per_call rows plus one remainder, so a shape has at most max_rows_per_call primitives.
 // Measured (docs/threads.md, gemm:jit on AVX2): 256-row chunks cost 12-17% against exact m at
 // m = 512-1024, 64-row chunks 20-25%; a bounded number of primitives per shape is worth that.
 //
@@ -30,8 +30,9 @@
 // Emulated bf16 (no oneDNN bf16 matmul on this CPU): the weights are kept once, as bf16
 // (bf16_gemm.hpp), at 2 bytes per weight. Up to max_rows_own_kernel rows (decode batches) our
 // kernel multiplies them directly. A larger m (prefill) widens them to f32, a column panel of at
-// most panel_bytes at a time, and runs oneDNN's f32 matmul on each panel while it is in cache:
-// the widening costs little next to the panel's m-row GEMM (docs/performance.md measures it).
+// most panel_bytes at a time, and runs oneDNN's f32 matmul on each panel while it is in cache.
+// That is no slower than one f32 matmul over all the columns, and on the larger shapes faster:
+// gemm:jit blocks a large plain weights matrix poorly (docs/performance.md measures it).
 
 namespace hearth {
 namespace {
@@ -152,8 +153,8 @@ struct linear::impl {
   dnnl::matmul make_matmul(const dnnl_gemm& g, uint32_t m) const;
   std::shared_ptr<const dnnl::matmul> matmul_for(const dnnl_gemm& g, uint32_t m) const;
   //! y (rows, g.n) = x (rows, n_in) @ w (+ b) with prim, made for `rows` rows.
-  void execute(const dnnl::matmul& prim, const dnnl_gemm& g, const void* x, const dnnl::memory& w, const float* b,
-               float* y, uint32_t rows) const;
+  void execute(const dnnl::matmul& prim, const dnnl_gemm& g, const void* x, const dnnl::memory& w,
+               const float* b, float* y, uint32_t rows) const;
   //! execute() over m rows in chunks of max_rows_per_call; false, having done part of it, when a
   //! primitive cannot be created.
   bool run_rows(const dnnl_gemm& g, const void* x, const dnnl::memory& w, const float* b, float* y,
@@ -206,13 +207,14 @@ void linear::impl::execute(const dnnl::matmul& prim, const dnnl_gemm& g, const v
   prim.execute(dnnl_ctx::stream(), args);
 }
 
-bool linear::impl::run_rows(const dnnl_gemm& g, const void* x, const dnnl::memory& w, const float* b, float* y,
-                            uint32_t m) const {
+bool linear::impl::run_rows(const dnnl_gemm& g, const void* x, const dnnl::memory& w, const float* b,
+                            float* y, uint32_t m) const {
   for (uint32_t r = 0; r < m; r += max_rows_per_call) {
     const uint32_t rows = std::min(max_rows_per_call, m - r);
     const auto prim = matmul_for(g, rows);
     if (!prim) return false;
-    execute(*prim, g, static_cast<const std::byte*>(x) + r * x_row_bytes(), w, b, y + size_t{r} * g.ldc, rows);
+    execute(*prim, g, static_cast<const std::byte*>(x) + r * x_row_bytes(), w, b, y + size_t{r} * g.ldc,
+            rows);
   }
   return true;
 }

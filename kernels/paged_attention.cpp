@@ -101,7 +101,9 @@ struct f32_elems {
 //! K/V elements of a bf16 pool, read in place: 16 at a time as (even elements | odd elements).
 struct bf16_elems {
   using type = uint16_t;
-  HEARTH_SIMD_INLINE static void load16(const uint16_t* p, vec& a, vec& b) { simd::widen_bf16_pairs(p, a, b); }
+  HEARTH_SIMD_INLINE static void load16(const uint16_t* p, vec& a, vec& b) {
+    simd::widen_bf16_pairs(p, a, b);
+  }
   HEARTH_SIMD_INLINE static float at(const uint16_t* p, uint32_t i) { return simd::bf16_to_f32(p[i]); }
   static constexpr uint32_t slot(uint32_t j) { return j % 2 == 0 ? j / 2 : simd::lanes + j / 2; }
 };
@@ -118,7 +120,8 @@ HEARTH_SIMD_INLINE uint32_t tile_index(uint32_t d, uint32_t hd) {
 //! in one block, as E reads them: the pool's own bytes, or a bf16 tile converted into buf.
 template <class E>
 HEARTH_SIMD_INLINE const typename E::type* tile_as(const kv_pool& pool, uint32_t block, uint32_t layer,
-                                                   uint32_t kv, uint32_t head, uint32_t n, std::vector<float>& buf) {
+                                                   uint32_t kv, uint32_t head, uint32_t n,
+                                                   std::vector<float>& buf) {
   const std::byte* t = pool.tile(block, layer, kv, head);
   if (std::is_same_v<E, bf16_elems> || pool.layout().dtype == kv_dtype::f32)
     return reinterpret_cast<const typename E::type*>(t);
@@ -169,8 +172,8 @@ HEARTH_SIMD_INLINE void key_scores(const float* q, const typename E::type* k, ui
 //! Scores of NQ queries q (NQ, hd) in tile order against keys k (n, hd) -> s (NQ, s_stride), 8
 //! keys at a time: the K tile is read once per query, from L1 after the first.
 template <class E, uint32_t NQ>
-HEARTH_SIMD_INLINE void tile_scores(const float* q, const typename E::type* k, uint32_t n, uint32_t hd, float* s,
-                                    uint32_t s_stride) {
+HEARTH_SIMD_INLINE void tile_scores(const float* q, const typename E::type* k, uint32_t n, uint32_t hd,
+                                    float* s, uint32_t s_stride) {
   for (uint32_t g = 0; g < NQ; ++g) {
     uint32_t j = 0;
     for (; j + simd::lanes <= n; j += simd::lanes)
@@ -193,57 +196,20 @@ HEARTH_SIMD_INLINE float exp_shifted(float* p, uint32_t n, float m_new) {
   return sum;
 }
 
-//! tile_accumulate over columns [d0, hd): 16 at a time, then one by one.
-template <class E, uint32_t NQ>
-HEARTH_SIMD_INLINE void tile_accumulate_tail(const float* p, uint32_t p_stride, const typename E::type* v,
-                                             uint32_t n, uint32_t hd, uint32_t d0, const float* correction,
-                                             float* acc) {
-  constexpr uint32_t w = 2 * simd::lanes;
-  uint32_t d = d0;
-  for (; d + w <= hd; d += w) {
-    vec a0[NQ], a1[NQ];
-    for (uint32_t g = 0; g < NQ; ++g) {
-      a0[g] = simd::load(acc + g * size_t{hd} + d) * correction[g];
-      a1[g] = simd::load(acc + g * size_t{hd} + d + simd::lanes) * correction[g];
-    }
-    for (uint32_t j = 0; j < n; ++j) {
-      vec v0, v1;
-      E::load16(v + size_t{j} * hd + d, v0, v1);
-      for (uint32_t g = 0; g < NQ; ++g) {
-        a0[g] += p[g * p_stride + j] * v0;
-        a1[g] += p[g * p_stride + j] * v1;
-      }
-    }
-    for (uint32_t g = 0; g < NQ; ++g) {
-      simd::store(acc + g * size_t{hd} + d, a0[g]);
-      simd::store(acc + g * size_t{hd} + d + simd::lanes, a1[g]);
-    }
-  }
-  for (; d < hd; ++d) {  // head_dim not a multiple of 16
-    for (uint32_t g = 0; g < NQ; ++g) {
-      float a = acc[g * size_t{hd} + d] * correction[g];
-      for (uint32_t j = 0; j < n; ++j) a += p[g * p_stride + j] * E::at(v + size_t{j} * hd, d);
-      acc[g * size_t{hd} + d] = a;
-    }
-  }
-}
-
-//! acc (NQ, hd) = acc * correction (NQ,) + p (NQ, p_stride) @ v (n, hd), acc in tile order: a
-//! strip of 8 V vectors' worth of columns per query shared among NQ (64 columns for one query),
-//! so each V row is loaded once for all NQ queries, the accumulators stay in registers, and one
-//! query walks a 64-wide head's tile row after row, as the hardware prefetcher likes.
-template <class E, uint32_t NQ>
-HEARTH_SIMD_INLINE void tile_accumulate(const float* p, uint32_t p_stride, const typename E::type* v, uint32_t n,
-                                        uint32_t hd, const float* correction, float* acc) {
-  constexpr uint32_t w = 2 * simd::lanes;                  // columns per load16
-  constexpr uint32_t strip = NQ == 1 ? 4 : NQ == 2 ? 2 : 1;  // load16s per strip
-  uint32_t d = 0;
-  for (; d + strip * w <= hd; d += strip * w) {
-    vec a[NQ][2 * strip];
+//! tile_accumulate's work on columns [d, d + 16 S) for S = strip, from d = d0 while they fit in
+//! hd; returns where it stopped.
+template <class E, uint32_t NQ, uint32_t S>
+HEARTH_SIMD_INLINE uint32_t accumulate_strips(const float* p, uint32_t p_stride, const typename E::type* v,
+                                              uint32_t n, uint32_t hd, uint32_t d, const float* correction,
+                                              float* acc) {
+  constexpr uint32_t w = 2 * simd::lanes;  // columns per load16
+  for (; d + S * w <= hd; d += S * w) {
+    vec a[NQ][2 * S];
     for (uint32_t g = 0; g < NQ; ++g)
-      for (uint32_t x = 0; x < 2 * strip; ++x) a[g][x] = simd::load(acc + g * size_t{hd} + d + x * simd::lanes) * correction[g];
+      for (uint32_t x = 0; x < 2 * S; ++x)
+        a[g][x] = simd::load(acc + g * size_t{hd} + d + x * simd::lanes) * correction[g];
     for (uint32_t j = 0; j < n; ++j) {
-      for (uint32_t x = 0; x < strip; ++x) {
+      for (uint32_t x = 0; x < S; ++x) {
         vec v0, v1;
         E::load16(v + size_t{j} * hd + d + x * w, v0, v1);
         for (uint32_t g = 0; g < NQ; ++g) {
@@ -253,16 +219,37 @@ HEARTH_SIMD_INLINE void tile_accumulate(const float* p, uint32_t p_stride, const
       }
     }
     for (uint32_t g = 0; g < NQ; ++g)
-      for (uint32_t x = 0; x < 2 * strip; ++x) simd::store(acc + g * size_t{hd} + d + x * simd::lanes, a[g][x]);
+      for (uint32_t x = 0; x < 2 * S; ++x) simd::store(acc + g * size_t{hd} + d + x * simd::lanes, a[g][x]);
   }
-  if (d < hd) tile_accumulate_tail<E, NQ>(p, p_stride, v, n, hd, d, correction, acc);
+  return d;
+}
+
+//! acc (NQ, hd) = acc * correction (NQ,) + p (NQ, p_stride) @ v (n, hd), acc in tile order: a
+//! strip of 8 V vectors' worth of columns per query shared among NQ (64 columns for one query),
+//! so each V row is loaded once for all NQ queries, the accumulators stay in registers, and one
+//! query walks a 64-wide head's tile row after row, as the hardware prefetcher likes. Then 16
+//! columns at a time, then one by one (head_dim not a multiple of 16).
+template <class E, uint32_t NQ>
+HEARTH_SIMD_INLINE void tile_accumulate(const float* p, uint32_t p_stride, const typename E::type* v,
+                                        uint32_t n, uint32_t hd, const float* correction, float* acc) {
+  constexpr uint32_t strip = NQ == 1 ? 4 : NQ == 2 ? 2 : 1;
+  uint32_t d = accumulate_strips<E, NQ, strip>(p, p_stride, v, n, hd, 0, correction, acc);
+  if constexpr (strip > 1) d = accumulate_strips<E, NQ, 1>(p, p_stride, v, n, hd, d, correction, acc);
+  for (; d < hd; ++d) {
+    for (uint32_t g = 0; g < NQ; ++g) {
+      float a = acc[g * size_t{hd} + d] * correction[g];
+      for (uint32_t j = 0; j < n; ++j) a += p[g * p_stride + j] * E::at(v + size_t{j} * hd, d);
+      acc[g * size_t{hd} + d] = a;
+    }
+  }
 }
 
 //! Folds keys k (n, hd) and values v (n, hd) into the running softmax of NQ queries q (NQ, hd):
 //! max m (NQ,), sum l (NQ,), acc (NQ, hd). p (NQ, p_stride >= n) is scratch.
 template <class E, uint32_t NQ>
-HEARTH_SIMD_INLINE void fold_tile(const float* q, const typename E::type* k, const typename E::type* v, uint32_t n,
-                                  uint32_t hd, float* m, float* l, float* acc, float* p, uint32_t p_stride) {
+HEARTH_SIMD_INLINE void fold_tile(const float* q, const typename E::type* k, const typename E::type* v,
+                                  uint32_t n, uint32_t hd, float* m, float* l, float* acc, float* p,
+                                  uint32_t p_stride) {
   tile_scores<E, NQ>(q, k, n, hd, p, p_stride);
   float correction[NQ];
   for (uint32_t g = 0; g < NQ; ++g) {
@@ -303,7 +290,8 @@ HEARTH_SIMD_INLINE void fold_queries(attn_scratch& w, uint32_t q0, uint32_t q1, 
 
 //! out rows of the item = acc (nq, hd) in tile order / l (nq,).
 template <class E>
-HEARTH_SIMD_INLINE void write_output(const attn_call& c, const attn_item& it, const float* acc, const float* l) {
+HEARTH_SIMD_INLINE void write_output(const attn_call& c, const attn_item& it, const float* acc,
+                                     const float* l) {
   const uint32_t hd = c.pool.layout().head_dim;
   const seq_rows& s = c.seqs[it.seq];
   for (uint32_t i = 0; i < it.n_rows; ++i) {
@@ -311,7 +299,8 @@ HEARTH_SIMD_INLINE void write_output(const attn_call& c, const attn_item& it, co
     for (uint32_t g = 0; g < c.group; ++g) {
       const uint32_t qi = i * c.group + g;
       const float inv_l = 1.0f / l[qi];  // l >= 1: the max score's own term is e^0
-      for (uint32_t d = 0; d < hd; ++d) dst[size_t{g} * hd + d] = acc[size_t{qi} * hd + tile_index<E>(d, hd)] * inv_l;
+      for (uint32_t d = 0; d < hd; ++d)
+        dst[size_t{g} * hd + d] = acc[size_t{qi} * hd + tile_index<E>(d, hd)] * inv_l;
     }
   }
 }
@@ -330,7 +319,8 @@ HEARTH_SIMD_INLINE void attend(const attn_call& c, const attn_item& it) {
     const float* src = c.q.row(s.first_row + it.row0 + i) + size_t{it.kv_head} * c.group * hd;
     float* dst = w.q.data() + size_t{i} * c.group * hd;
     for (uint32_t g = 0; g < c.group; ++g)
-      for (uint32_t d = 0; d < hd; ++d) dst[size_t{g} * hd + tile_index<E>(d, hd)] = src[size_t{g} * hd + d] * c.scale;
+      for (uint32_t d = 0; d < hd; ++d)
+        dst[size_t{g} * hd + tile_index<E>(d, hd)] = src[size_t{g} * hd + d] * c.scale;
   }
 
   const uint64_t first_pos = uint64_t{s.start_pos} + it.row0;
@@ -411,7 +401,8 @@ struct attn_plan {
 //! How many key ranges each (sequence, kv head, row chunk) gets: enough items for the threads.
 uint32_t ranges_wanted(const kv_layout& lay, std::span<const seq_rows> seqs) {
   size_t chunks = 0;
-  for (const seq_rows& s : seqs) chunks += (s.n_rows + rows_per_item - 1) / rows_per_item * size_t{lay.n_head_kv};
+  for (const seq_rows& s : seqs)
+    chunks += (s.n_rows + rows_per_item - 1) / rows_per_item * size_t{lay.n_head_kv};
   const size_t target = items_per_thread * static_cast<size_t>(kernel_threads());
   return chunks == 0 || chunks >= target ? 1 : static_cast<uint32_t>((target + chunks - 1) / chunks);
 }
@@ -425,15 +416,16 @@ attn_plan make_plan(const kv_layout& lay, uint32_t group, std::span<const seq_ro
            "paged_attention: block table too short");
     for (uint32_t row0 = 0; row0 < s.n_rows; row0 += rows_per_item) {
       const uint32_t n_rows = std::min(rows_per_item, s.n_rows - row0);
-      const auto n_blocks = static_cast<uint32_t>((uint64_t{s.start_pos} + row0 + n_rows + lay.block_size - 1) /
-                                                  lay.block_size);
+      const auto n_blocks = static_cast<uint32_t>(
+          (uint64_t{s.start_pos} + row0 + n_rows + lay.block_size - 1) / lay.block_size);
       const uint32_t ranges = std::clamp(n_blocks / min_blocks_per_range, 1u, wanted);
       const size_t partial = size_t{n_rows} * group * (lay.head_dim + 2);
       for (uint32_t h = 0; h < lay.n_head_kv; ++h) {
         if (ranges > 1) plan.merges.emplace_back(static_cast<uint32_t>(plan.items.size()), ranges);
         for (uint32_t r = 0; r < ranges; ++r) {
           const uint32_t slot = ranges > 1 ? static_cast<uint32_t>(plan.partial_floats) : whole_keys;
-          plan.items.push_back({si, h, row0, n_rows, n_blocks * r / ranges, n_blocks * (r + 1) / ranges, slot});
+          plan.items.push_back(
+              {si, h, row0, n_rows, n_blocks * r / ranges, n_blocks * (r + 1) / ranges, slot});
           if (ranges > 1) plan.partial_floats += partial;
         }
       }
@@ -452,14 +444,9 @@ void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_v
   const uint32_t group = n_head / lay.n_head_kv;
   const attn_plan plan = make_plan(lay, group, seqs);
   std::vector<float> partials(plan.partial_floats);
-  const attn_call call{pool,
-                       layer,
-                       group,
-                       static_cast<float>(1.0 / std::sqrt(static_cast<double>(lay.head_dim))),
-                       q,
-                       out,
-                       seqs,
-                       partials.data()};
+  const attn_call call{
+      pool, layer, group, static_cast<float>(1.0 / std::sqrt(static_cast<double>(lay.head_dim))),
+      q,    out,   seqs,  partials.data()};
   parallel_for(plan.items.size(), [&](size_t i) { attend_item(call, plan.items[i]); });
   parallel_for(plan.merges.size(), [&](size_t i) {
     merge_items(call, &plan.items[plan.merges[i].first], plan.merges[i].second);

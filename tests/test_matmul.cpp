@@ -237,7 +237,8 @@ TEST_CASE("widen_columns gives W^T's columns exactly", "[matmul]") {
     widen_columns(w, first, n, out.data());
     bool exact = true;
     for (uint32_t k = 0; k < n_in; ++k)
-      for (uint32_t c = 0; c < n; ++c) exact &= out[size_t{k} * n + c] == parts[0].weights[size_t{first + c} * n_in + k];
+      for (uint32_t c = 0; c < n; ++c)
+        exact &= out[size_t{k} * n + c] == parts[0].weights[size_t{first + c} * n_in + k];
     CHECK(exact);
   }
 }

@@ -188,7 +188,8 @@ TEST_CASE("paged attention matches dense attention", "[cpu_ops][attention]") {
                       shape.head_dim) <= 1e-5);
 }
 
-TEST_CASE("paged attention splits one sequence's keys over the threads and stays exact", "[cpu_ops][attention]") {
+TEST_CASE("paged attention splits one sequence's keys over the threads and stays exact",
+          "[cpu_ops][attention]") {
   const auto seed = std::random_device{}();
   CAPTURE(seed);
   std::mt19937 rng(seed);
