@@ -91,6 +91,14 @@ double prefill_gflop(const hparams& hp, uint32_t t) {
   return (linears + attention) / 1e9;
 }
 
+// One decode iteration: `batch` tokens, each attending to context + 1 positions.
+double decode_gflop(const hparams& hp, uint32_t batch, uint32_t context) {
+  const double params = hp.n_layer * layer_linear_params(hp) + static_cast<double>(hp.n_vocab) * hp.n_embd;
+  const double linears = 2.0 * batch * params;
+  const double attention = 4.0 * hp.head_dim * hp.n_head * hp.n_layer * (context + 1.0) * batch;
+  return (linears + attention) / 1e9;
+}
+
 void measure_gemm(kernels_bench_report& r, const plan& p) {
   double flops = 0, seconds = 0;
   for (const auto& s : model_shapes(r.hp)) {
@@ -169,6 +177,8 @@ result<decode_result> bench_decode(bench_context& c, uint32_t batch, uint32_t co
   out.tok_per_s = batch / out.step_seconds;
   out.bytes_per_step = weights_read + static_cast<double>(batch) * context * kv_per_position;
   out.gbps = out.bytes_per_step / out.step_seconds / 1e9;
+  out.gflop_per_step = decode_gflop(c.be.params(), batch, context);
+  out.gflops = out.gflop_per_step / out.step_seconds;
   return out;
 }
 
@@ -206,15 +216,33 @@ double peak_rss_bytes() {
   return 1024.0 * static_cast<double>(u.ru_maxrss);  // Linux: KiB
 }
 
+// The shortest time a decode step can take by the roofline: its bytes at the triad bandwidth,
+// or its FLOPs at the GEMM ceiling, whichever is longer.
+double roofline_seconds(const kernels_bench_report& r, const decode_result& d) {
+  return std::max(d.bytes_per_step / (r.stream_gbps * 1e9), d.gflop_per_step / r.gemm_combined_gflops);
+}
+
 // The percentages and ratios that need both the backend's figures and the ceilings.
 void compare(kernels_bench_report& r) {
   for (auto& pr : r.prefill) {
     pr.pct_of_gemm = r.gemm_combined_gflops > 0 ? 100.0 * pr.gflops / r.gemm_combined_gflops : 0.0;
   }
-  for (auto& d : r.decode) d.pct_of_stream = r.stream_gbps > 0 ? 100.0 * d.gbps / r.stream_gbps : 0.0;
+  const bool ceilings = r.stream_gbps > 0 && r.gemm_combined_gflops > 0;
+  for (auto& d : r.decode) {
+    d.pct_of_stream = r.stream_gbps > 0 ? 100.0 * d.gbps / r.stream_gbps : 0.0;
+    d.pct_of_gemm = r.gemm_combined_gflops > 0 ? 100.0 * d.gflops / r.gemm_combined_gflops : 0.0;
+    const auto b1 = std::find_if(r.decode.begin(), r.decode.end(), [&](const decode_result& e) {
+      return e.context == d.context && e.batch == 1;
+    });
+    if (ceilings && b1 != r.decode.end())
+      d.vs_batch1_bound = d.batch * roofline_seconds(r, *b1) / roofline_seconds(r, d);
+  }
   const uint32_t shortest = r.decode.empty() ? 0 : r.decode.front().context;
   for (const auto& d : r.decode) {
-    if (d.context == shortest && d.batch == 16) r.batch16_over_batch1 = d.vs_batch1;
+    if (d.context != shortest || d.batch != 16) continue;
+    r.batch16_over_batch1 = d.vs_batch1;
+    r.batch16_bound = d.vs_batch1_bound;
+    r.batch16_pct_of_gemm = d.pct_of_gemm;
   }
   r.rss_ratio = r.peak_rss_bytes / (r.weight_bytes + r.kv_pool_bytes);
 }
@@ -281,12 +309,15 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
     std::fprintf(out, "         %6u %7.1f %8.1f %9.1f %9.1f\n", p.tokens, 1e3 * p.seconds, p.tok_per_s, p.gflops,
                  p.pct_of_gemm);
   }
-  std::fprintf(out, "\ndecode  context batch  ms/step    tok/s  vs b=1   GB/s  %% of STREAM\n");
+  std::fprintf(out, "\ndecode  context batch  ms/step    tok/s  vs b=1 (bound)   GB/s  %% of STREAM"
+                    "  GFLOP/s  %% of GEMM\n");
   for (const auto& d : r.decode) {
-    std::fprintf(out, "        %7u %5u %8.2f %8.1f %7.2f %6.1f %9.1f\n", d.context, d.batch, 1e3 * d.step_seconds,
-                 d.tok_per_s, d.vs_batch1, d.gbps, d.pct_of_stream);
+    std::fprintf(out, "        %7u %5u %8.2f %8.1f %7.2f %7.2f %6.1f %12.1f %8.1f %10.1f\n", d.context,
+                 d.batch, 1e3 * d.step_seconds, d.tok_per_s, d.vs_batch1, d.vs_batch1_bound, d.gbps,
+                 d.pct_of_stream, d.gflops, d.pct_of_gemm);
   }
-  std::fprintf(out, "batch 16 / batch 1 aggregate tok/s: %.2f\n\n", r.batch16_over_batch1);
+  std::fprintf(out, "batch 16 / batch 1 aggregate tok/s: %.2f, roofline bound %.2f; batch 16 at %.1f%% of GEMM\n\n",
+               r.batch16_over_batch1, r.batch16_bound, r.batch16_pct_of_gemm);
   std::fprintf(out, "peak RSS %.1f MiB = %.2f x (weights %.1f MiB + KV pool %.1f MiB)\n", r.peak_rss_bytes / (1 << 20),
                r.rss_ratio, r.weight_bytes / (1 << 20), r.kv_pool_bytes / (1 << 20));
 }

@@ -41,7 +41,11 @@ struct decode_result {
   double bytes_per_step = 0;   //!< weights without the embedding table + KV read
   double gbps = 0;
   double pct_of_stream = 0;
+  double gflop_per_step = 0;   //!< linear + attention FLOPs of one iteration
+  double gflops = 0;
+  double pct_of_gemm = 0;      //!< of the combined GEMM ceiling
   double vs_batch1 = 0;        //!< tok_per_s / tok_per_s at batch 1, same context
+  double vs_batch1_bound = 0;  //!< the roofline's bound on vs_batch1 (bench/README.md)
 };
 
 struct kernels_bench_report {
@@ -62,6 +66,8 @@ struct kernels_bench_report {
   std::vector<prefill_result> prefill;
   std::vector<decode_result> decode;
   double batch16_over_batch1 = 0;   //!< aggregate tok/s ratio at the shortest context; 0 if not run
+  double batch16_bound = 0;         //!< its roofline bound
+  double batch16_pct_of_gemm = 0;   //!< that batch-16 step's GFLOP/s, % of the GEMM ceiling
   // Memory
   double weight_bytes = 0;          //!< as computed, embedding table included
   double embedding_bytes = 0;

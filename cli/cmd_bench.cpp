@@ -42,10 +42,13 @@ nlohmann::json to_json(const kernels_bench_report& r) {
   }
   for (const auto& d : r.decode) {
     j["decode"].push_back({{"batch", d.batch}, {"context", d.context}, {"step_seconds", d.step_seconds},
-                           {"tok_per_s", d.tok_per_s}, {"vs_batch1", d.vs_batch1}, {"bytes_per_step", d.bytes_per_step},
-                           {"gbps", d.gbps}, {"pct_of_stream", d.pct_of_stream}});
+                           {"tok_per_s", d.tok_per_s}, {"vs_batch1", d.vs_batch1}, {"vs_batch1_bound", d.vs_batch1_bound},
+                           {"bytes_per_step", d.bytes_per_step}, {"gbps", d.gbps}, {"pct_of_stream", d.pct_of_stream},
+                           {"gflop_per_step", d.gflop_per_step}, {"gflops", d.gflops}, {"pct_of_gemm", d.pct_of_gemm}});
   }
   j["batch16_over_batch1"] = r.batch16_over_batch1;
+  j["batch16_bound"] = r.batch16_bound;
+  j["batch16_pct_of_gemm"] = r.batch16_pct_of_gemm;
   j["memory"] = {{"weight_bytes", r.weight_bytes}, {"embedding_bytes", r.embedding_bytes},
                  {"kv_pool_bytes", r.kv_pool_bytes}, {"peak_rss_bytes", r.peak_rss_bytes}, {"rss_ratio", r.rss_ratio}};
   return j;

@@ -1,6 +1,7 @@
 #include "kernels/cpu_backend.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "model/gguf.hpp"
 #include "model/llama_weights.hpp"
@@ -22,6 +23,10 @@ class tensor_index {
   }
 
   const gguf::tensor_info* get(weight_kind k, uint32_t layer = 0) const { return slots_[slot(k, layer)]; }
+  //! Drops the file pages of tensors that have been converted (gguf::file::release).
+  void release(std::initializer_list<weight_kind> kinds, uint32_t layer = 0) const {
+    for (weight_kind k : kinds) f_->release(*get(k, layer));
+  }
   std::span<const std::byte> data(weight_kind k, uint32_t layer = 0) const { return f_->data(*get(k, layer)); }
 
   std::vector<float> floats(weight_kind k, uint32_t layer = 0) const {
@@ -103,6 +108,9 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
     }
     w->layers.push_back(layer{ix->floats(weight_kind::attn_norm, l), ix->floats(weight_kind::ffn_norm, l),
                                std::move(*lq), std::move(*lo), std::move(*lg), std::move(*ld)});
+    ix->release({weight_kind::attn_q, weight_kind::attn_k, weight_kind::attn_v, weight_kind::attn_output,
+                 weight_kind::ffn_gate, weight_kind::ffn_up, weight_kind::ffn_down},
+                l);
   }
   w->output_norm = ix->floats(weight_kind::output_norm);
   const weight_kind head_kind = hp->tied_output ? weight_kind::token_embd : weight_kind::output;
@@ -113,6 +121,7 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
   w->embd_type = ix->get(weight_kind::token_embd)->type;
   const auto embd = ix->data(weight_kind::token_embd);
   w->embd.assign(embd.begin(), embd.end());
+  ix->release({head_kind, weight_kind::token_embd});
   return std::unique_ptr<cpu_backend>(
       new cpu_backend(*hp, std::move(w), std::make_shared<kv_pool>(std::move(*pool))));
 }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/checked.hpp"
+#include "kernels/big_alloc.hpp"
 
 namespace hearth {
 
@@ -53,11 +54,10 @@ result<kv_pool> kv_pool::create(const kv_layout& layout, uint32_t n_blocks) {
   }
   std::unique_ptr<std::byte[], void (*)(std::byte*)> mem(nullptr, free_pool);
   if (*padded > 0) {
-    mem.reset(static_cast<std::byte*>(std::aligned_alloc(pool_alignment, *padded)));
+    mem.reset(alloc_zeroed_big(*padded));
     if (!mem) {
       return error{errc::limit_exceeded, "kv pool: cannot allocate " + std::to_string(*padded) + " bytes"};
     }
-    std::memset(mem.get(), 0, *padded);
   }
   return kv_pool(layout, n_blocks, std::move(mem));
 }

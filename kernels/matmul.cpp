@@ -1,7 +1,6 @@
 #include "kernels/matmul.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cassert>
 #include <cstdio>
 #include <cstring>
@@ -13,19 +12,27 @@
 #include <omp.h>
 
 #include "common/checked.hpp"
+#include "kernels/bf16_gemm.hpp"
 #include "kernels/dnnl_context.hpp"
 
 // Primitives, one per batch size. A matmul primitive is built for a fixed m: oneDNN's runtime-M
 // primitive (DNNL_RUNTIME_DIM_VAL) falls back to gemm:jit, which on AVX-512 machines is much
 // slower at the small m of decode (shared facts). Primitives are cached process-wide by
-// (weights layout, m, bias, threads) in dnnl_context, so the layers of a model, which repeat a
-// handful of shapes, share them. Exact m up to max_rows_per_call; a larger m runs in chunks of
-// max_rows_per_call rows plus one remainder, so a shape has at most max_rows_per_call primitives.
+// (weights layout, m, bias, threads, destination row stride) in dnnl_context, so the layers of
+// a model, which repeat a handful of shapes, share them. Exact m up to max_rows_per_call; a larger m runs in
+// chunks of max_rows_per_call rows plus one remainder, so a shape has at most max_rows_per_call primitives.
 // Measured (docs/threads.md, gemm:jit on AVX2): 256-row chunks cost 12-17% against exact m at
 // m = 512-1024, 64-row chunks 20-25%; a bounded number of primitives per shape is worth that.
 //
 // The weights' layout is fixed once, the one oneDNN picks (format_tag::any) for layout_m rows,
 // and every other m's primitive is created with that layout, so one reordered copy serves all.
+//
+// Emulated bf16 (no oneDNN bf16 matmul on this CPU): the weights are kept once, as bf16
+// (bf16_gemm.hpp), at 2 bytes per weight. Up to max_rows_own_kernel rows (decode batches) our
+// kernel multiplies them directly. A larger m (prefill) widens them to f32, a column panel of at
+// most panel_bytes at a time, and runs oneDNN's f32 matmul on each panel while it is in cache.
+// That is no slower than one f32 matmul over all the columns, and on the larger shapes faster:
+// gemm:jit blocks a large plain weights matrix poorly (docs/performance.md measures it).
 
 namespace hearth {
 namespace {
@@ -34,6 +41,11 @@ using dnnl_dt = dnnl::memory::data_type;
 using dnnl_tag = dnnl::memory::format_tag;
 
 constexpr uint32_t max_rows_per_call = 256;
+// Emulated bf16: the largest m our kernel takes (it beats the panel path up to m = 32, at one
+// thread on the model shapes of small and 1b; docs/performance.md), and the f32 size of one
+// widened column panel.
+constexpr uint32_t max_rows_own_kernel = 32;
+constexpr size_t panel_bytes = size_t{1} << 20;
 // A prefill-sized batch: the compute-bound case, where the blocked layout matters most.
 constexpr uint32_t layout_m = 64;
 // Rows dequantized at a time while loading (bounds the f32 temporary to ~256 KiB).
@@ -41,26 +53,6 @@ constexpr size_t dequant_block_elems = 64 * 1024;
 
 dnnl::memory::dims dims2(uint64_t a, uint64_t b) {
   return {static_cast<dnnl::memory::dim>(a), static_cast<dnnl::memory::dim>(b)};
-}
-
-// Round to nearest even as hearth::fp32_to_bf16, written branch-free so the loops below vectorise.
-inline uint16_t bf16_bits(float f) {
-  const uint32_t u = std::bit_cast<uint32_t>(f);
-  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t quiet_nan = (u >> 16) | 0x40u;
-  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
-}
-
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void to_bf16(const float* x,
-                                                                                           uint16_t* out,
-                                                                                           size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] = bf16_bits(x[i]);
-}
-
-// x rounded to bf16 and widened back: what a bf16 matmul sees, for CPUs that lack one.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void round_to_bf16(
-    const float* x, float* out, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(uint32_t{bf16_bits(x[i])} << 16);
 }
 
 // Whether this CPU runs bf16 matmuls (oneDNN 2.6 needs AVX-512: avx512_core at least). Without
@@ -80,8 +72,9 @@ bool bf16_matmul_supported() {
   return supported;
 }
 
-// The calling thread's buffer for x converted to the compute type, grown as needed.
-template <class T>
+// The calling thread's buffer number `Slot` of T, grown as needed (x converted to the compute
+// type; widened weights).
+template <class T, int Slot = 0>
 T* scratch(size_t n) {
   thread_local std::vector<T> buf;
   if (buf.size() < n) buf.resize(n);
@@ -130,51 +123,129 @@ void for_each_row_block(std::span<const weight_part> parts, uint32_t n_in, Sink&
 
 }  // namespace
 
+// One oneDNN matmul: x (m, n_in) @ W (n_in, n) -> y (m, n), whose rows lie ldc floats apart.
+struct dnnl_gemm {
+  dnnl::memory::desc weights;
+  uint32_t layout = 0;  // dnnl_ctx::intern_layout(weights)
+  uint32_t n = 0;
+  uint32_t ldc = 0;
+};
+
 struct linear::impl {
   uint32_t n_in = 0;
   uint32_t n_out = 0;
   dnnl_dt src_dt = dnnl_dt::f32;  // what oneDNN multiplies: bf16, or f32 (also for emulated bf16)
-  bool emulated_bf16 = false;
-  dnnl::memory weights;  // (n_in, n_out) in the pinned blocked layout
-  dnnl::memory bias;     // (1, n_out) f32, or empty
-  uint32_t layout = 0;   // dnnl_ctx::intern_layout(weights desc)
+  std::vector<float> bias;        // (n_out,) or empty
+  // oneDNN's bf16 or f32: the weights in the pinned layout, all columns in one matmul.
+  dnnl::memory weights;  // (n_in, n_out)
+  dnnl_gemm whole;
   // m = 1, made at load: forward falls back to it row by row if a primitive cannot be created.
   std::shared_ptr<const dnnl::matmul> row_matmul;
+  // Emulated bf16: the only copy of the weights, and the column panels a large m is widened into:
+  // panels[0] every panel but the last, panels[1] the last.
+  bool emulated_bf16 = false;
+  bf16_matrix packed;
+  dnnl_gemm panels[2];
 
-  dnnl::matmul make_matmul(uint32_t m) const;
-  std::shared_ptr<const dnnl::matmul> matmul_for(uint32_t m) const;
-  void run(const dnnl::matmul& prim, const void* x, float* y, uint32_t m) const;
+  void create_native(std::span<const weight_part> parts);
+  void create_emulated(std::span<const weight_part> parts);
+  dnnl::memory::desc src_desc(uint32_t m) const { return {dims2(m, n_in), src_dt, dnnl_tag::ab}; }
+  dnnl::matmul make_matmul(const dnnl_gemm& g, uint32_t m) const;
+  std::shared_ptr<const dnnl::matmul> matmul_for(const dnnl_gemm& g, uint32_t m) const;
+  //! y (rows, g.n) = x (rows, n_in) @ w (+ b) with prim, made for `rows` rows.
+  void execute(const dnnl::matmul& prim, const dnnl_gemm& g, const void* x, const dnnl::memory& w,
+               const float* b, float* y, uint32_t rows) const;
+  //! execute() over m rows in chunks of max_rows_per_call; false, having done part of it, when a
+  //! primitive cannot be created.
+  bool run_rows(const dnnl_gemm& g, const void* x, const dnnl::memory& w, const float* b, float* y,
+                uint32_t m) const;
+  void forward_native(const float* x, float* y, uint32_t m) const;
+  void forward_emulated(const float* x, float* y, uint32_t m) const;
+  size_t x_row_bytes() const { return size_t{n_in} * (src_dt == dnnl_dt::bf16 ? 2 : 4); }
+  const float* bias_at(uint32_t column) const { return bias.empty() ? nullptr : bias.data() + column; }
 };
 
-dnnl::matmul linear::impl::make_matmul(uint32_t m) const {
-  const dnnl::memory::desc src(dims2(m, n_in), src_dt, dnnl_tag::ab);
-  const dnnl::memory::desc dst(dims2(m, n_out), dnnl_dt::f32, dnnl_tag::ab);
-  const auto desc = bias ? dnnl::matmul::desc(src, weights.get_desc(), bias.get_desc(), dst)
-                         : dnnl::matmul::desc(src, weights.get_desc(), dst);
+namespace {
+
+dnnl::memory::desc dst_desc(uint32_t m, const dnnl_gemm& g) {
+  return {dims2(m, g.n), dnnl_dt::f32, dims2(g.ldc, 1)};
+}
+
+dnnl::memory::desc bias_desc(const dnnl_gemm& g) {
+  return {dims2(1, g.n), dnnl_dt::f32, dnnl_tag::ab};
+}
+
+}  // namespace
+
+dnnl::matmul linear::impl::make_matmul(const dnnl_gemm& g, uint32_t m) const {
+  const auto src = src_desc(m);
+  const auto desc = bias.empty() ? dnnl::matmul::desc(src, g.weights, dst_desc(m, g))
+                                 : dnnl::matmul::desc(src, g.weights, bias_desc(g), dst_desc(m, g));
   return dnnl::matmul(dnnl::matmul::primitive_desc(desc, dnnl_ctx::engine()));
 }
 
-std::shared_ptr<const dnnl::matmul> linear::impl::matmul_for(uint32_t m) const {
+std::shared_ptr<const dnnl::matmul> linear::impl::matmul_for(const dnnl_gemm& g, uint32_t m) const {
   // oneDNN partitions work by the creating thread's OpenMP thread count: part of the key.
-  const dnnl_ctx::matmul_key key{layout, m, bool(bias), omp_get_max_threads()};
+  const dnnl_ctx::matmul_key key{g.layout, m, !bias.empty(), omp_get_max_threads(), g.ldc};
   if (auto found = dnnl_ctx::find_matmul(key)) return found;
   try {
-    return dnnl_ctx::store_matmul(key, make_matmul(m));
+    return dnnl_ctx::store_matmul(key, make_matmul(g, m));
   } catch (const dnnl::error& e) {
-    std::fprintf(stderr, "hearth: oneDNN matmul for m=%u failed (%s); running row by row\n", m, e.what());
+    std::fprintf(stderr, "hearth: oneDNN matmul for m=%u failed (%s); falling back\n", m, e.what());
     return nullptr;
   }
 }
 
-void linear::impl::run(const dnnl::matmul& prim, const void* x, float* y, uint32_t m) const {
+void linear::impl::execute(const dnnl::matmul& prim, const dnnl_gemm& g, const void* x, const dnnl::memory& w,
+                           const float* b, float* y, uint32_t rows) const {
   const auto& eng = dnnl_ctx::engine();
-  // oneDNN takes non-const handles; it only reads the source.
-  dnnl::memory src({dims2(m, n_in), src_dt, dnnl_tag::ab}, eng, const_cast<void*>(x));
-  dnnl::memory dst({dims2(m, n_out), dnnl_dt::f32, dnnl_tag::ab}, eng, y);
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, bias);
+  // oneDNN takes non-const handles; it only reads the source, weights and bias.
+  dnnl::memory src(src_desc(rows), eng, const_cast<void*>(x));
+  dnnl::memory dst(dst_desc(rows, g), eng, y);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
+  if (b) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_desc(g), eng, const_cast<float*>(b)));
   prim.execute(dnnl_ctx::stream(), args);
+}
+
+bool linear::impl::run_rows(const dnnl_gemm& g, const void* x, const dnnl::memory& w, const float* b,
+                            float* y, uint32_t m) const {
+  for (uint32_t r = 0; r < m; r += max_rows_per_call) {
+    const uint32_t rows = std::min(max_rows_per_call, m - r);
+    const auto prim = matmul_for(g, rows);
+    if (!prim) return false;
+    execute(*prim, g, static_cast<const std::byte*>(x) + r * x_row_bytes(), w, b, y + size_t{r} * g.ldc,
+            rows);
+  }
+  return true;
+}
+
+void linear::impl::forward_native(const float* x, float* y, uint32_t m) const {
+  const void* src = x;
+  if (src_dt == dnnl_dt::bf16) {
+    uint16_t* buf = scratch<uint16_t>(size_t{m} * n_in);
+    to_bf16(x, buf, size_t{m} * n_in);
+    src = buf;
+  }
+  if (!run_rows(whole, src, weights, bias_at(0), y, m)) {
+    for (uint32_t i = 0; i < m; ++i)
+      execute(*row_matmul, whole, static_cast<const std::byte*>(src) + i * x_row_bytes(), weights, bias_at(0),
+              y + size_t{i} * n_out, 1);
+  }
+  dnnl_ctx::stream().wait();
+}
+
+void linear::impl::forward_emulated(const float* x, float* y, uint32_t m) const {
+  if (m <= max_rows_own_kernel) return gemm_bf16w(packed, x, y, m, bias);
+  float* xr = scratch<float>(size_t{m} * n_in);
+  round_to_bf16(x, xr, size_t{m} * n_in);
+  float* w = scratch<float, 1>(size_t{n_in} * panels[0].n);
+  for (uint32_t c = 0; c < n_out; c += panels[0].n) {
+    const dnnl_gemm& g = panels[c + panels[0].n < n_out ? 0 : 1];
+    widen_columns(packed, c, g.n, w);
+    const bool ran = run_rows(g, xr, dnnl::memory(g.weights, dnnl_ctx::engine(), w), bias_at(c), y + c, m);
+    dnnl_ctx::stream().wait();  // before the next panel overwrites w
+    if (!ran) return gemm_bf16w(packed, x, y, m, bias);
+  }
 }
 
 namespace {
@@ -182,7 +253,7 @@ namespace {
 // Converts the stacked rows into a plain (n_in, n_out) "ba" buffer of `dt` (W (n_out, n_in)
 // row-major is W^T in ba), then reorders it into `weights`' layout.
 void load_weights(std::span<const weight_part> parts, uint32_t n_in, uint32_t n_out, dnnl_dt dt,
-                  bool round_bf16, dnnl::memory& weights) {
+                  dnnl::memory& weights) {
   const size_t n = size_t{n_in} * n_out;
   const dnnl::memory::desc plain_md(dims2(n_in, n_out), dt, dnnl_tag::ba);
   std::vector<float> plain_f32(dt == dnnl_dt::f32 ? n : 0);
@@ -191,8 +262,6 @@ void load_weights(std::span<const weight_part> parts, uint32_t n_in, uint32_t n_
     const size_t count = rows * n_in, at = row * n_in;
     if (dt == dnnl_dt::bf16) {
       for (size_t i = 0; i < count; ++i) plain_bf16[at + i] = fp32_to_bf16(v[i]);
-    } else if (round_bf16) {
-      for (size_t i = 0; i < count; ++i) plain_f32[at + i] = bf16_to_fp32(fp32_to_bf16(v[i]));
     } else {
       std::memcpy(&plain_f32[at], v, count * sizeof(float));
     }
@@ -203,22 +272,49 @@ void load_weights(std::span<const weight_part> parts, uint32_t n_in, uint32_t n_
   dnnl_ctx::stream().wait();
 }
 
-dnnl::memory make_bias(std::span<const weight_part> parts, uint32_t n_out) {
+std::vector<float> stack_bias(std::span<const weight_part> parts) {
   const bool any = std::any_of(parts.begin(), parts.end(), [](const auto& p) { return !p.bias.empty(); });
-  if (!any) return {};
-  dnnl::memory bias({dims2(1, n_out), dnnl_dt::f32, dnnl_tag::ab}, dnnl_ctx::engine());
-  float* out = static_cast<float*>(bias.get_data_handle());
+  std::vector<float> bias;
+  if (!any) return bias;
   for (const auto& part : parts) {
     if (part.bias.empty())
-      std::fill_n(out, part.n_out, 0.0f);
+      bias.insert(bias.end(), part.n_out, 0.0f);
     else
-      std::copy(part.bias.begin(), part.bias.end(), out);
-    out += part.n_out;
+      bias.insert(bias.end(), part.bias.begin(), part.bias.end());
   }
   return bias;
 }
 
 }  // namespace
+
+// oneDNN's own bf16 or f32: the weights reordered into the layout it picks for layout_m rows.
+void linear::impl::create_native(std::span<const weight_part> parts) {
+  const dnnl::memory::desc src(dims2(layout_m, n_in), src_dt, dnnl_tag::ab);
+  const dnnl::memory::desc wei(dims2(n_in, n_out), src_dt, dnnl_tag::any);
+  const dnnl::memory::desc dst(dims2(layout_m, n_out), dnnl_dt::f32, dnnl_tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), dnnl_ctx::engine());
+  weights = dnnl::memory(pd.weights_desc(), dnnl_ctx::engine());
+  load_weights(parts, n_in, n_out, src_dt, weights);
+  whole = {pd.weights_desc(), dnnl_ctx::intern_layout(pd.weights_desc()), n_out, n_out};
+  // The fallback must exist, and it proves the pinned layout serves the smallest m as well.
+  row_matmul = std::make_shared<const dnnl::matmul>(make_matmul(whole, 1));
+}
+
+// Emulated bf16: the weights packed as bf16, and the panel shapes for widening them.
+void linear::impl::create_emulated(std::span<const weight_part> parts) {
+  packed = bf16_matrix(n_out, n_in);
+  for_each_row_block(parts, n_in, [&](size_t row, size_t rows, const float* v) {
+    packed.set_rows(static_cast<uint32_t>(row), static_cast<uint32_t>(rows), v);
+  });
+  const size_t fit = panel_bytes / (sizeof(float) * n_in) / bf16_matrix::panel_rows * bf16_matrix::panel_rows;
+  const uint32_t cols = static_cast<uint32_t>(std::clamp<size_t>(fit, bf16_matrix::panel_rows, n_out));
+  const uint32_t last = n_out - (n_out - 1) / cols * cols;
+  for (int i = 0; i < 2; ++i) {
+    const uint32_t n = i == 0 ? cols : last;
+    const dnnl::memory::desc wei(dims2(n_in, n), dnnl_dt::f32, dnnl_tag::ab);
+    panels[i] = {wei, dnnl_ctx::intern_layout(wei), n, n_out};
+  }
+}
 
 result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in, compute_type ct) {
   uint64_t n_out = 0;
@@ -229,17 +325,11 @@ result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in,
   p->emulated_bf16 = ct == compute_type::bf16 && !bf16_matmul_supported();
   p->src_dt = ct == compute_type::bf16 && !p->emulated_bf16 ? dnnl_dt::bf16 : dnnl_dt::f32;
   try {
-    p->bias = make_bias(parts, p->n_out);
-    // Let oneDNN pick the weights layout for layout_m rows, then pin it for every m.
-    const dnnl::memory::desc src(dims2(layout_m, n_in), p->src_dt, dnnl_tag::ab);
-    const dnnl::memory::desc wei(dims2(n_in, n_out), p->src_dt, dnnl_tag::any);
-    const dnnl::memory::desc dst(dims2(layout_m, n_out), dnnl_dt::f32, dnnl_tag::ab);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), dnnl_ctx::engine());
-    p->weights = dnnl::memory(pd.weights_desc(), dnnl_ctx::engine());
-    load_weights(parts, n_in, p->n_out, p->src_dt, p->emulated_bf16, p->weights);
-    p->layout = dnnl_ctx::intern_layout(pd.weights_desc());
-    // The fallback must exist, and it proves the pinned layout serves the smallest m as well.
-    p->row_matmul = std::make_shared<const dnnl::matmul>(p->make_matmul(1));
+    p->bias = stack_bias(parts);
+    if (p->emulated_bf16)
+      p->create_emulated(parts);
+    else
+      p->create_native(parts);
   } catch (const dnnl::error& e) {
     return error{errc::unsupported, std::string("linear: oneDNN: ") + e.what()};
   } catch (const std::bad_alloc&) {
@@ -250,33 +340,10 @@ result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in,
 
 void linear::forward(const float* x, float* y, uint32_t m) const {
   assert(m >= 1 && "linear::forward: m = 0");
-  const impl& p = *impl_;
-  const size_t n_x = size_t{m} * p.n_in;
-  const void* src = x;
-  size_t src_row_bytes = size_t{p.n_in} * sizeof(float);
-  if (p.src_dt == dnnl_dt::bf16) {
-    uint16_t* buf = scratch<uint16_t>(n_x);
-    to_bf16(x, buf, n_x);
-    src = buf;
-    src_row_bytes = size_t{p.n_in} * sizeof(uint16_t);
-  } else if (p.emulated_bf16) {
-    float* buf = scratch<float>(n_x);
-    round_to_bf16(x, buf, n_x);
-    src = buf;
-  }
-  const auto* src_bytes = static_cast<const std::byte*>(src);
-  for (uint32_t r = 0; r < m; r += max_rows_per_call) {
-    const uint32_t rows = std::min(max_rows_per_call, m - r);
-    const std::byte* chunk_x = src_bytes + r * src_row_bytes;
-    float* chunk_y = y + size_t{r} * p.n_out;
-    if (auto prim = p.matmul_for(rows)) {
-      p.run(*prim, chunk_x, chunk_y, rows);
-    } else {
-      for (uint32_t i = 0; i < rows; ++i)
-        p.run(*p.row_matmul, chunk_x + i * src_row_bytes, chunk_y + size_t{i} * p.n_out, 1);
-    }
-  }
-  dnnl_ctx::stream().wait();
+  if (impl_->emulated_bf16)
+    impl_->forward_emulated(x, y, m);
+  else
+    impl_->forward_native(x, y, m);
 }
 
 uint32_t linear::n_in() const {
@@ -286,7 +353,8 @@ uint32_t linear::n_out() const {
   return impl_->n_out;
 }
 size_t linear::weight_bytes() const {
-  return impl_->weights.get_desc().get_size() + (impl_->bias ? impl_->bias.get_desc().get_size() : 0);
+  const size_t matrix = impl_->emulated_bf16 ? impl_->packed.bytes() : impl_->weights.get_desc().get_size();
+  return matrix + impl_->bias.size() * sizeof(float);
 }
 
 linear::linear(std::unique_ptr<impl> p) : impl_(std::move(p)) {}

@@ -2,7 +2,9 @@
 // Dense layers on oneDNN: y (m, n_out) = x (m, n_in) @ W^T (+ b), W stored (n_out, n_in) as in
 // PyTorch / GGUF. Weights are converted once at load to the compute type (f32 or bf16) and
 // reordered into the blocked layout oneDNN prefers; primitives are built once per shape and
-// batch size and reused. oneDNN stays inside kernels/: this header shows none of it.
+// batch size and reused. Where oneDNN has no bf16 matmul (AVX2), bf16 weights are kept as bf16
+// in our own panel layout and multiplied by our own kernel (kernels/bf16_gemm.hpp) at small m.
+// oneDNN stays inside kernels/: this header shows none of it.
 
 #include <cstdint>
 #include <memory>
@@ -38,7 +40,7 @@ class linear {
 
   uint32_t n_in() const;
   uint32_t n_out() const;
-  //! Bytes the converted weights occupy (for memory accounting).
+  //! Bytes the converted weights occupy (for memory accounting): 2 per weight for bf16, 4 for f32.
   size_t weight_bytes() const;
 
   linear(linear&&) noexcept;

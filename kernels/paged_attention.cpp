@@ -1,12 +1,20 @@
 // ops::paged_attention: causal attention over the paged KV cache, flash-attention style. Each work
 // item takes one sequence's chunk of query rows and all query heads of one kv head (GQA), walks
-// the sequence's block table once, and folds every K/V tile into each query's running softmax
-// (max m, sum l, weighted values acc). So a decode step streams each K/V tile once per kv head.
+// its range of the sequence's block table once, and folds every K/V tile into each query's
+// running softmax (max m, sum l, weighted values acc). So a decode step streams each K/V tile
+// once per kv head. When a batch has too few items to keep every thread busy (one sequence,
+// few kv heads), items split the keys into ranges; each range's (m, l, acc) is merged after.
+//
+// bf16 tiles are read in place, 16 elements at a time by simd::widen_bf16_pairs, which yields
+// the even elements, then the odd ones. Queries and accumulators are kept in that order (see
+// bf16_elems), so the dot products and the weighted sums need no shuffles; the output is put
+// back in order once per item.
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu_ops.hpp"
@@ -17,6 +25,8 @@ namespace hearth::ops {
 
 namespace {
 
+using simd::vec;
+
 //! Query rows per work item: a prefill chunk's rows share each K/V tile read, and a long chunk
 //! still splits into enough items to keep every thread busy.
 constexpr uint32_t rows_per_item = 16;
@@ -24,12 +34,23 @@ constexpr uint32_t rows_per_item = 16;
 //! Queries folded together: 4 keep 8 accumulators and 2 V vectors in AVX2's 16 registers.
 constexpr uint32_t max_queries_per_fold = 4;
 
-//! Query rows [row0, row0 + n_rows) of sequence `seq`, with all query heads of kv head `kv_head`.
+//! Key splitting: a call aims at this many items per thread, and a key range is never shorter
+//! than min_blocks_per_range blocks, so that the merge stays small next to the range's work.
+constexpr uint32_t items_per_thread = 4;
+constexpr uint32_t min_blocks_per_range = 4;
+
+constexpr uint32_t whole_keys = UINT32_MAX;  // attn_item::partial of an item that is not split
+
+//! Query rows [row0, row0 + n_rows) of sequence `seq`, with all query heads of kv head `kv_head`,
+//! against the keys of blocks [block0, block1) of its table. `partial` is where its (acc, m, l)
+//! go in attn_call::partials when the keys are split, else whole_keys (it writes the output).
 struct attn_item {
   uint32_t seq;
   uint32_t kv_head;
   uint32_t row0;
   uint32_t n_rows;
+  uint32_t block0, block1;
+  uint32_t partial;
 };
 
 //! What all items of one call share.
@@ -41,68 +62,132 @@ struct attn_call {
   row_view<const float> q;
   row_view<float> out;
   std::span<const seq_rows> seqs;
+  float* partials;  // per split item: acc (nq, head_dim), m (nq,), l (nq,)
 };
 
 //! One thread's buffers, kept across calls so that a decode step allocates nothing.
 struct attn_scratch {
-  std::vector<float> q;    // (nq, head_dim) the item's queries, times scale
-  std::vector<float> acc;  // (nq, head_dim) running sum of weight * v
+  std::vector<float> q;    // (nq, head_dim) the item's queries, times scale, in tile order
+  std::vector<float> acc;  // (nq, head_dim) running sum of weight * v, in tile order
   std::vector<float> m;    // (nq,) running max score
   std::vector<float> l;    // (nq,) running sum of exp(score - m)
-  std::vector<float> k;    // (block_size, head_dim) current K tile in f32 (bf16 pools)
-  std::vector<float> v;    // (block_size, head_dim) current V tile in f32 (bf16 pools)
   std::vector<float> p;    // (4, block_size) scores, then weights, of the queries being folded
+  std::vector<float> k;    // (block_size, head_dim) current K tile in f32, when converted
+  std::vector<float> v;    // (block_size, head_dim) current V tile in f32, when converted
 
   void prepare(uint32_t nq, uint32_t hd, uint32_t bs) {
     q.resize(size_t{nq} * hd);
     acc.assign(size_t{nq} * hd, 0.0f);
     m.assign(nq, -std::numeric_limits<float>::infinity());
     l.assign(nq, 0.0f);
+    p.resize(size_t{max_queries_per_fold} * bs);
     k.resize(size_t{bs} * hd);
     v.resize(size_t{bs} * hd);
-    p.resize(size_t{max_queries_per_fold} * bs);
   }
 };
 
-//! The first n rows of a tile (block_size, head_dim) as f32: the pool's own bytes for f32 pools,
-//! else converted into `buf`.
-HEARTH_SIMD_INLINE const float* tile_f32(const kv_pool& pool, uint32_t block, uint32_t layer, uint32_t kv,
-                                         uint32_t head, uint32_t n, std::vector<float>& buf) {
+//! K/V elements of an f32 pool: 16 at a time in order.
+struct f32_elems {
+  using type = float;
+  HEARTH_SIMD_INLINE static void load16(const float* p, vec& a, vec& b) {
+    a = simd::load(p);
+    b = simd::load(p + simd::lanes);
+  }
+  HEARTH_SIMD_INLINE static float at(const float* p, uint32_t i) { return p[i]; }
+  //! Where element j of a 16-block lands in (a | b).
+  static constexpr uint32_t slot(uint32_t j) { return j; }
+};
+
+//! K/V elements of a bf16 pool, read in place: 16 at a time as (even elements | odd elements).
+struct bf16_elems {
+  using type = uint16_t;
+  HEARTH_SIMD_INLINE static void load16(const uint16_t* p, vec& a, vec& b) {
+    simd::widen_bf16_pairs(p, a, b);
+  }
+  HEARTH_SIMD_INLINE static float at(const uint16_t* p, uint32_t i) { return simd::bf16_to_f32(p[i]); }
+  static constexpr uint32_t slot(uint32_t j) { return j % 2 == 0 ? j / 2 : simd::lanes + j / 2; }
+};
+
+//! The index in tile order of element d of a head_dim row: 16-blocks permuted by E::slot, the
+//! tail (head_dim % 16) as it is.
+template <class E>
+HEARTH_SIMD_INLINE uint32_t tile_index(uint32_t d, uint32_t hd) {
+  constexpr uint32_t w = 2 * simd::lanes;
+  return d < hd / w * w ? d / w * w + E::slot(d % w) : d;
+}
+
+//! The first n rows of a head's tile (block_size, head_dim) of keys (kv = 0) or values (kv = 1)
+//! in one block, as E reads them: the pool's own bytes, or a bf16 tile converted into buf.
+template <class E>
+HEARTH_SIMD_INLINE const typename E::type* tile_as(const kv_pool& pool, uint32_t block, uint32_t layer,
+                                                   uint32_t kv, uint32_t head, uint32_t n,
+                                                   std::vector<float>& buf) {
   const std::byte* t = pool.tile(block, layer, kv, head);
-  if (pool.layout().dtype == kv_dtype::f32) return reinterpret_cast<const float*>(t);
+  if (std::is_same_v<E, bf16_elems> || pool.layout().dtype == kv_dtype::f32)
+    return reinterpret_cast<const typename E::type*>(t);
   const auto* src = reinterpret_cast<const uint16_t*>(t);
   const size_t count = size_t{n} * pool.layout().head_dim;
   for (size_t i = 0; i < count; ++i) buf[i] = simd::bf16_to_f32(src[i]);
-  return buf.data();
+  return reinterpret_cast<const typename E::type*>(buf.data());
 }
 
-//! Scores of NQ queries q (NQ, hd) against keys k (n, hd) -> s (NQ, s_stride). Each key is
-//! loaded once for all NQ queries; the partial sums stay in registers until the end.
-template <uint32_t NQ>
-HEARTH_SIMD_INLINE void tile_scores(const float* q, const float* k, uint32_t n, uint32_t hd, float* s,
-                                    uint32_t s_stride) {
-  for (uint32_t j = 0; j < n; ++j) {
-    const float* kj = k + size_t{j} * hd;
-    simd::vec acc[NQ] = {};
-    uint32_t d = 0;
-    for (; d + simd::lanes <= hd; d += simd::lanes) {
-      const simd::vec kv = simd::load(kj + d);
-      for (uint32_t g = 0; g < NQ; ++g) acc[g] += simd::load(q + g * size_t{hd} + d) * kv;
+//! Asks for the cache lines of block's K and V tiles of one head ahead of their use: a sequence's
+//! blocks lie anywhere in the pool, so the hardware prefetcher cannot guess the next one, and a
+//! decode step otherwise waits on memory at the start of every 2 KiB tile.
+HEARTH_SIMD_INLINE void prefetch_tiles(const kv_pool& pool, uint32_t block, uint32_t layer, uint32_t head) {
+  constexpr size_t line = 64;
+  const size_t bytes = pool.layout().tile_bytes();
+  for (uint32_t kv = 0; kv < 2; ++kv) {
+    const std::byte* t = pool.tile(block, layer, kv, head);
+    for (size_t off = 0; off < bytes; off += line) __builtin_prefetch(t + off);
+  }
+}
+
+//! s[0, c) = scores of one query q (hd,) in tile order against C keys k (C, hd), C = 1 or 8: one
+//! accumulator per key, and for 8 keys one tree reduction (simd::hsum8) instead of 8.
+template <class E, uint32_t C>
+HEARTH_SIMD_INLINE void key_scores(const float* q, const typename E::type* k, uint32_t hd, float* s) {
+  constexpr uint32_t w = 2 * simd::lanes;
+  vec acc[C] = {};
+  uint32_t d = 0;
+  for (; d + w <= hd; d += w) {
+    const vec qa = simd::load(q + d), qb = simd::load(q + d + simd::lanes);
+    for (uint32_t j = 0; j < C; ++j) {
+      vec ka, kb;
+      E::load16(k + size_t{j} * hd + d, ka, kb);
+      acc[j] += qa * ka;
+      acc[j] += qb * kb;
     }
-    for (uint32_t g = 0; g < NQ; ++g) {
-      float sum = simd::hsum(acc[g]);
-      for (uint32_t e = d; e < hd; ++e) sum += q[g * size_t{hd} + e] * kj[e];
-      s[g * s_stride + j] = sum;
-    }
+  }
+  float tail[C] = {};
+  for (uint32_t j = 0; j < C; ++j)
+    for (uint32_t e = d; e < hd; ++e) tail[j] += q[e] * E::at(k + size_t{j} * hd, e);
+  if constexpr (C == simd::lanes) {
+    simd::store(s, simd::hsum8(acc) + simd::load(tail));
+  } else {
+    for (uint32_t j = 0; j < C; ++j) s[j] = simd::hsum(acc[j]) + tail[j];
+  }
+}
+
+//! Scores of NQ queries q (NQ, hd) in tile order against keys k (n, hd) -> s (NQ, s_stride), 8
+//! keys at a time: the K tile is read once per query, from L1 after the first.
+template <class E, uint32_t NQ>
+HEARTH_SIMD_INLINE void tile_scores(const float* q, const typename E::type* k, uint32_t n, uint32_t hd,
+                                    float* s, uint32_t s_stride) {
+  for (uint32_t g = 0; g < NQ; ++g) {
+    uint32_t j = 0;
+    for (; j + simd::lanes <= n; j += simd::lanes)
+      key_scores<E, simd::lanes>(q + g * size_t{hd}, k + size_t{j} * hd, hd, s + g * s_stride + j);
+    for (; j < n; ++j) key_scores<E, 1>(q + g * size_t{hd}, k + size_t{j} * hd, hd, s + g * s_stride + j);
   }
 }
 
 //! p (n,) = exp(p - m_new) in place; returns their sum.
 HEARTH_SIMD_INLINE float exp_shifted(float* p, uint32_t n, float m_new) {
-  simd::vec sums{};
+  vec sums{};
   uint32_t j = 0;
   for (; j + simd::lanes <= n; j += simd::lanes) {
-    const simd::vec e = simd::exp(simd::load(p + j) - m_new);
+    const vec e = simd::exp(simd::load(p + j) - m_new);
     simd::store(p + j, e);
     sums += e;
   }
@@ -111,36 +196,49 @@ HEARTH_SIMD_INLINE float exp_shifted(float* p, uint32_t n, float m_new) {
   return sum;
 }
 
-//! acc (NQ, hd) = acc * correction (NQ,) + p (NQ, p_stride) @ v (n, hd): 16 columns at a time,
-//! so each V row is loaded once for all NQ queries and the 2 NQ accumulators stay in registers.
-template <uint32_t NQ>
-HEARTH_SIMD_INLINE void tile_accumulate(const float* p, uint32_t p_stride, const float* v, uint32_t n,
-                                        uint32_t hd, const float* correction, float* acc) {
-  constexpr uint32_t w = 2 * simd::lanes;
-  uint32_t d = 0;
-  for (; d + w <= hd; d += w) {
-    simd::vec a0[NQ], a1[NQ];
-    for (uint32_t g = 0; g < NQ; ++g) {
-      a0[g] = simd::load(acc + g * size_t{hd} + d) * correction[g];
-      a1[g] = simd::load(acc + g * size_t{hd} + d + simd::lanes) * correction[g];
-    }
+//! tile_accumulate's work on columns [d, d + 16 S) for S = strip, from d = d0 while they fit in
+//! hd; returns where it stopped.
+template <class E, uint32_t NQ, uint32_t S>
+HEARTH_SIMD_INLINE uint32_t accumulate_strips(const float* p, uint32_t p_stride, const typename E::type* v,
+                                              uint32_t n, uint32_t hd, uint32_t d, const float* correction,
+                                              float* acc) {
+  constexpr uint32_t w = 2 * simd::lanes;  // columns per load16
+  for (; d + S * w <= hd; d += S * w) {
+    vec a[NQ][2 * S];
+    for (uint32_t g = 0; g < NQ; ++g)
+      for (uint32_t x = 0; x < 2 * S; ++x)
+        a[g][x] = simd::load(acc + g * size_t{hd} + d + x * simd::lanes) * correction[g];
     for (uint32_t j = 0; j < n; ++j) {
-      const simd::vec v0 = simd::load(v + size_t{j} * hd + d),
-                      v1 = simd::load(v + size_t{j} * hd + d + simd::lanes);
-      for (uint32_t g = 0; g < NQ; ++g) {
-        a0[g] += p[g * p_stride + j] * v0;
-        a1[g] += p[g * p_stride + j] * v1;
+      for (uint32_t x = 0; x < S; ++x) {
+        vec v0, v1;
+        E::load16(v + size_t{j} * hd + d + x * w, v0, v1);
+        for (uint32_t g = 0; g < NQ; ++g) {
+          a[g][2 * x] += p[g * p_stride + j] * v0;
+          a[g][2 * x + 1] += p[g * p_stride + j] * v1;
+        }
       }
     }
-    for (uint32_t g = 0; g < NQ; ++g) {
-      simd::store(acc + g * size_t{hd} + d, a0[g]);
-      simd::store(acc + g * size_t{hd} + d + simd::lanes, a1[g]);
-    }
+    for (uint32_t g = 0; g < NQ; ++g)
+      for (uint32_t x = 0; x < 2 * S; ++x) simd::store(acc + g * size_t{hd} + d + x * simd::lanes, a[g][x]);
   }
-  for (; d < hd; ++d) {  // head_dim not a multiple of 16
+  return d;
+}
+
+//! acc (NQ, hd) = acc * correction (NQ,) + p (NQ, p_stride) @ v (n, hd), acc in tile order: a
+//! strip of 8 V vectors' worth of columns per query shared among NQ (64 columns for one query),
+//! so each V row is loaded once for all NQ queries, the accumulators stay in registers, and one
+//! query walks a 64-wide head's tile row after row, as the hardware prefetcher likes. Then 16
+//! columns at a time, then one by one (head_dim not a multiple of 16).
+template <class E, uint32_t NQ>
+HEARTH_SIMD_INLINE void tile_accumulate(const float* p, uint32_t p_stride, const typename E::type* v,
+                                        uint32_t n, uint32_t hd, const float* correction, float* acc) {
+  constexpr uint32_t strip = NQ == 1 ? 4 : NQ == 2 ? 2 : 1;
+  uint32_t d = accumulate_strips<E, NQ, strip>(p, p_stride, v, n, hd, 0, correction, acc);
+  if constexpr (strip > 1) d = accumulate_strips<E, NQ, 1>(p, p_stride, v, n, hd, d, correction, acc);
+  for (; d < hd; ++d) {
     for (uint32_t g = 0; g < NQ; ++g) {
       float a = acc[g * size_t{hd} + d] * correction[g];
-      for (uint32_t j = 0; j < n; ++j) a += p[g * p_stride + j] * v[size_t{j} * hd + d];
+      for (uint32_t j = 0; j < n; ++j) a += p[g * p_stride + j] * E::at(v + size_t{j} * hd, d);
       acc[g * size_t{hd} + d] = a;
     }
   }
@@ -148,10 +246,11 @@ HEARTH_SIMD_INLINE void tile_accumulate(const float* p, uint32_t p_stride, const
 
 //! Folds keys k (n, hd) and values v (n, hd) into the running softmax of NQ queries q (NQ, hd):
 //! max m (NQ,), sum l (NQ,), acc (NQ, hd). p (NQ, p_stride >= n) is scratch.
-template <uint32_t NQ>
-HEARTH_SIMD_INLINE void fold_tile(const float* q, const float* k, const float* v, uint32_t n, uint32_t hd,
-                                  float* m, float* l, float* acc, float* p, uint32_t p_stride) {
-  tile_scores<NQ>(q, k, n, hd, p, p_stride);
+template <class E, uint32_t NQ>
+HEARTH_SIMD_INLINE void fold_tile(const float* q, const typename E::type* k, const typename E::type* v,
+                                  uint32_t n, uint32_t hd, float* m, float* l, float* acc, float* p,
+                                  uint32_t p_stride) {
+  tile_scores<E, NQ>(q, k, n, hd, p, p_stride);
   float correction[NQ];
   for (uint32_t g = 0; g < NQ; ++g) {
     float* pg = p + g * p_stride;
@@ -160,12 +259,13 @@ HEARTH_SIMD_INLINE void fold_tile(const float* q, const float* k, const float* v
     l[g] = l[g] * correction[g] + exp_shifted(pg, n, m_new);
     m[g] = m_new;
   }
-  tile_accumulate<NQ>(p, p_stride, v, n, hd, correction, acc);
+  tile_accumulate<E, NQ>(p, p_stride, v, n, hd, correction, acc);
 }
 
 //! fold_tile over queries [q0, q1) of the item, max_queries_per_fold at a time.
-HEARTH_SIMD_INLINE void fold_queries(attn_scratch& w, uint32_t q0, uint32_t q1, const float* k,
-                                     const float* v, uint32_t n, uint32_t hd, uint32_t bs) {
+template <class E>
+HEARTH_SIMD_INLINE void fold_queries(attn_scratch& w, uint32_t q0, uint32_t q1, const typename E::type* k,
+                                     const typename E::type* v, uint32_t n, uint32_t hd, uint32_t bs) {
   for (uint32_t qi = q0; qi < q1; qi += max_queries_per_fold) {
     float* q = w.q.data() + size_t{qi} * hd;
     float* acc = w.acc.data() + size_t{qi} * hd;
@@ -173,60 +273,165 @@ HEARTH_SIMD_INLINE void fold_queries(attn_scratch& w, uint32_t q0, uint32_t q1, 
     float* l = w.l.data() + qi;
     switch (std::min(max_queries_per_fold, q1 - qi)) {
       case 4:
-        fold_tile<4>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
+        fold_tile<E, 4>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
         break;
       case 3:
-        fold_tile<3>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
+        fold_tile<E, 3>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
         break;
       case 2:
-        fold_tile<2>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
+        fold_tile<E, 2>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
         break;
       default:
-        fold_tile<1>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
+        fold_tile<E, 1>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
         break;
     }
   }
 }
 
-HEARTH_SIMD_CLONES
-void attend_item(const attn_call& c, const attn_item& it) {
+//! out rows of the item = acc (nq, hd) in tile order / l (nq,).
+template <class E>
+HEARTH_SIMD_INLINE void write_output(const attn_call& c, const attn_item& it, const float* acc,
+                                     const float* l) {
+  const uint32_t hd = c.pool.layout().head_dim;
+  const seq_rows& s = c.seqs[it.seq];
+  for (uint32_t i = 0; i < it.n_rows; ++i) {
+    float* dst = c.out.row(s.first_row + it.row0 + i) + size_t{it.kv_head} * c.group * hd;
+    for (uint32_t g = 0; g < c.group; ++g) {
+      const uint32_t qi = i * c.group + g;
+      const float inv_l = 1.0f / l[qi];  // l >= 1: the max score's own term is e^0
+      for (uint32_t d = 0; d < hd; ++d)
+        dst[size_t{g} * hd + d] = acc[size_t{qi} * hd + tile_index<E>(d, hd)] * inv_l;
+    }
+  }
+}
+
+template <class E>
+HEARTH_SIMD_INLINE void attend(const attn_call& c, const attn_item& it) {
   const kv_layout& lay = c.pool.layout();
   const uint32_t hd = lay.head_dim, bs = lay.block_size;
   const seq_rows& s = c.seqs[it.seq];
   const uint32_t nq = it.n_rows * c.group;  // query (row i, head g of the group) is i * group + g
-  const size_t group_floats = size_t{c.group} * hd;
   thread_local attn_scratch w;
   w.prepare(nq, hd, bs);
 
   for (uint32_t i = 0; i < it.n_rows; ++i) {
     // The group's query heads are adjacent in the row: heads kv_head * group .. + group - 1.
-    const float* src = c.q.row(s.first_row + it.row0 + i) + it.kv_head * group_floats;
-    float* dst = w.q.data() + i * group_floats;
-    for (size_t e = 0; e < group_floats; ++e) dst[e] = src[e] * c.scale;
+    const float* src = c.q.row(s.first_row + it.row0 + i) + size_t{it.kv_head} * c.group * hd;
+    float* dst = w.q.data() + size_t{i} * c.group * hd;
+    for (uint32_t g = 0; g < c.group; ++g)
+      for (uint32_t d = 0; d < hd; ++d)
+        dst[size_t{g} * hd + tile_index<E>(d, hd)] = src[size_t{g} * hd + d] * c.scale;
   }
 
   const uint64_t first_pos = uint64_t{s.start_pos} + it.row0;
   const uint64_t end_pos = first_pos + it.n_rows;  // keys [0, end_pos) are visible to some row
-  for (uint64_t base = 0, b = 0; base < end_pos; base += bs, ++b) {
+  for (uint32_t b = it.block0; b < it.block1; ++b) {
+    const uint64_t base = uint64_t{b} * bs;
     const auto n_keys = static_cast<uint32_t>(std::min<uint64_t>(bs, end_pos - base));
-    const float* k = tile_f32(c.pool, s.blocks[b], c.layer, 0, it.kv_head, n_keys, w.k);
-    const float* v = tile_f32(c.pool, s.blocks[b], c.layer, 1, it.kv_head, n_keys, w.v);
+    if (b + 1 < it.block1) prefetch_tiles(c.pool, s.blocks[b + 1], c.layer, it.kv_head);
+    const auto* k = tile_as<E>(c.pool, s.blocks[b], c.layer, 0, it.kv_head, n_keys, w.k);
+    const auto* v = tile_as<E>(c.pool, s.blocks[b], c.layer, 1, it.kv_head, n_keys, w.v);
     for (uint32_t i = 0; i < it.n_rows; ++i) {
       const uint64_t pos = first_pos + i;
       if (pos < base) continue;  // this row sees none of the tile
       const auto n = static_cast<uint32_t>(std::min<uint64_t>(n_keys, pos - base + 1));
-      fold_queries(w, i * c.group, (i + 1) * c.group, k, v, n, hd, bs);
+      fold_queries<E>(w, i * c.group, (i + 1) * c.group, k, v, n, hd, bs);
     }
   }
 
-  for (uint32_t i = 0; i < it.n_rows; ++i) {
-    float* dst = c.out.row(s.first_row + it.row0 + i) + it.kv_head * group_floats;
-    for (uint32_t g = 0; g < c.group; ++g) {
-      const uint32_t qi = i * c.group + g;
-      const float inv_l = 1.0f / w.l[qi];  // l >= 1: the max score's own term is e^0
-      for (uint32_t d = 0; d < hd; ++d) dst[size_t{g} * hd + d] = w.acc[size_t{qi} * hd + d] * inv_l;
+  if (it.partial == whole_keys) return write_output<E>(c, it, w.acc.data(), w.l.data());
+  float* dst = c.partials + it.partial;
+  std::copy(w.acc.begin(), w.acc.end(), dst);
+  std::copy(w.m.begin(), w.m.end(), dst + w.acc.size());
+  std::copy(w.l.begin(), w.l.end(), dst + w.acc.size() + nq);
+}
+
+//! Combines the (acc, m, l) of items [first, first + n), one item's key ranges, into its output.
+template <class E>
+HEARTH_SIMD_INLINE void merge(const attn_call& c, const attn_item* first, uint32_t n) {
+  const uint32_t hd = c.pool.layout().head_dim, nq = first->n_rows * c.group;
+  const size_t n_acc = size_t{nq} * hd;
+  thread_local std::vector<float> acc, l;
+  acc.assign(n_acc, 0.0f);
+  l.assign(nq, 0.0f);
+  for (uint32_t qi = 0; qi < nq; ++qi) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (uint32_t r = 0; r < n; ++r) m = std::max(m, c.partials[first[r].partial + n_acc + qi]);
+    for (uint32_t r = 0; r < n; ++r) {
+      const float* part = c.partials + first[r].partial;
+      const float scale = simd::exp(part[n_acc + qi] - m);  // a range the row cannot see: m -inf, l 0
+      l[qi] += part[n_acc + nq + qi] * scale;
+      for (uint32_t d = 0; d < hd; ++d) acc[size_t{qi} * hd + d] += part[size_t{qi} * hd + d] * scale;
     }
   }
+  write_output<E>(c, *first, acc.data(), l.data());
+}
+
+//! Whether an item reads a bf16 pool's tiles in place. Only when one fold covers all the item's
+//! queries (a decode row with at most 4 query heads per kv head): each further fold would widen
+//! the tile again, where converting it once to f32 is cheaper.
+bool in_place(const attn_call& c, uint32_t n_rows) {
+  return c.pool.layout().dtype == kv_dtype::bf16 && n_rows * c.group <= max_queries_per_fold;
+}
+
+HEARTH_SIMD_CLONES
+void attend_item(const attn_call& c, const attn_item& it) {
+  if (in_place(c, it.n_rows))
+    attend<bf16_elems>(c, it);
+  else
+    attend<f32_elems>(c, it);
+}
+
+HEARTH_SIMD_CLONES
+void merge_items(const attn_call& c, const attn_item* first, uint32_t n) {
+  if (in_place(c, first->n_rows))
+    merge<bf16_elems>(c, first, n);
+  else
+    merge<f32_elems>(c, first, n);
+}
+
+//! The work of one call: items, and for each split (sequence, kv head, row chunk) where its
+//! consecutive items start and how many there are.
+struct attn_plan {
+  std::vector<attn_item> items;
+  std::vector<std::pair<uint32_t, uint32_t>> merges;
+  size_t partial_floats = 0;
+};
+
+//! How many key ranges each (sequence, kv head, row chunk) gets: enough items for the threads.
+uint32_t ranges_wanted(const kv_layout& lay, std::span<const seq_rows> seqs) {
+  size_t chunks = 0;
+  for (const seq_rows& s : seqs)
+    chunks += (s.n_rows + rows_per_item - 1) / rows_per_item * size_t{lay.n_head_kv};
+  const size_t target = items_per_thread * static_cast<size_t>(kernel_threads());
+  return chunks == 0 || chunks >= target ? 1 : static_cast<uint32_t>((target + chunks - 1) / chunks);
+}
+
+attn_plan make_plan(const kv_layout& lay, uint32_t group, std::span<const seq_rows> seqs) {
+  attn_plan plan;
+  const uint32_t wanted = ranges_wanted(lay, seqs);
+  for (uint32_t si = 0; si < seqs.size(); ++si) {
+    const seq_rows& s = seqs[si];
+    assert((s.n_rows == 0 || (uint64_t{s.start_pos} + s.n_rows - 1) / lay.block_size < s.blocks.size()) &&
+           "paged_attention: block table too short");
+    for (uint32_t row0 = 0; row0 < s.n_rows; row0 += rows_per_item) {
+      const uint32_t n_rows = std::min(rows_per_item, s.n_rows - row0);
+      const auto n_blocks = static_cast<uint32_t>(
+          (uint64_t{s.start_pos} + row0 + n_rows + lay.block_size - 1) / lay.block_size);
+      const uint32_t ranges = std::clamp(n_blocks / min_blocks_per_range, 1u, wanted);
+      const size_t partial = size_t{n_rows} * group * (lay.head_dim + 2);
+      for (uint32_t h = 0; h < lay.n_head_kv; ++h) {
+        if (ranges > 1) plan.merges.emplace_back(static_cast<uint32_t>(plan.items.size()), ranges);
+        for (uint32_t r = 0; r < ranges; ++r) {
+          const uint32_t slot = ranges > 1 ? static_cast<uint32_t>(plan.partial_floats) : whole_keys;
+          plan.items.push_back(
+              {si, h, row0, n_rows, n_blocks * r / ranges, n_blocks * (r + 1) / ranges, slot});
+          if (ranges > 1) plan.partial_floats += partial;
+        }
+      }
+    }
+  }
+  return plan;
 }
 
 }  // namespace
@@ -236,25 +441,16 @@ void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_v
   const kv_layout& lay = pool.layout();
   assert(n_head > 0 && n_head % lay.n_head_kv == 0 && "paged_attention: n_head not a multiple of n_head_kv");
   assert(layer < lay.n_layer && "paged_attention: layer out of range");
-  const attn_call call{pool,
-                       layer,
-                       n_head / lay.n_head_kv,
-                       static_cast<float>(1.0 / std::sqrt(static_cast<double>(lay.head_dim))),
-                       q,
-                       out,
-                       seqs};
-  std::vector<attn_item> items;
-  for (uint32_t si = 0; si < seqs.size(); ++si) {
-    const seq_rows& s = seqs[si];
-    assert((s.n_rows == 0 || (uint64_t{s.start_pos} + s.n_rows - 1) / lay.block_size < s.blocks.size()) &&
-           "paged_attention: block table too short");
-    for (uint32_t row0 = 0; row0 < s.n_rows; row0 += rows_per_item) {
-      for (uint32_t h = 0; h < lay.n_head_kv; ++h) {
-        items.push_back({si, h, row0, std::min(rows_per_item, s.n_rows - row0)});
-      }
-    }
-  }
-  parallel_for(items.size(), [&](size_t i) { attend_item(call, items[i]); });
+  const uint32_t group = n_head / lay.n_head_kv;
+  const attn_plan plan = make_plan(lay, group, seqs);
+  std::vector<float> partials(plan.partial_floats);
+  const attn_call call{
+      pool, layer, group, static_cast<float>(1.0 / std::sqrt(static_cast<double>(lay.head_dim))),
+      q,    out,   seqs,  partials.data()};
+  parallel_for(plan.items.size(), [&](size_t i) { attend_item(call, plan.items[i]); });
+  parallel_for(plan.merges.size(), [&](size_t i) {
+    merge_items(call, &plan.items[plan.merges[i].first], plan.merges[i].second);
+  });
 }
 
 }  // namespace hearth::ops

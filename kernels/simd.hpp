@@ -13,8 +13,10 @@
 #include <type_traits>
 
 // Hot loops are compiled for baseline x86-64, x86-64-v3 (AVX2 + FMA) and x86-64-v4 (AVX-512); the
-// dynamic loader picks the best the CPU has, so one binary runs on any x86-64 machine.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HEARTH_NO_SIMD_CLONES)
+// dynamic loader picks the best the CPU has, so one binary runs on any x86-64 machine. Not under
+// ThreadSanitizer: the loader runs the (instrumented) resolvers before TSan's runtime starts.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HEARTH_NO_SIMD_CLONES) && \
+    !defined(__SANITIZE_THREAD__)
 #define HEARTH_SIMD_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define HEARTH_SIMD_CLONES
@@ -40,8 +42,11 @@ HEARTH_SIMD_INLINE void store(float* p, vec v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+//! x in every lane: one broadcast. (`vec{} + x` adds 0.0 first; `vec{x, x, ...}` inserts lane by
+//! lane.)
 HEARTH_SIMD_INLINE vec splat(float x) {
-  return vec{} + x;
+  const vec v{x};
+  return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
 //! The sum of v's lanes, as a tree.
@@ -50,6 +55,21 @@ HEARTH_SIMD_INLINE float hsum(vec v) {
   v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5);
   v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6);
   return v[0];
+}
+
+//! The lane sums of 8 vectors as one vector: out[i] = hsum(v[i]). A tree of pairwise sums
+//! (14 shuffles, 7 adds) in place of 8 separate reductions.
+HEARTH_SIMD_INLINE vec hsum8(const vec (&v)[8]) {
+  vec t[4], u[2];
+  for (int i = 0; i < 4; ++i)  // lanes (v0+v1 pairs | v0' pairs ...) within each 128-bit half
+    t[i] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 2, 8, 10, 4, 6, 12, 14) +
+           __builtin_shufflevector(v[2 * i], v[2 * i + 1], 1, 3, 9, 11, 5, 7, 13, 15);
+  for (int i = 0; i < 2; ++i)
+    u[i] = __builtin_shufflevector(t[2 * i], t[2 * i + 1], 0, 2, 8, 10, 4, 6, 12, 14) +
+           __builtin_shufflevector(t[2 * i], t[2 * i + 1], 1, 3, 9, 11, 5, 7, 13, 15);
+  // u0 = (v0 v1 v2 v3 | v0 v1 v2 v3) partial sums of the low | high halves, u1 likewise for v4-v7
+  return __builtin_shufflevector(u[0], u[1], 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(u[0], u[1], 4, 5, 6, 7, 12, 13, 14, 15);
 }
 
 //! a (n,) . b (n,) in f32, in 2 x `lanes` independent partial sums.
@@ -92,6 +112,18 @@ HEARTH_SIMD_INLINE T exp(T x) {
     std::memcpy(&two_n, &two_n_bits, sizeof two_n);
     return y * two_n;
   }
+}
+
+//! 16 bf16 values read as 8 32-bit pairs and widened without shuffles: `lo` = the low halves
+//! (elements 0, 2, ..., 14), `hi` = the high halves (1, 3, ..., 15). Two integer ops; callers
+//! store their data, or permute the other operand, to match this order.
+HEARTH_SIMD_INLINE void widen_bf16_pairs(const uint16_t* p, vec& lo, vec& hi) {
+  using pairs = uint32_t __attribute__((vector_size(lanes * sizeof(uint32_t))));
+  pairs v;
+  std::memcpy(&v, p, sizeof v);
+  const pairs l = v << 16, h = v & 0xffff0000u;
+  std::memcpy(&lo, &l, sizeof lo);  // not bit_cast: see exp()
+  std::memcpy(&hi, &h, sizeof hi);
 }
 
 HEARTH_SIMD_INLINE float bf16_to_f32(uint16_t b) {

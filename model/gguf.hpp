@@ -141,6 +141,10 @@ class file {
   const tensor_info* find_tensor(std::string_view name) const;
   //! The tensor's bytes (n_bytes long, inside the file).
   std::span<const std::byte> data(const tensor_info& t) const;
+  //! Hands the pages wholly inside t's bytes back to the kernel (madvise MADV_DONTNEED) once a
+  //! loader has converted them, so that they stop counting in the process's RSS; reading them
+  //! again faults them back in from the page cache. Nothing for files from parse().
+  void release(const tensor_info& t) const;
 
  private:
   struct mapping;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <unordered_set>
@@ -32,6 +33,16 @@ struct file::mapping {
   mapping& operator=(const mapping&) = delete;
   ~mapping() { ::munmap(addr, size); }
 };
+
+void file::release(const tensor_info& t) const {
+  const auto bytes = data(t);
+  if (!map_ || bytes.empty()) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+  // A private, read-only mapping never written: dropping its pages loses nothing.
+  if (begin < end) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
 
 namespace {
 

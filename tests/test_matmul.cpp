@@ -1,5 +1,5 @@
-// linear (oneDNN) against a plain double-accumulation reference on fresh random inputs, and
-// parallel_for's contract.
+// linear (oneDNN, and the bf16-weight kernel of emulated bf16) against a plain double-accumulation
+// reference on fresh random inputs, and parallel_for's contract.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/rng.hpp"
+#include "kernels/bf16_gemm.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_bench.hpp"
 #include "kernels/parallel.hpp"
@@ -174,6 +175,72 @@ TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
     }
   }
   set_kernel_threads(threads_before);
+}
+
+TEST_CASE("linear widens bf16 weights in column panels for a large batch", "[matmul]") {
+  const uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  rng r(seed);
+  // n_in 1000: a 1 MiB panel holds 256 f32 columns, so 300 rows make a full panel and a last one.
+  check_against_reference(r, {make_part(r, tensor_type::bf16, 300, 1000, true)}, 1000, compute_type::bf16,
+                          {33, 40, 300});
+}
+
+TEST_CASE("bf16 weights take half the bytes of f32 ones", "[matmul]") {
+  rng r(7);
+  const std::vector<test_part> parts{make_part(r, tensor_type::f32, 64, 128, false)};
+  const auto ws = views(parts);
+  auto f32 = linear::create(ws, 128, compute_type::f32);
+  auto bf16 = linear::create(ws, 128, compute_type::bf16);
+  REQUIRE(f32.ok());
+  REQUIRE(bf16.ok());
+  CHECK(f32->weight_bytes() == size_t{64} * 128 * 4);
+  CHECK(bf16->weight_bytes() == size_t{64} * 128 * 2);
+}
+
+TEST_CASE("gemm_bf16w matches a double reference for any shape and thread count", "[matmul]") {
+  const uint64_t seed = std::random_device{}();
+  CAPTURE(seed);
+  rng r(seed);
+  const int threads_before = kernel_threads();
+  for (auto [n_out, n_in] : {std::pair{1u, 1u}, {5u, 3u}, {16u, 16u}, {17u, 33u}, {40u, 72u}, {100u, 257u}}) {
+    // W and x as the kernel sees them: rounded to bf16.
+    const std::vector<test_part> parts{make_part(r, tensor_type::bf16, n_out, n_in, n_out % 2 == 1)};
+    bf16_matrix w(n_out, n_in);
+    w.set_rows(0, n_out, parts[0].weights.data());
+    for (uint32_t m : {1u, 2u, 3u, 5u, 6u, 7u, 13u, 16u, 32u}) {
+      CAPTURE(n_out, n_in, m);
+      const auto x = random_values(r, size_t{m} * n_in);
+      std::vector<float> x_bf16(x.size()), y1(size_t{m} * n_out, NAN), y2(y1.size(), NAN);
+      round_to_bf16(x.data(), x_bf16.data(), x.size());
+      set_kernel_threads(1);
+      gemm_bf16w(w, x.data(), y1.data(), m, parts[0].bias);
+      set_kernel_threads(2);
+      gemm_bf16w(w, x.data(), y2.data(), m, parts[0].bias);
+      // Products of bf16 values are exact in f32: only the f32 summation rounds.
+      CHECK(rel_error(y1, reference(parts, x_bf16, m, n_in)) <= 1e-5);
+      CHECK(y1 == y2);  // each output is one thread's sum, in the same order
+    }
+  }
+  set_kernel_threads(threads_before);
+}
+
+TEST_CASE("widen_columns gives W^T's columns exactly", "[matmul]") {
+  rng r(11);
+  const uint32_t n_out = 37, n_in = 9;
+  const std::vector<test_part> parts{make_part(r, tensor_type::bf16, n_out, n_in, false)};
+  bf16_matrix w(n_out, n_in);
+  w.set_rows(0, n_out, parts[0].weights.data());
+  for (auto [first, n] : {std::pair{0u, 37u}, {16u, 21u}, {16u, 16u}, {32u, 5u}}) {
+    CAPTURE(first, n);
+    std::vector<float> out(size_t{n_in} * n, NAN);
+    widen_columns(w, first, n, out.data());
+    bool exact = true;
+    for (uint32_t k = 0; k < n_in; ++k)
+      for (uint32_t c = 0; c < n; ++c)
+        exact &= out[size_t{k} * n + c] == parts[0].weights[size_t{first + c} * n_in + k];
+    CHECK(exact);
+  }
 }
 
 TEST_CASE("linear rejects malformed parts", "[matmul]") {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu_ops.hpp"
+#include "kernels/parallel.hpp"
 #include "model/tensor_types.hpp"
 
 using namespace hearth;
@@ -158,7 +159,7 @@ TEST_CASE("paged attention matches dense attention", "[cpu_ops][attention]") {
   std::mt19937 rng(seed);
   const auto shape = GENERATE(attn_shape{4, 4, 16, 16}, attn_shape{4, 2, 48, 1}, attn_shape{8, 1, 64, 32},
                               attn_shape{4, 1, 128, 16}, attn_shape{6, 2, 128, 32}, attn_shape{2, 2, 64, 1},
-                              attn_shape{8, 2, 16, 32});
+                              attn_shape{8, 2, 16, 32}, attn_shape{4, 2, 40, 16});
   CAPTURE(shape.n_head, shape.n_head_kv, shape.head_dim, shape.block_size);
   // Decode rows at block edges and deep in the context, prefill chunks from 0 and after a cached
   // prefix (crossing the 16-row work items), and two random sequences.
@@ -185,4 +186,29 @@ TEST_CASE("paged attention matches dense attention", "[cpu_ops][attention]") {
   const test_batch peaky = make_batch(rng, shape, lengths, 8.0f);
   CHECK(max_rel_error(run_paged(peaky, kv_dtype::f32, true, shuffle_seed), dense_attention(peaky, false),
                       shape.head_dim) <= 1e-5);
+}
+
+TEST_CASE("paged attention splits one sequence's keys over the threads and stays exact",
+          "[cpu_ops][attention]") {
+  const auto seed = std::random_device{}();
+  CAPTURE(seed);
+  std::mt19937 rng(seed);
+  const int threads_before = kernel_threads();
+  const auto shape = GENERATE(attn_shape{8, 2, 64, 16}, attn_shape{4, 4, 40, 16}, attn_shape{8, 1, 128, 32});
+  CAPTURE(shape.n_head, shape.n_head_kv, shape.head_dim, shape.block_size);
+  // One sequence, so few items: its keys are split into ranges that are merged after. A decode
+  // row deep in the context, and a prefill chunk whose rows see different numbers of ranges.
+  for (auto lengths : {std::vector<std::pair<uint32_t, uint32_t>>{{700, 1}}, {{600, 20}}, {{70, 1}}}) {
+    CAPTURE(lengths[0].first, lengths[0].second);
+    const test_batch b = make_batch(rng, shape, lengths, 4.0f);
+    const auto exact = dense_attention(b, false);
+    const auto rounded = dense_attention(b, true);
+    for (int threads : {1, 2, 8}) {
+      CAPTURE(threads);
+      set_kernel_threads(threads);
+      CHECK(max_rel_error(run_paged(b, kv_dtype::f32, true, 1), exact, shape.head_dim) <= 1e-5);
+      CHECK(max_rel_error(run_paged(b, kv_dtype::bf16, true, 1), rounded, shape.head_dim) <= 1e-3);
+    }
+  }
+  set_kernel_threads(threads_before);
 }

@@ -1,0 +1,176 @@
+#include "kernels/bf16_gemm.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "kernels/big_alloc.hpp"
+#include "kernels/parallel.hpp"
+#include "kernels/simd.hpp"
+
+// The kernel is an outer-product GEMM on a panel: for each k, one 32-byte load gives the panel's
+// 16 weights, widened to two f32 vectors (rows 0-7 and 8-15, by the pairing of the layout) by
+// two integer ops (simd::widen_bf16_pairs); each of M activation rows broadcasts x[i][k] and
+// adds 2 FMAs. With M = 6 that is 12 FMAs per load and 2 widening ops, in 12 accumulators + 2
+// weight vectors + 1 broadcast, 15 of AVX2's 16 registers: compute-bound near the FMA peak at
+// decode batch sizes. With few rows (M <= 3) the k loop is unrolled into independent
+// accumulators instead, so the FMA latency does not limit the bandwidth-bound batch 1.
+
+namespace hearth {
+namespace {
+
+using simd::vec;
+
+constexpr uint32_t panel_rows = bf16_matrix::panel_rows;
+//! Activation rows per pass over a panel (see above).
+constexpr uint32_t max_acts = 6;
+
+//! The slot of output row r (of a panel's 16) within each k's 16 weights.
+constexpr uint32_t slot_of(uint32_t r) {
+  return r < panel_rows / 2 ? 2 * r : 2 * (r - panel_rows / 2) + 1;
+}
+
+//! acc[u] += the panel's weights at k + u times x rows (M, at k + u), for u < U.
+template <uint32_t M, uint32_t U>
+HEARTH_SIMD_INLINE void panel_step(const uint16_t* panel_k, const float* const (&x)[M], uint32_t k,
+                                   vec (&acc)[U][M][2]) {
+  for (uint32_t u = 0; u < U; ++u) {
+    vec lo, hi;
+    simd::widen_bf16_pairs(panel_k + u * panel_rows, lo, hi);  // rows 0-7, rows 8-15
+    for (uint32_t i = 0; i < M; ++i) {
+      const vec xi = simd::splat(x[i][k + u]);
+      acc[u][i][0] += lo * xi;
+      acc[u][i][1] += hi * xi;
+    }
+  }
+}
+
+//! sum (M, 2) = panel (n_in, 16) . x rows (M, n_in), the k loop unrolled U times.
+template <uint32_t M, uint32_t U>
+HEARTH_SIMD_INLINE void panel_dot(const uint16_t* panel, const float* x, uint32_t n_in, vec (&sum)[M][2]) {
+  const float* xs[M];
+  for (uint32_t i = 0; i < M; ++i) xs[i] = x + size_t{i} * n_in;
+  vec acc[U][M][2] = {};
+  uint32_t k = 0;
+  for (; k + U <= n_in; k += U) panel_step<M, U>(panel + size_t{k} * panel_rows, xs, k, acc);
+  for (; k < n_in; ++k) {
+    vec(&first)[1][M][2] = reinterpret_cast<vec(&)[1][M][2]>(acc[0]);
+    panel_step<M, 1>(panel + size_t{k} * panel_rows, xs, k, first);
+  }
+  for (uint32_t i = 0; i < M; ++i) {
+    sum[i][0] = acc[0][i][0];
+    sum[i][1] = acc[0][i][1];
+    for (uint32_t u = 1; u < U; ++u) {
+      sum[i][0] += acc[u][i][0];
+      sum[i][1] += acc[u][i][1];
+    }
+  }
+}
+
+//! y rows [i0, i0 + M), columns of panel p = x rows [i0, i0 + M) against the panel (+ bias).
+template <uint32_t M>
+HEARTH_SIMD_INLINE void panel_pass(const bf16_matrix& w, uint32_t p, const float* x, uint32_t i0, float* y,
+                                   const float* bias) {
+  constexpr uint32_t unroll = M == 1 ? 4 : M <= 3 ? 2 : 1;  // keeps >= 8 independent accumulators
+  vec sum[M][2];
+  panel_dot<M, unroll>(w.panel(p), x + size_t{i0} * w.n_in(), w.n_in(), sum);
+  const uint32_t o0 = p * panel_rows, n = std::min(panel_rows, w.n_out() - o0);
+  for (uint32_t i = 0; i < M; ++i) {
+    float out[panel_rows];
+    simd::store(out, sum[i][0]);
+    simd::store(out + simd::lanes, sum[i][1]);
+    float* yi = y + size_t{i0 + i} * w.n_out() + o0;
+    for (uint32_t r = 0; r < n; ++r) yi[r] = out[r] + (bias ? bias[o0 + r] : 0.0f);
+  }
+}
+
+HEARTH_SIMD_CLONES
+void gemm_panel(const bf16_matrix& w, uint32_t p, const float* x, uint32_t m, float* y, const float* bias) {
+  for (uint32_t i = 0; i < m; i += max_acts) {
+    switch (std::min(max_acts, m - i)) {
+      case 6:
+        panel_pass<6>(w, p, x, i, y, bias);
+        break;
+      case 5:
+        panel_pass<5>(w, p, x, i, y, bias);
+        break;
+      case 4:
+        panel_pass<4>(w, p, x, i, y, bias);
+        break;
+      case 3:
+        panel_pass<3>(w, p, x, i, y, bias);
+        break;
+      case 2:
+        panel_pass<2>(w, p, x, i, y, bias);
+        break;
+      default:
+        panel_pass<1>(w, p, x, i, y, bias);
+        break;
+    }
+  }
+}
+
+//! out (n_in, ld) columns [c, c + n) = panel p widened, n <= 16.
+HEARTH_SIMD_CLONES
+void widen_panel(const bf16_matrix& w, uint32_t p, float* out, size_t ld, uint32_t n) {
+  const uint16_t* panel = w.panel(p);
+  for (uint32_t k = 0; k < w.n_in(); ++k) {
+    float col[panel_rows];
+    vec lo, hi;
+    simd::widen_bf16_pairs(panel + size_t{k} * panel_rows, lo, hi);
+    simd::store(col, lo);
+    simd::store(col + simd::lanes, hi);
+    std::memcpy(out + k * ld, col, n * sizeof(float));
+  }
+}
+
+//! The calling thread's buffer for the rounded activations, grown as needed.
+float* activation_scratch(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+}  // namespace
+
+bf16_matrix::bf16_matrix(uint32_t n_out, uint32_t n_in) : n_out_(n_out), n_in_(n_in) {
+  data_.reset(reinterpret_cast<uint16_t*>(alloc_zeroed_big(bytes())));
+  if (!data_) throw std::bad_alloc();
+}
+
+void bf16_matrix::set_rows(uint32_t first, uint32_t rows, const float* values) {
+  for (uint32_t r = 0; r < rows; ++r) {
+    const uint32_t o = first + r;
+    uint16_t* dst = data_.get() + size_t{o / panel_rows} * n_in_ * panel_rows + slot_of(o % panel_rows);
+    const float* src = values + size_t{r} * n_in_;
+    for (uint32_t k = 0; k < n_in_; ++k) dst[size_t{k} * panel_rows] = simd::f32_to_bf16(src[k]);
+  }
+}
+
+void gemm_bf16w(const bf16_matrix& w, const float* x, float* y, uint32_t m, std::span<const float> bias) {
+  float* xr = activation_scratch(size_t{m} * w.n_in());
+  round_to_bf16(x, xr, size_t{m} * w.n_in());
+  const float* b = bias.empty() ? nullptr : bias.data();
+  parallel_for(w.n_panels(), [&](size_t p) { gemm_panel(w, static_cast<uint32_t>(p), xr, m, y, b); });
+}
+
+void widen_columns(const bf16_matrix& w, uint32_t first, uint32_t n, float* out) {
+  const uint32_t p0 = first / panel_rows, n_panels = (n + panel_rows - 1) / panel_rows;
+  parallel_for(n_panels, [&](size_t i) {
+    const auto c = static_cast<uint32_t>(i) * panel_rows;
+    widen_panel(w, p0 + static_cast<uint32_t>(i), out + c, n, std::min(panel_rows, n - c));
+  });
+}
+
+HEARTH_SIMD_CLONES
+void to_bf16(const float* x, uint16_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = simd::f32_to_bf16(x[i]);
+}
+
+HEARTH_SIMD_CLONES
+void round_to_bf16(const float* x, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = simd::bf16_to_f32(simd::f32_to_bf16(x[i]));
+}
+
+}  // namespace hearth

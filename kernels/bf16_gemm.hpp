@@ -1,0 +1,64 @@
+#pragma once
+// Matrix work on bf16 weights for CPUs where oneDNN has no bf16 matmul (AVX2): the weights stay
+// bf16 in memory (2 bytes each) and are widened to f32 in registers. Internal to kernels/;
+// stateless apart from the weights, so the kernels are tested without a model.
+//
+// Layout: W (n_out, n_in) is stored in panels of 16 output rows; a panel is k-major, 16 weights
+// (one per row) for each k: (n_in, 16), 32 bytes per k. One 32-byte load then gives one column
+// of the panel, and the kernel needs neither horizontal sums nor a tail loop over k. Within the
+// 16, rows r and r + 8 share a 32-bit pair (r in the low half), so that widening the pairs'
+// low halves gives rows 0-7 and the high halves rows 8-15, in order. The last panel is padded
+// with zero rows.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <span>
+
+namespace hearth {
+
+//! W (n_out, n_in) in bf16, packed in panels of bf16_matrix::panel_rows output rows (see above).
+class bf16_matrix {
+ public:
+  static constexpr uint32_t panel_rows = 16;
+
+  bf16_matrix() = default;
+  //! Zero-filled storage for n_out rows of n_in; throws std::bad_alloc.
+  bf16_matrix(uint32_t n_out, uint32_t n_in);
+
+  uint32_t n_out() const { return n_out_; }
+  uint32_t n_in() const { return n_in_; }
+  uint32_t n_panels() const { return (n_out_ + panel_rows - 1) / panel_rows; }
+  //! Panel p: (n_in, panel_rows) as described above.
+  const uint16_t* panel(uint32_t p) const { return data_.get() + size_t{p} * n_in_ * panel_rows; }
+  //! Bytes held, the padding rows of the last panel included.
+  size_t bytes() const { return size_t{n_panels()} * n_in_ * panel_rows * sizeof(uint16_t); }
+
+  //! Rows [first, first + rows) = values (rows, n_in), rounded to bf16 (nearest even).
+  void set_rows(uint32_t first, uint32_t rows, const float* values);
+
+ private:
+  struct free_delete {
+    void operator()(uint16_t* p) const { std::free(p); }
+  };
+  uint32_t n_out_ = 0, n_in_ = 0;
+  std::unique_ptr<uint16_t[], free_delete> data_;
+};
+
+//! y (m, n_out) = bf16(x) (m, n_in) @ W^T (+ bias (n_out,) unless empty), f32 accumulation.
+//! x is rounded to bf16 first, so y is what a bf16 matmul gives, up to summation order. Parallel
+//! over panels (parallel_for); all m activation rows are done on a panel while it is in cache,
+//! so the batch reads W from memory once. Results do not depend on the thread count.
+void gemm_bf16w(const bf16_matrix& w, const float* x, float* y, uint32_t m, std::span<const float> bias);
+
+//! out (n_in, n) f32 = W^T's columns [first, first + n), widened exactly: the plain layout of a
+//! f32 matmul's weights (n_in rows of n_out). first is a multiple of panel_rows; parallel.
+void widen_columns(const bf16_matrix& w, uint32_t first, uint32_t n, float* out);
+
+//! out (n,) = x rounded to bf16 (nearest even), as bf16 bits.
+void to_bf16(const float* x, uint16_t* out, size_t n);
+//! out (n,) = x rounded to bf16 and widened back: what a bf16 matmul sees.
+void round_to_bf16(const float* x, float* out, size_t n);
+
+}  // namespace hearth
