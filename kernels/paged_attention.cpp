@@ -34,10 +34,13 @@ constexpr uint32_t rows_per_item = 16;
 //! Queries folded together: 4 keep 8 accumulators and 2 V vectors in AVX2's 16 registers.
 constexpr uint32_t max_queries_per_fold = 4;
 
-//! Key splitting: a call aims at this many items per thread, and a key range is never shorter
-//! than min_blocks_per_range blocks, so that the merge stays small next to the range's work.
-constexpr uint32_t items_per_thread = 4;
+//! Key splitting: a (sequence, kv head, row chunk) gets one key range per min_blocks_per_range
+//! blocks of context, at most max_ranges, so that the merge stays small next to a range's work.
+//! The split depends on the sequence alone, never on the rest of the batch or the thread count:
+//! a sequence gets the same logits, to the bit, alone or batched, on any number of threads, and
+//! the engine's greedy tokens do not change with load.
 constexpr uint32_t min_blocks_per_range = 4;
+constexpr uint32_t max_ranges = 8;
 
 constexpr uint32_t whole_keys = UINT32_MAX;  // attn_item::partial of an item that is not split
 
@@ -398,18 +401,8 @@ struct attn_plan {
   size_t partial_floats = 0;
 };
 
-//! How many key ranges each (sequence, kv head, row chunk) gets: enough items for the threads.
-uint32_t ranges_wanted(const kv_layout& lay, std::span<const seq_rows> seqs) {
-  size_t chunks = 0;
-  for (const seq_rows& s : seqs)
-    chunks += (s.n_rows + rows_per_item - 1) / rows_per_item * size_t{lay.n_head_kv};
-  const size_t target = items_per_thread * static_cast<size_t>(kernel_threads());
-  return chunks == 0 || chunks >= target ? 1 : static_cast<uint32_t>((target + chunks - 1) / chunks);
-}
-
 attn_plan make_plan(const kv_layout& lay, uint32_t group, std::span<const seq_rows> seqs) {
   attn_plan plan;
-  const uint32_t wanted = ranges_wanted(lay, seqs);
   for (uint32_t si = 0; si < seqs.size(); ++si) {
     const seq_rows& s = seqs[si];
     assert((s.n_rows == 0 || (uint64_t{s.start_pos} + s.n_rows - 1) / lay.block_size < s.blocks.size()) &&
@@ -418,7 +411,7 @@ attn_plan make_plan(const kv_layout& lay, uint32_t group, std::span<const seq_ro
       const uint32_t n_rows = std::min(rows_per_item, s.n_rows - row0);
       const auto n_blocks = static_cast<uint32_t>(
           (uint64_t{s.start_pos} + row0 + n_rows + lay.block_size - 1) / lay.block_size);
-      const uint32_t ranges = std::clamp(n_blocks / min_blocks_per_range, 1u, wanted);
+      const uint32_t ranges = std::clamp(n_blocks / min_blocks_per_range, 1u, max_ranges);
       const size_t partial = size_t{n_rows} * group * (lay.head_dim + 2);
       for (uint32_t h = 0; h < lay.n_head_kv; ++h) {
         if (ranges > 1) plan.merges.emplace_back(static_cast<uint32_t>(plan.items.size()), ranges);
