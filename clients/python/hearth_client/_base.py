@@ -66,6 +66,9 @@ class ClientBase:
             sock.close(linger=0)
             raise
         self._sock = sock
+        # A plain view of the same socket, for cancels sent without waiting: an asyncio socket's
+        # send would schedule work on the loop that may run after close().
+        self._sock_nowait = zmq.Socket.shadow(sock.underlying)
 
     # --- building requests
 
@@ -139,7 +142,7 @@ class ClientBase:
 
     def _send_nowait(self, frames: list[bytes]) -> None:
         try:
-            self._sock.send_multipart(frames, zmq.NOBLOCK)
+            self._sock_nowait.send_multipart(frames, zmq.NOBLOCK)
         except zmq.ZMQError as exc:  # full queue or closed socket: the server cancels on disconnect
             log.warning("could not send %s: %s", frames[1][:60], exc)
 

@@ -1,0 +1,85 @@
+"""CURVE: the handshake with a CURVE server, and key handling."""
+
+import tempfile
+import unittest
+from pathlib import Path
+
+from fake_server import FakeServer
+from zmq.utils import z85
+
+import hearth_client as hc
+from hearth_client.keys import z85_key
+
+
+class CurveTest(unittest.TestCase):
+    def setUp(self):
+        self.server_keys = hc.generate_keypair()
+        self.client_keys = hc.generate_keypair()
+
+    def serve(self, allowed=None):
+        server = FakeServer(secret_key=self.server_keys.secret.encode(), allowed_keys=allowed)
+        self.addCleanup(server.close)
+        return server
+
+    def connect(self, server, keys, server_key=None, timeout=2.0):
+        client = hc.Client(server.endpoint, server_key=server_key or self.server_keys.public,
+                           public_key=keys.public, secret_key=keys.secret, connect_timeout=timeout)
+        self.addCleanup(client.close)
+        return client
+
+    def test_handshake_authenticates_the_client_key(self):
+        server = self.serve({self.client_keys.public.encode(): "voice"})
+        client = self.connect(server, self.client_keys)
+        self.assertEqual(client.server_info["tenant"], "voice")
+        self.assertEqual(client.complete("over curve"), "over curve")
+        self.assertEqual(set(server.user_ids), {"voice"})
+
+    def test_raw_key_bytes_are_accepted(self):
+        server = self.serve()  # no ZAP handler: libzmq admits any client key
+        client = hc.Client(server.endpoint, server_key=z85.decode(self.server_keys.public),
+                           public_key=z85.decode(self.client_keys.public),
+                           secret_key=z85.decode(self.client_keys.secret), connect_timeout=2.0)
+        self.addCleanup(client.close)
+        self.assertEqual(client.ping()["protocol"], 1)
+
+    def test_unknown_client_key_never_gets_a_reply(self):
+        server = self.serve({self.client_keys.public.encode(): "voice"})
+        with self.assertRaises(hc.ConnectTimeout):
+            self.connect(server, hc.generate_keypair(), timeout=0.3)
+
+    def test_wrong_server_key_never_gets_a_reply(self):
+        server = self.serve()
+        with self.assertRaises(hc.ConnectTimeout):
+            self.connect(server, self.client_keys, server_key=hc.generate_keypair().public, timeout=0.3)
+
+    def test_keys_are_checked(self):
+        with self.assertRaises(ValueError):
+            hc.Client("tcp://127.0.0.1:1", server_key=self.server_keys.public, connect_timeout=None)
+        with self.assertRaises(ValueError):
+            hc.Client("tcp://127.0.0.1:1", server_key="short", public_key=self.client_keys.public,
+                      secret_key=self.client_keys.secret, connect_timeout=None)
+        for bad in ("x" * 39, "~" * 40, "%" * 40):  # length, alphabet, a group above 2**32
+            with self.assertRaises(ValueError):
+                z85_key(bad)
+
+
+class KeyFileTest(unittest.TestCase):
+    def load(self, text):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "key"
+            path.write_text(text)
+            return hc.load_keys(path)
+
+    def test_formats(self):
+        keys = hc.generate_keypair()
+        zpl = f'#   ZeroMQ certificate\nmetadata\ncurve\n    public-key = "{keys.public}"\n    secret-key = "{keys.secret}"\n'
+        toml = f'public_key = "{keys.public}"\nsecret_key = "{keys.secret}"\n'
+        for text in (zpl, toml):
+            self.assertEqual(self.load(text), keys)
+        self.assertEqual(self.load(keys.public + "\n"), hc.KeyPair(keys.public))
+        with self.assertRaises(ValueError):
+            self.load("nothing here\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
