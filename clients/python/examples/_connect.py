@@ -28,4 +28,7 @@ def connect(args: argparse.Namespace, **options) -> "hearth_client.Client":
             server_key = hearth_client.load_keys(server_key).public
         mine = hearth_client.load_keys(args.keys)
         curve = {"server_key": server_key, "public_key": mine.public, "secret_key": mine.secret}
-    return hearth_client.Client(args.endpoint, tenant=args.tenant, **curve, **options)
+    try:
+        return hearth_client.Client(args.endpoint, tenant=args.tenant, **curve, **options)
+    except hearth_client.ConnectTimeout as err:
+        sys.exit(f"hearth: {err.message}")

@@ -57,7 +57,8 @@ def echo_plan(msg: dict) -> list:
 
 class FakeServer:
     def __init__(self, plan: Plan = echo_plan, *, secret_key: bytes | None = None,
-                 allowed_keys: dict[bytes, str] | None = None, answer_stats: bool = True):
+                 allowed_keys: dict[bytes, str] | None = None, answer_stats: bool = True,
+                 endpoint: str = "tcp://127.0.0.1:*"):
         """secret_key: be a CURVE server with this (Z85) secret key. allowed_keys: Z85 client
         public key -> tenant, checked by a ZAP handler (without one, libzmq admits every key)."""
         self.plan = plan
@@ -75,7 +76,7 @@ class FakeServer:
         if secret_key is not None:
             self._sock.curve_server = True
             self._sock.curve_secretkey = secret_key
-        self._sock.bind("tcp://127.0.0.1:*")
+        self._sock.bind(endpoint)
         self.endpoint = self._sock.last_endpoint.decode()
         self._pending: list = []  # heap of (due, seq, peer, rid, frames, terminal)
         self._seq = itertools.count()
