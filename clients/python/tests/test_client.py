@@ -2,6 +2,7 @@
 
 import json
 import tempfile
+import threading
 import time
 import unittest
 
@@ -92,6 +93,27 @@ class StreamingTest(ServerCase):
         self.client.generate("x", request_id="turn-1")
         with self.assertRaises(ValueError):
             self.client.generate("x", request_id="turn-1")
+
+
+class ThreadTest(ServerCase):
+    def test_use_from_two_threads_at_once_is_refused(self):
+        inside, leave = threading.Event(), threading.Event()
+
+        def hold():  # stands for another thread in the middle of reading a stream
+            with self.client._exclusive():
+                inside.set()
+                leave.wait(5)
+
+        other = threading.Thread(target=hold)
+        other.start()
+        inside.wait(5)
+        try:
+            with self.assertRaises(RuntimeError):
+                self.client.ping()
+        finally:
+            leave.set()
+            other.join()
+        self.assertEqual(self.client.ping()["protocol"], 1)  # and each thread in turn is fine
 
 
 class ErrorTest(ServerCase):
