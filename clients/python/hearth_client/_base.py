@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping
 import zmq
 
 from . import protocol
-from .errors import Cancelled, ClientClosed, HearthError
+from .errors import Cancelled, ClientClosed, ConnectTimeout, HearthError, TooLong
 from .keys import z85_key
 from .protocol import GenerationState, Result, Token
 
@@ -34,10 +34,21 @@ class ClientBase:
     could otherwise be taken for the new request's).
     """
 
-    def __init__(self, ctx: zmq.Context, endpoint: str, *, server_key: str | bytes | None,
-                 public_key: str | bytes | None, secret_key: str | bytes | None, tenant: str | None,
-                 connect_timeout: float | None, request_timeout: float, first_token_timeout: float | None,
-                 idle_timeout: float | None):
+    _context_type: type = zmq.Context
+
+    def __init__(self, endpoint: str, *, server_key: str | bytes | None = None,
+                 public_key: str | bytes | None = None, secret_key: str | bytes | None = None,
+                 tenant: str | None = None, connect_timeout: float | None = 5.0, request_timeout: float = 10.0,
+                 first_token_timeout: float | None = None, idle_timeout: float | None = None,
+                 max_message_bytes: int | None = 1 << 20, context: zmq.Context | None = None):
+        """endpoint: `tcp://host:port` or `ipc://path`. server_key, public_key, secret_key: CURVE
+        keys (Z85 text or 32 raw bytes), all three or none. tenant: sent with each request
+        (development mode). connect_timeout: the `ping` round trip that checks the server (None:
+        no check). request_timeout: for ping/stats/models/admin. first_token_timeout,
+        idle_timeout: defaults for `generate` (None: wait for ever). max_message_bytes: the
+        server's limit (its default); a larger request is refused here with `TooLong` instead of
+        being dropped by the server with the connection (None: no check). context: a ZeroMQ
+        context of the client's kind (default: the shared instance)."""
         keys = (server_key, public_key, secret_key)
         if any(k is not None for k in keys) and not all(k is not None for k in keys):
             raise ValueError("CURVE needs server_key, public_key and secret_key together")
@@ -47,13 +58,14 @@ class ClientBase:
         self.request_timeout = request_timeout
         self.first_token_timeout = first_token_timeout
         self.idle_timeout = idle_timeout
+        self.max_message_bytes = max_message_bytes
         self.server_info: dict | None = None  # the `pong` of the connect check
         self._ids = protocol.IdSource()
         self._queues: dict[str, Any] = {}  # id -> replies not yet taken (a deque or an asyncio.Queue)
         self._generations: dict[str, GenerationState] = {}
         self._draining: set[str] = set()
         self._closed = False
-        sock = ctx.socket(zmq.DEALER)
+        sock = (context or self._context_type.instance()).socket(zmq.DEALER)
         try:
             sock.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL_MS)
             sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
@@ -99,6 +111,18 @@ class ClientBase:
 
     def _new_queue(self) -> Any:
         raise NotImplementedError
+
+    def _encode(self, msg: dict) -> list[bytes]:
+        frames = protocol.encode(msg)
+        size = sum(map(len, frames))
+        if self.max_message_bytes is not None and size > self.max_message_bytes:
+            raise TooLong(message=f"a request of {size} bytes is over max_message_bytes ({self.max_message_bytes}): "
+                                  "the server would drop it and the connection", request_id=msg.get("id"))
+        return frames
+
+    def _connect_timeout(self) -> ConnectTimeout:
+        return ConnectTimeout(message=f"no reply from {self.endpoint} within {self.connect_timeout} s "
+                                      "(no server there, or the CURVE handshake was refused)")
 
     # --- the life of a request
 

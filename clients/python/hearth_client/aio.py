@@ -16,7 +16,7 @@ import zmq.asyncio
 
 from . import protocol
 from ._base import DEFAULT, ClientBase, StreamBase, log
-from .errors import ClientClosed, ConnectTimeout, ReplyTimeout
+from .errors import ClientClosed, ReplyTimeout
 from .protocol import Result, Token
 
 _CLOSED = object()  # put in every queue when the client closes, to wake its waiters
@@ -50,18 +50,13 @@ class AsyncStream(StreamBase):
 
 
 class AsyncClient(ClientBase):
-    """A connection to `hearth serve` for asyncio; the arguments are `Client`'s. The connect
+    """A connection to `hearth serve` for asyncio; the options are `ClientBase`'s. The connect
     check runs on `await client.connect()` or `async with AsyncClient(...)`, not in the constructor."""
 
-    def __init__(self, endpoint: str, *, server_key: str | bytes | None = None,
-                 public_key: str | bytes | None = None, secret_key: str | bytes | None = None,
-                 tenant: str | None = None, connect_timeout: float | None = 5.0, request_timeout: float = 10.0,
-                 first_token_timeout: float | None = None, idle_timeout: float | None = None,
-                 context: zmq.asyncio.Context | None = None):
-        super().__init__(context or zmq.asyncio.Context.instance(), endpoint, server_key=server_key,
-                         public_key=public_key, secret_key=secret_key, tenant=tenant,
-                         connect_timeout=connect_timeout, request_timeout=request_timeout,
-                         first_token_timeout=first_token_timeout, idle_timeout=idle_timeout)
+    _context_type = zmq.asyncio.Context
+
+    def __init__(self, endpoint: str, **options: Any):
+        super().__init__(endpoint, **options)
         self._reader: asyncio.Task | None = None
 
     async def connect(self) -> dict:
@@ -71,8 +66,7 @@ class AsyncClient(ClientBase):
         try:
             self.server_info = await self._call("ping", {}, self.connect_timeout)
         except ReplyTimeout:
-            raise ConnectTimeout(message=f"no reply from {self.endpoint} within {self.connect_timeout} s "
-                                         "(no server there, or the CURVE handshake was refused)") from None
+            raise self._connect_timeout() from None
         return self.server_info
 
     async def generate(self, prompt: str | None = None, *, messages: Iterable[Mapping[str, str]] | None = None,
@@ -156,7 +150,7 @@ class AsyncClient(ClientBase):
         self._check_open()
         if self._reader is None:
             self._reader = asyncio.get_running_loop().create_task(self._read_loop())
-        await self._sock.send_multipart(protocol.encode(msg))
+        await self._sock.send_multipart(self._encode(msg))
 
     async def _read_loop(self) -> None:
         while True:

@@ -18,7 +18,7 @@ import zmq
 
 from . import protocol
 from ._base import DEFAULT, ClientBase, StreamBase
-from .errors import ConnectTimeout, ReplyTimeout
+from .errors import ReplyTimeout
 from .protocol import Result, Token
 
 
@@ -54,26 +54,13 @@ class Stream(StreamBase):
 
 
 class Client(ClientBase):
-    """A connection to `hearth serve` (docs/protocol.md).
+    """A connection to `hearth serve` (docs/protocol.md). The options are `ClientBase`'s; the
+    constructor checks the server with a `ping` within connect_timeout (unless it is None)."""
 
-    endpoint: `tcp://host:port` or `ipc://path`. server_key, public_key, secret_key: CURVE keys
-    (Z85 text or 32 raw bytes), all three or none. tenant: sent with each request (development
-    mode). connect_timeout: the constructor checks the server with a `ping` round trip within it
-    (None: no check). request_timeout: for ping/stats/models/admin. first_token_timeout,
-    idle_timeout: defaults for `generate` (None: wait for ever).
-    """
-
-    def __init__(self, endpoint: str, *, server_key: str | bytes | None = None,
-                 public_key: str | bytes | None = None, secret_key: str | bytes | None = None,
-                 tenant: str | None = None, connect_timeout: float | None = 5.0, request_timeout: float = 10.0,
-                 first_token_timeout: float | None = None, idle_timeout: float | None = None,
-                 context: zmq.Context | None = None):
-        super().__init__(context or zmq.Context.instance(), endpoint, server_key=server_key,
-                         public_key=public_key, secret_key=secret_key, tenant=tenant,
-                         connect_timeout=connect_timeout, request_timeout=request_timeout,
-                         first_token_timeout=first_token_timeout, idle_timeout=idle_timeout)
+    def __init__(self, endpoint: str, **options: Any):
+        super().__init__(endpoint, **options)
         self._in_use = threading.RLock()  # re-entrant: close() cancels through _send_nowait
-        if connect_timeout is not None:
+        if self.connect_timeout is not None:
             try:
                 self.connect()
             except BaseException:
@@ -87,8 +74,7 @@ class Client(ClientBase):
         try:
             self.server_info = self._call("ping", {}, self.connect_timeout)
         except ReplyTimeout:
-            raise ConnectTimeout(message=f"no reply from {self.endpoint} within {self.connect_timeout} s "
-                                         "(no server there, or the CURVE handshake was refused)") from None
+            raise self._connect_timeout() from None
         return self.server_info
 
     # --- generation
@@ -185,7 +171,7 @@ class Client(ClientBase):
     def _send(self, msg: dict) -> None:
         with self._exclusive():
             self._check_open()
-            self._sock.send_multipart(protocol.encode(msg))
+            self._sock.send_multipart(self._encode(msg))
 
     def _wait(self, rid: str, deadline: float | None) -> dict | None:
         """The next reply about `rid`, reading (and routing) the socket until it comes; None once

@@ -6,7 +6,7 @@ import threading
 import time
 import unittest
 
-from fake_server import MARKER, FakeServer, done_reply, heartbeats, stream_replies
+from fake_server import MARKER, FakeServer, heartbeats, stream_replies
 
 import hearth_client as hc
 
@@ -79,6 +79,13 @@ class StreamingTest(ServerCase):
                                                          "action": "set_policy", "policy": "slo"})
         with self.assertRaises(hc.Unauthorized):
             self.client.admin_set_policy("forbidden")
+
+    def test_a_request_over_the_message_limit_is_refused_here(self):
+        self.client.max_message_bytes = 1000
+        with self.assertRaises(hc.TooLong):
+            self.client.generate("x" * 1000)
+        self.assertEqual(self.server.types("generate"), [])
+        self.assertEqual(self.client.complete("still fine"), "still fine")
 
     def test_arguments_are_checked(self):
         with self.assertRaises(ValueError):
