@@ -39,14 +39,15 @@ def generate_keypair() -> KeyPair:
     return KeyPair(public.decode("ascii"), secret.decode("ascii"))
 
 
-# A key file line: `public-key = "..."` (ZeroMQ certificate files), `public_key = "..."` (TOML),
-# `public: ...`; the name's first word says which key it is.
+# A key file line: `public = "..."` (`hearth keygen`'s TOML file), `public-key = "..."` (ZeroMQ
+# certificate files), `public_key: ...`; the name's first word says which key it is.
 _LINE = re.compile(r"""^\s*(public|secret)[-_ ]?(?:key)?\s*[=:]\s*["']?([^"'\s]{40})["']?\s*$""", re.I | re.M)
 
 
 def load_keys(path: str | Path) -> KeyPair:
-    """The key pair in a key file: lines naming `public`/`secret` keys (ZeroMQ certificate or
-    TOML style), or a file holding one bare Z85 public key."""
+    """The key pair in a key file: `hearth keygen`'s (`public = "..."` and `secret = "..."`), a
+    ZeroMQ certificate, or a file holding one bare Z85 public key (secret None). A secret key
+    must belong to the public key beside it."""
     text = Path(path).read_text(encoding="utf-8")
     found = {name.lower(): value for name, value in _LINE.findall(text)}
     if not found:
@@ -57,4 +58,9 @@ def load_keys(path: str | Path) -> KeyPair:
         raise ValueError(f"{path}: no CURVE public key found")
     public = z85_key(found["public"], f"{path}: public key").decode("ascii")
     secret = found.get("secret")
-    return KeyPair(public, None if secret is None else z85_key(secret, f"{path}: secret key").decode("ascii"))
+    if secret is None:
+        return KeyPair(public)
+    secret = z85_key(secret, f"{path}: secret key").decode("ascii")
+    if zmq.curve_public(secret.encode("ascii")).decode("ascii") != public:
+        raise ValueError(f"{path}: the public key does not belong to the secret key")
+    return KeyPair(public, secret)

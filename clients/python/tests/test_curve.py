@@ -73,12 +73,15 @@ class KeyFileTest(unittest.TestCase):
     def test_formats(self):
         keys = hc.generate_keypair()
         zpl = f'#   ZeroMQ certificate\nmetadata\ncurve\n    public-key = "{keys.public}"\n    secret-key = "{keys.secret}"\n'
-        toml = f'public_key = "{keys.public}"\nsecret_key = "{keys.secret}"\n'
-        for text in (zpl, toml):
+        keygen = ("# hearth CURVE key pair (ZeroMQ Z85 text). Keep this file secret: it holds the secret key.\n"
+                  f'public = "{keys.public}"\nsecret = "{keys.secret}"\n')  # clients/cpp/keys.hpp
+        for text in (keygen, zpl):
             self.assertEqual(self.load(text), keys)
         self.assertEqual(self.load(keys.public + "\n"), hc.KeyPair(keys.public))
         with self.assertRaises(ValueError):
             self.load("nothing here\n")
+        with self.assertRaises(ValueError):  # a pair that does not belong together
+            self.load(f'public = "{hc.generate_keypair().public}"\nsecret = "{keys.secret}"\n')
 
 
 if __name__ == "__main__":
