@@ -22,7 +22,9 @@ struct kernels_bench_options {
 struct gemm_shape_result {
   std::string name;  //!< qkv, wo, gate_up, down, head
   uint32_t m = 0, n_in = 0, n_out = 0;
-  double gflops = 0;
+  double f32_gflops = 0;       //!< oneDNN's f32 matmul on an f32 copy of the weights
+  double compute_gflops = 0;   //!< `linear` in the run's compute type (bf16: our emulated path)
+  double gflops = 0;           //!< the ceiling: the faster of the two
 };
 
 struct prefill_result {

@@ -32,7 +32,8 @@ nlohmann::json to_json(const kernels_bench_report& r) {
                  {"kv_dtype", to_string(r.kv)}, {"block_size", r.block_size},
                  {"quick", r.quick}};
   for (const auto& g : r.gemm) {
-    j["gemm"]["shapes"].push_back({{"name", g.name}, {"m", g.m}, {"n_in", g.n_in}, {"n_out", g.n_out}, {"gflops", g.gflops}});
+    j["gemm"]["shapes"].push_back({{"name", g.name}, {"m", g.m}, {"n_in", g.n_in}, {"n_out", g.n_out},
+                                  {"f32_gflops", g.f32_gflops}, {"compute_gflops", g.compute_gflops}, {"gflops", g.gflops}});
   }
   j["gemm"]["combined_gflops"] = r.gemm_combined_gflops;
   j["stream"] = {{"bytes", r.stream_bytes}, {"gbps", r.stream_gbps}};
