@@ -153,6 +153,29 @@ TEST_CASE("a client killed mid-stream has its requests cancelled and their block
   CHECK(done == 0);
 }
 
+TEST_CASE("a request waiting in the queue hears heartbeats, so the client's idle timeout waits", "[gateway]") {
+  // One sequence at a time: the second request waits ~1 s behind the first, longer than its
+  // idle timeout, and hears only the server's heartbeats (every 100 ms) until it starts.
+  auto s = served::start({}, {.max_batched_tokens = 64, .max_seqs = 1}, 10ms);
+  auto c = connect(s.options());
+  auto first = c->start(greedy(long_prompt(), 100));
+  REQUIRE(first.ok());
+  REQUIRE(first->next());
+  auto params = greedy(long_prompt(), 5);
+  params.idle_timeout = 400ms;
+  auto other = connect(s.options());  // its connection carries nothing but this request's messages
+  auto second = other->start(params);
+  REQUIRE(second.ok());
+  int n = 0;
+  while (second->next()) ++n;
+  REQUIRE(second->result().ok());
+  CHECK(n == 5);
+  CHECK(second->result()->client_ttft_ms > 400);  // it did wait longer than its idle timeout
+  while (first->next()) {
+  }
+  CHECK(first->result().ok());
+}
+
 TEST_CASE("malformed messages get bad_request while a stream next to them completes", "[gateway]") {
   auto s = served::start({}, {}, 2ms);
   const std::string prompt = long_prompt();

@@ -81,16 +81,19 @@ std::optional<token> stream::next() {
   while (c_ && !ended_) {
     auto& box = c_->inbox_[id_];
     if (box.empty()) {
+      // Idle counts from the last message about this stream or, while the server says it is
+      // there (a heartbeat: the request waits in its queue), from the last message at all.
       auto deadline = no_deadline;
-      if (idle_timeout_.count() > 0) deadline = last_message_ + idle_timeout_;
+      if (idle_timeout_.count() > 0) deadline = std::max(last_message_, c_->last_heard_) + idle_timeout_;
       if (!first_token_ && first_token_timeout_.count() > 0) deadline = std::min(deadline, started_ + first_token_timeout_);
-      if (!c_->wait_for(id_, deadline)) {
+      if (clock_type::now() >= deadline) {
         // Nothing in time: cancel on the server and stop listening for this id.
         (void)c_->cancel(id_);
         c_->abandon(id_);
         end(error{"timeout", "no message for request '" + id_ + "' in time"});
         break;
       }
+      c_->receive(deadline);
       continue;
     }
     const json msg = std::move(box.front());
@@ -199,21 +202,18 @@ void client::dispatch(const zmq::message_t& body) {
   if (it != inbox_.end()) it->second.push_back(std::move(msg));
 }
 
-bool client::wait_for(const std::string& id, clock_type::time_point deadline) {
-  while (inbox_[id].empty()) {
-    const auto now = clock_type::now();
-    if (now >= deadline) return false;
-    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    const auto wait = deadline == no_deadline ? std::chrono::milliseconds(-1)
-                                              : std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
-    zmq::poll(&item, 1, wait);
-    std::vector<zmq::message_t> frames;
-    while (zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
-      if (frames.size() == 2 && frames[0].to_string_view() == marker) dispatch(frames[1]);
-      frames.clear();
-    }
+void client::receive(clock_type::time_point deadline) {
+  zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+  const auto now = clock_type::now();
+  const auto wait = deadline == no_deadline ? std::chrono::milliseconds(-1)
+                                            : std::chrono::ceil<std::chrono::milliseconds>(std::max(deadline, now) - now);
+  zmq::poll(&item, 1, wait);
+  std::vector<zmq::message_t> frames;
+  while (zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+    last_heard_ = clock_type::now();
+    if (frames.size() == 2 && frames[0].to_string_view() == marker) dispatch(frames[1]);
+    frames.clear();
   }
-  return true;
 }
 
 void client::abandon(const std::string& id) {
@@ -249,9 +249,13 @@ outcome<json> client::call(json msg) {
     inbox_.erase(id);
     return st.error();
   }
-  if (!wait_for(id, clock_type::now() + opt_.reply_timeout)) {
-    abandon(id);
-    return error{"timeout", "no reply to '" + msg.value("type", std::string()) + "' in time"};
+  const auto deadline = clock_type::now() + opt_.reply_timeout;
+  while (inbox_[id].empty()) {
+    if (clock_type::now() >= deadline) {
+      abandon(id);
+      return error{"timeout", "no reply to '" + msg.value("type", std::string()) + "' in time"};
+    }
+    receive(deadline);
   }
   json reply = std::move(inbox_[id].front());
   inbox_.erase(id);

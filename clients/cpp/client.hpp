@@ -73,7 +73,8 @@ struct generate_params {
   std::vector<std::string> stop = {};
   bool stream = true;
   std::chrono::milliseconds first_token_timeout{0};  //!< start to the first token (or the end)
-  std::chrono::milliseconds idle_timeout{0};         //!< longest wait for the next message
+  //! Longest wait for the next message; heartbeats count while the request waits in the queue.
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 struct token {
@@ -155,8 +156,8 @@ class client {
   friend class stream;
   explicit client(options opt);
   status<error> send(const nlohmann::json& msg);
-  //! Reads messages into their inboxes until `id` has one or `deadline` passes (false).
-  bool wait_for(const std::string& id, std::chrono::steady_clock::time_point deadline);
+  //! Waits until messages arrive (or `deadline`) and sorts them into their inboxes.
+  void receive(std::chrono::steady_clock::time_point deadline);
   void dispatch(const zmq::message_t& body);
   outcome<nlohmann::json> call(nlohmann::json msg);
   std::string next_id();
@@ -169,6 +170,7 @@ class client {
   uint64_t counter_ = 0;
   std::map<std::string, std::deque<nlohmann::json>> inbox_;  // by request id, while someone waits
   std::set<std::string> abandoned_;
+  std::chrono::steady_clock::time_point last_heard_ = {};  // the last message of any kind
 };
 
 }  // namespace hearth::client
