@@ -143,7 +143,7 @@ struct gateway::impl {
         zap = zmq::socket_t(ctx, zmq::socket_type::rep);
         zap.bind(zap_endpoint);
         uint8_t secret[32];
-        if (!zmq_z85_decode(secret, opt.secret_key.c_str()) || opt.secret_key.size() != 40)
+        if (opt.secret_key.size() != 40 || !zmq_z85_decode(secret, opt.secret_key.c_str()))
           return error{errc::invalid_argument, "server secret key: not a Z85 key of 40 characters"};
         char pub_text[41];
         if (zmq_curve_public(pub_text, opt.secret_key.c_str()) != 0)

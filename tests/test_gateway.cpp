@@ -210,6 +210,25 @@ TEST_CASE("malformed messages get bad_request while a stream next to them comple
   CHECK(s.idle());
 }
 
+TEST_CASE("a message over max_message_bytes closes only its own connection", "[gateway]") {
+  auto s = served::start({.max_message_bytes = 4096});
+  auto c = connect(s.options());
+  zmq::context_t ctx;
+  zmq::socket_t raw(ctx, zmq::socket_type::dealer);
+  raw.set(zmq::sockopt::rcvtimeo, 500);
+  raw.set(zmq::sockopt::linger, 0);
+  raw.connect(s.gw->endpoint());
+  const std::string big = R"({"type":"generate","id":"big","prompt":")" + std::string(8192, 'x') + R"("})";
+  const std::array<zmq::const_buffer, 2> frames = {zmq::str_buffer("hearth/1"), zmq::buffer(big)};
+  REQUIRE(zmq::send_multipart(raw, frames));
+  std::vector<zmq::message_t> reply;
+  CHECK_FALSE(zmq::recv_multipart(raw, std::back_inserter(reply)));  // dropped: no answer at all
+  auto done = c->generate(greedy("still here?", 8));
+  REQUIRE(done.ok());
+  CHECK(done->tokens == oracle(raw_prompt("still here?"), 8));
+  CHECK(s.idle());
+}
+
 TEST_CASE("an id in flight cannot be reused", "[gateway]") {
   auto s = served::start({}, {}, 5ms);
   zmq::context_t ctx;
@@ -260,6 +279,9 @@ TEST_CASE("development mode binds loopback and ipc only", "[gateway]") {
   auto refused = server::gateway::start(*s.eng, {.endpoint = "tcp://0.0.0.0:*"});
   REQUIRE_FALSE(refused.ok());
   CHECK_THAT(refused.error().message, Contains("development mode"));
+  auto bad_key = server::gateway::start(*s.eng, {.endpoint = "tcp://127.0.0.1:*", .secret_key = std::string(45, 'a')});
+  REQUIRE_FALSE(bad_key.ok());
+  CHECK_THAT(bad_key.error().message, Contains("secret key"));
 }
 
 TEST_CASE("shutdown ends every request in flight with shutting_down", "[gateway]") {
