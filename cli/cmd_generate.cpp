@@ -12,7 +12,7 @@
 #include "cli/common_options.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "kernels/sampler.hpp"
-#include "model/chat_template.hpp"
+#include "model/chat_prompt.hpp"
 #include "model/gguf.hpp"
 #include "model/tokenizer.hpp"
 
@@ -39,15 +39,12 @@ double seconds_between(clock_type::time_point a, clock_type::time_point b) {
 std::vector<token_id> prompt_tokens(const tokenizer& tok, const generate_args& a) {
   if (!a.chat) return tok.encode(a.prompt, {.add_bos = true, .parse_special = false});
   const auto& spec = tok.spec();
-  const chat_message turn[] = {{"user", a.prompt}};
-  auto piece = [&](token_id id) { return id == no_token ? std::string() : tok.token_bytes(id, true); };
-  const chat_format format = detect_chat_format(spec.chat_template);
-  if (format == chat_format::plain) {
+  if (detect_chat_format(spec.chat_template) == chat_format::plain) {
     std::fprintf(stderr, "hearth: warning: %s chat template; formatting the turn as plain text\n",
                  spec.chat_template.empty() ? "the model has no" : "unrecognised");
   }
-  const std::string text = format_chat(format, turn, true, piece(spec.bos), piece(spec.eos));
-  return tok.encode(text, {.add_bos = false, .parse_special = true});
+  const chat_message turn[] = {{"user", a.prompt}};
+  return encode_chat(tok, turn);
 }
 
 struct loaded_model {

@@ -1,6 +1,7 @@
 #pragma once
 // Each subcommand registers itself on the app and runs from a callback; the callback stores the
-// process exit code here (0 success, 1 failure with a one-line reason on stderr).
+// process exit code here (0 success, 1 failure with a one-line reason on stderr; `chat` adds
+// 2 and 3, see cmd_chat.cpp).
 #include <CLI/CLI.hpp>
 
 namespace hearth::cli {
@@ -9,5 +10,8 @@ void add_model_commands(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_bench_engine_command(CLI::App& bench, int& exit_code);
+void add_serve_command(CLI::App& app, int& exit_code);
+void add_keygen_command(CLI::App& app, int& exit_code);
+void add_chat_command(CLI::App& app, int& exit_code);
 
 }  // namespace hearth::cli

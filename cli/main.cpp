@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   hearth::cli::add_model_commands(app, exit_code);
   hearth::cli::add_generate_command(app, exit_code);
   hearth::cli::add_bench_command(app, exit_code);
+  hearth::cli::add_serve_command(app, exit_code);
+  hearth::cli::add_chat_command(app, exit_code);
+  hearth::cli::add_keygen_command(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

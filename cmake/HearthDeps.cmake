@@ -1,12 +1,14 @@
-# Dependencies, found the way Debian 12 ships them (see shared facts). Later issues add ZeroMQ
-# here as the code starts to use it.
+# Dependencies, found the way Debian 12 ships them (see shared facts).
 find_package(CLI11 CONFIG REQUIRED)
 find_package(Threads REQUIRED)
 # oneDNN 2.6 (CPU runtime: OpenMP); its config needs OpenCL. Linked PRIVATE to hearth_kernels only.
 find_package(dnnl CONFIG REQUIRED)
 find_package(OpenMP REQUIRED)
-# nlohmann-json (header-only) writes `hearth bench` reports; linked to the CLI only.
+# nlohmann-json (header-only) writes `hearth bench` reports and the wire protocol's JSON.
 find_package(nlohmann_json CONFIG REQUIRED)
+# ZeroMQ through cppzmq (header-only; the target links libzmq): the gateway and the clients only.
+# (Debian's `cppzmq-static` target is broken; `cppzmq` is the shared one.)
+find_package(cppzmq CONFIG REQUIRED)
 # toml++ reads the configuration file (tenants); Debian ships it as a compiled library with a
 # CMake config (the target defines TOML_HEADER_ONLY=0). Linked PRIVATE to hearth_tenants only.
 find_package(tomlplusplus CONFIG REQUIRED)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command: install packages, build Release, create the default model if it is
-# missing, and run the main job on it.
+# missing, and serve it (in the foreground, until Ctrl-C). In a second terminal:
+#   build/hearth chat
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,3 +16,5 @@ if [ ! -f "$model" ]; then
 fi
 ./build/hearth model info "$model"
 ./build/hearth generate --model "$model" --prompt "Tell me a story about a hearth." -n 48
+echo "In a second terminal, chat with the server:  build/hearth chat"
+exec ./build/hearth serve --model "$model"

@@ -31,7 +31,8 @@ constexpr std::string_view z85_alphabet =
 constexpr size_t z85_key_chars = 40;  // a 32-byte CURVE key: 8 groups of 5 characters
 constexpr size_t max_name_chars = 64;
 
-constexpr std::string_view tenant_fields[] = {"name", "key", "class", "weight", "slo", "quota", "share_prefix"};
+constexpr std::string_view tenant_fields[] = {"name", "key", "class", "weight", "slo", "quota", "share_prefix",
+                                                 "admin"};
 constexpr std::string_view slo_fields[] = {"ttft_ms", "itl_ms"};
 constexpr std::string_view quota_fields[] = {"max_concurrent", "max_queued", "max_prompt_tokens", "tokens_per_minute"};
 
@@ -75,6 +76,7 @@ class tenant_reader {
     t.cls = tenant_class_field();
     t.weight = number(table_, "", "weight", 1.0, /*positive=*/true);
     t.share_prefix = flag("share_prefix", true);
+    t.admin = flag("admin", false);
     read_slo(t.slo);
     read_quota(t.quota);
     return t;

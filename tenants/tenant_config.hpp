@@ -38,6 +38,7 @@ struct tenant_config {
   tenant_quota quota = {};
   bool share_prefix = true;  //!< its requests may reuse each other's prefix-cache blocks
                              //!< (never another tenant's: the salt includes the tenant)
+  bool admin = false;        //!< may send the protocol's `admin` requests (set_policy, reload)
 };
 
 //! Whether every tenant must have a key: `optional` only in development mode, where clients

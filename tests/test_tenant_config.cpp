@@ -27,6 +27,7 @@ class = "interactive"
 weight = 2.0
 slo = { ttft_ms = 300, itl_ms = 100 }
 quota = { max_concurrent = 4, max_queued = 8, max_prompt_tokens = 2048, tokens_per_minute = 20000 }
+admin = true
 
 [[tenant]]
 name = "nightly"
@@ -64,6 +65,7 @@ TEST_CASE("tenants load from TOML with every field and the defaults", "[tenants]
   CHECK(voice.quota.max_prompt_tokens == 2048);
   CHECK(voice.quota.tokens_per_minute == 20000);
   CHECK(voice.share_prefix);
+  CHECK(voice.admin);
   const tenant_config& nightly = (*r)[1];
   CHECK(nightly.cls == tenant_class::background);
   CHECK(nightly.weight == 1.0);  // an integer is a number too
@@ -71,6 +73,7 @@ TEST_CASE("tenants load from TOML with every field and the defaults", "[tenants]
   CHECK(nightly.quota.tokens_per_minute == 0);
   CHECK(nightly.quota.max_queued == 100);  // a [tenant.quota] sub-table works like the inline one
   CHECK_FALSE(nightly.share_prefix);
+  CHECK_FALSE(nightly.admin);  // admin is off unless asked for
 }
 
 TEST_CASE("a configuration without tenants gives an empty list", "[tenants]") {
@@ -107,6 +110,7 @@ TEST_CASE("every bad tenant field is named with its line", "[tenants]") {
   CHECK_THAT(error_for("weight = nan"), Contains("weight must be a number > 0"));
   CHECK_THAT(error_for("weight = \"2\""), Contains("weight must be a number"));
   CHECK_THAT(error_for("share_prefix = \"yes\""), Contains("share_prefix must be true or false"));
+  CHECK_THAT(error_for("admin = 1"), Contains(":3: tenant 'voice': admin must be true or false"));
   CHECK_THAT(error_for("slo = 300"), Contains("slo must be a table"));
   CHECK_THAT(error_for("slo = { ttft_ms = -1 }"), Contains(":3: tenant 'voice': slo.ttft_ms must be a number >= 0"));
   CHECK_THAT(error_for("slo = { itl_ms = inf }"), Contains("slo.itl_ms must be a number >= 0"));

@@ -1,0 +1,282 @@
+#include "clients/cpp/client.hpp"
+
+#include <zmq_addon.hpp>
+
+namespace hearth::client {
+
+namespace {
+
+using json = nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+constexpr std::string_view marker = "hearth/1";
+constexpr auto no_deadline = clock_type::time_point::max();
+
+double ms_since(clock_type::time_point t) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
+}
+
+error error_of(const json& msg) {
+  error e{msg.value("code", std::string("protocol")), msg.value("message", std::string())};
+  if (msg.contains("retry_after_ms") && msg["retry_after_ms"].is_number_unsigned())
+    e.retry_after_ms = msg["retry_after_ms"].get<uint32_t>();
+  return e;
+}
+
+json request_json(const std::string& id, const generate_params& p, const std::string& tenant) {
+  json j = {{"type", "generate"},          {"id", id},
+            {"max_tokens", p.max_tokens},  {"temperature", p.temperature},
+            {"top_k", p.top_k},            {"top_p", p.top_p},
+            {"min_p", p.min_p},            {"repetition_penalty", p.repetition_penalty},
+            {"repeat_last_n", p.repeat_last_n}, {"seed", p.seed},
+            {"stop", p.stop},              {"stream", p.stream}};
+  if (p.messages.empty()) {
+    j["prompt"] = p.prompt;
+  } else {
+    json turns = json::array();
+    for (const auto& m : p.messages) turns.push_back({{"role", m.role}, {"content", m.content}});
+    j["messages"] = std::move(turns);
+  }
+  if (!tenant.empty()) j["tenant"] = tenant;
+  return j;
+}
+
+template <class Option>
+void set_key(zmq::socket_t& s, Option option, const std::string& z85) {
+  uint8_t key[32];
+  zmq_z85_decode(key, z85.c_str());
+  s.set(option, zmq::const_buffer(key, sizeof key));
+}
+
+}  // namespace
+
+// ---- stream ----
+
+stream::stream(client* c, std::string id, const generate_params& p)
+    : c_(c), id_(std::move(id)), first_token_timeout_(p.first_token_timeout), idle_timeout_(p.idle_timeout),
+      started_(clock_type::now()), last_message_(started_) {}
+
+stream::stream(stream&& o) noexcept
+    : c_(std::exchange(o.c_, nullptr)), id_(std::move(o.id_)), first_token_timeout_(o.first_token_timeout_),
+      idle_timeout_(o.idle_timeout_), started_(o.started_), last_message_(o.last_message_),
+      first_token_(o.first_token_), ended_(o.ended_), done_(std::move(o.done_)), result_(std::move(o.result_)) {}
+
+stream::~stream() {
+  if (c_ && !ended_) {
+    (void)c_->cancel(id_);
+    c_->abandon(id_);
+  }
+}
+
+void stream::end(outcome<completion> r) {
+  ended_ = true;
+  result_ = std::move(r);
+  c_->inbox_.erase(id_);
+}
+
+void stream::cancel() {
+  if (c_ && !ended_) (void)c_->cancel(id_);
+}
+
+std::optional<token> stream::next() {
+  while (c_ && !ended_) {
+    auto& box = c_->inbox_[id_];
+    if (box.empty()) {
+      // Idle counts from the last message about this stream or, while the server says it is
+      // there (a heartbeat: the request waits in its queue), from the last message at all.
+      auto deadline = no_deadline;
+      if (idle_timeout_.count() > 0) deadline = std::max(last_message_, c_->last_heard_) + idle_timeout_;
+      if (!first_token_ && first_token_timeout_.count() > 0) deadline = std::min(deadline, started_ + first_token_timeout_);
+      if (clock_type::now() >= deadline) {
+        // Nothing in time: cancel on the server and stop listening for this id.
+        (void)c_->cancel(id_);
+        c_->abandon(id_);
+        end(error{"timeout", "no message for request '" + id_ + "' in time"});
+        break;
+      }
+      c_->receive(deadline);
+      continue;
+    }
+    const json msg = std::move(box.front());
+    box.pop_front();
+    last_message_ = clock_type::now();
+    const std::string type = msg.value("type", std::string());
+    if (type == "token") {
+      token t{msg.value("index", 0u), msg.value("token", 0), msg.value("text", std::string())};
+      if (!first_token_) done_.client_ttft_ms = ms_since(started_);
+      first_token_ = true;
+      done_.text += t.text;
+      done_.tokens.push_back(t.id);
+      return t;
+    }
+    if (type == "error") {
+      end(error_of(msg));
+    } else if (type == "done") {
+      const json& use = msg.value("usage", json::object());
+      const json& time = msg.value("timings", json::object());
+      completion& d = done_;
+      d.finish_reason = msg.value("finish_reason", std::string());
+      if (msg.contains("text")) d.text = msg.value("text", std::string());
+      d.prompt_tokens = use.value("prompt_tokens", 0u);
+      d.completion_tokens = use.value("completion_tokens", 0u);
+      d.cached_tokens = use.value("cached_tokens", 0u);
+      d.queue_ms = time.value("queue_ms", 0.0);
+      d.ttft_ms = time.value("ttft_ms", 0.0);
+      d.mean_itl_ms = time.value("mean_itl_ms", 0.0);
+      d.e2e_ms = time.value("e2e_ms", 0.0);
+      d.preemptions = msg.value("preemptions", 0u);
+      if (!first_token_) d.client_ttft_ms = ms_since(started_);
+      d.client_e2e_ms = ms_since(started_);
+      end(std::move(d));
+    }
+    // `accepted` and types this client does not know are skipped.
+  }
+  return std::nullopt;
+}
+
+// ---- client ----
+
+client::client(options opt) : opt_(std::move(opt)) {}
+
+client::~client() = default;
+
+outcome<std::unique_ptr<client>> client::connect(options opt) {
+  if (!opt.server_key.empty() && (!is_z85_key(opt.server_key) || !is_z85_key(opt.keys.public_key) ||
+                                  !is_z85_key(opt.keys.secret_key)))
+    return error{"bad_request", "CURVE needs the server's public key and this client's key pair, each 40 Z85 characters"};
+  std::unique_ptr<client> c(new client(std::move(opt)));
+  auto& s = c->socket_;
+  try {
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::heartbeat_ivl, 1000);
+    s.set(zmq::sockopt::heartbeat_timeout, 5000);
+    if (!c->opt_.server_key.empty()) {
+      set_key(s, zmq::sockopt::curve_serverkey, c->opt_.server_key);
+      set_key(s, zmq::sockopt::curve_publickey, c->opt_.keys.public_key);
+      set_key(s, zmq::sockopt::curve_secretkey, c->opt_.keys.secret_key);
+    }
+    s.connect(c->opt_.endpoint);
+  } catch (const zmq::error_t& e) {
+    return error{"transport", "cannot connect to " + c->opt_.endpoint + ": " + e.what()};
+  }
+  const auto reply_timeout = c->opt_.reply_timeout;
+  c->opt_.reply_timeout = c->opt_.connect_timeout;
+  auto pong = c->ping();
+  c->opt_.reply_timeout = reply_timeout;
+  if (!pong) {
+    if (pong.error().code != "timeout") return pong.error();
+    return error{"timeout", "no answer from " + c->opt_.endpoint + " within " +
+                                std::to_string(c->opt_.connect_timeout.count()) +
+                                " ms (is `hearth serve` running there, and does it accept this client's key?)"};
+  }
+  return c;
+}
+
+std::string client::next_id() {
+  std::string id = std::to_string(++counter_);  // (not "c" + ...: g++ 12 warns falsely, -Wrestrict)
+  id.insert(id.begin(), 'c');
+  return id;
+}
+
+status<error> client::send(const json& msg) {
+  const std::string text = msg.dump(-1, ' ', false, json::error_handler_t::replace);
+  try {
+    socket_.send(zmq::buffer(marker), zmq::send_flags::sndmore);
+    socket_.send(zmq::buffer(text), zmq::send_flags::none);
+  } catch (const zmq::error_t& e) {
+    return error{"transport", std::string("send failed: ") + e.what()};
+  }
+  return {};
+}
+
+void client::dispatch(const zmq::message_t& body) {
+  json msg = json::parse(body.to_string_view(), nullptr, false);
+  if (!msg.is_object() || !msg.contains("id") || !msg["id"].is_string()) return;  // heartbeat, or an answer to no id
+  const std::string id = msg["id"].get<std::string>();
+  if (abandoned_.count(id)) {
+    // Forgotten at its last message: a stream's terminal one, or the one reply to a call.
+    const std::string type = msg.value("type", std::string());
+    if (type != "accepted" && type != "token") abandoned_.erase(id);
+    return;
+  }
+  const auto it = inbox_.find(id);
+  if (it != inbox_.end()) it->second.push_back(std::move(msg));
+}
+
+void client::receive(clock_type::time_point deadline) {
+  zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+  const auto now = clock_type::now();
+  const auto wait = deadline == no_deadline ? std::chrono::milliseconds(-1)
+                                            : std::chrono::ceil<std::chrono::milliseconds>(std::max(deadline, now) - now);
+  zmq::poll(&item, 1, wait);
+  std::vector<zmq::message_t> frames;
+  while (zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+    last_heard_ = clock_type::now();
+    if (frames.size() == 2 && frames[0].to_string_view() == marker) dispatch(frames[1]);
+    frames.clear();
+  }
+}
+
+void client::abandon(const std::string& id) {
+  inbox_.erase(id);
+  abandoned_.insert(id);
+}
+
+outcome<stream> client::start(const generate_params& p) {
+  std::string id = next_id();
+  inbox_[id];  // messages for it are kept from now on
+  if (auto st = send(request_json(id, p, opt_.tenant)); !st) {
+    inbox_.erase(id);
+    return st.error();
+  }
+  return stream(this, std::move(id), p);
+}
+
+outcome<completion> client::generate(const generate_params& p, const std::function<bool(const token&)>& on_token) {
+  auto s = start(p);
+  if (!s) return s.error();
+  while (auto t = s->next())
+    if (on_token && !on_token(*t)) s->cancel();
+  return s->result();
+}
+
+status<error> client::cancel(const std::string& id) { return send({{"type", "cancel"}, {"id", id}}); }
+
+outcome<json> client::call(json msg) {
+  const std::string id = next_id();
+  msg["id"] = id;
+  inbox_[id];
+  if (auto st = send(msg); !st) {
+    inbox_.erase(id);
+    return st.error();
+  }
+  const auto deadline = clock_type::now() + opt_.reply_timeout;
+  while (inbox_[id].empty()) {
+    if (clock_type::now() >= deadline) {
+      abandon(id);
+      return error{"timeout", "no reply to '" + msg.value("type", std::string()) + "' in time"};
+    }
+    receive(deadline);
+  }
+  json reply = std::move(inbox_[id].front());
+  inbox_.erase(id);
+  if (reply.value("type", std::string()) == "error") return error_of(reply);
+  return reply;
+}
+
+outcome<json> client::ping() { return call({{"type", "ping"}}); }
+
+outcome<json> client::stats() {
+  json msg = {{"type", "stats"}};
+  if (!opt_.tenant.empty()) msg["tenant"] = opt_.tenant;
+  return call(std::move(msg));
+}
+
+outcome<json> client::models() { return call({{"type", "models"}}); }
+
+outcome<json> client::admin(const std::string& action, const std::string& policy) {
+  json msg = {{"type", "admin"}, {"action", action}};
+  if (!policy.empty()) msg["policy"] = policy;
+  return call(std::move(msg));
+}
+
+}  // namespace hearth::client

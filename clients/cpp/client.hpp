@@ -1,0 +1,176 @@
+#pragma once
+// The C++ client of wire protocol v1 (docs/protocol.md): one ZeroMQ DEALER connection to
+// `hearth serve`, many requests in flight on it, each read as a stream of tokens.
+//
+//   auto c = client::connect({.endpoint = "tcp://127.0.0.1:5555", .tenant = "voice"});
+//   auto done = (*c)->generate({.prompt = "Lights off?", .max_tokens = 32},
+//                              [](const token& t) { std::cout << t.text << std::flush; return true; });
+//
+// or, as an iterator:  auto s = (*c)->start(params); while (auto t = s->next()) ...; s->result().
+//
+// Threads: a client and its streams belong to one thread at a time (ZeroMQ sockets are
+// single-threaded); use one client per thread. Several streams of one client may be read in any
+// order from that thread: reading one buffers the messages of the others.
+// Timeouts: connect (the server must answer a ping), replies, a stream's first token and the
+// gap between its messages. A stream that times out is cancelled on the server.
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "clients/cpp/keys.hpp"
+#include "common/result.hpp"
+
+namespace hearth::client {
+
+//! A failed call: a protocol error code (bad_request, too_long, unauthorized, over_quota,
+//! queue_full, shutting_down, cancelled, internal) or one of the client's own: `timeout`
+//! (nothing arrived in time), `transport` (the socket failed), `protocol` (the server's reply
+//! was not protocol v1).
+struct error {
+  std::string code;
+  std::string message;
+  uint32_t retry_after_ms = 0;  //!< over_quota: when to retry (0 = not given)
+};
+template <class T>
+using outcome = hearth::result<T, error>;
+
+struct options {
+  std::string endpoint = "tcp://127.0.0.1:5555";
+  std::string server_key = {};  //!< the server's public key (Z85); empty: development mode
+  key_pair keys = {};           //!< CURVE: this client's pair, whose public key the tenants file lists
+  std::string tenant = {};      //!< development mode: sent as `tenant` with generate and stats
+  std::chrono::milliseconds connect_timeout{5000};  //!< connect(): the server answers a ping within it
+  std::chrono::milliseconds reply_timeout{10000};   //!< ping, stats, models, admin
+};
+
+struct chat_turn {
+  std::string role;  //!< system, user or assistant
+  std::string content;
+};
+
+//! A `generate` request (protocol.md's fields and defaults) and its timeouts (0 = none).
+struct generate_params {
+  std::string prompt = {};
+  std::vector<chat_turn> messages = {};  //!< sent instead of prompt when not empty
+  uint32_t max_tokens = 256;
+  double temperature = 1.0;
+  uint32_t top_k = 0;
+  double top_p = 1.0;
+  double min_p = 0.0;
+  double repetition_penalty = 1.0;
+  uint32_t repeat_last_n = 64;
+  uint64_t seed = 0;
+  std::vector<std::string> stop = {};
+  bool stream = true;
+  std::chrono::milliseconds first_token_timeout{0};  //!< start to the first token (or the end)
+  //! Longest wait for the next message; heartbeats count while the request waits in the queue.
+  std::chrono::milliseconds idle_timeout{0};
+};
+
+struct token {
+  uint32_t index = 0;
+  int32_t id = 0;
+  std::string text;  //!< may be empty; the concatenated texts are the completion
+};
+
+struct completion {
+  std::string finish_reason;  //!< eos, stop or length
+  std::string text;           //!< the whole completion
+  std::vector<int32_t> tokens;
+  uint32_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  double queue_ms = 0, ttft_ms = 0, mean_itl_ms = 0, e2e_ms = 0;  //!< the server's timings
+  uint32_t preemptions = 0;
+  double client_ttft_ms = 0;  //!< measured here, from start() to the first token
+  double client_e2e_ms = 0;   //!< from start() to the terminal message
+};
+
+class client;
+
+//! One generation in flight. Destroying it before its end cancels it on the server.
+class stream {
+ public:
+  stream(stream&&) noexcept;
+  stream& operator=(stream&&) = delete;
+  ~stream();
+
+  //! The next token; nullopt once the stream has ended (then see result()).
+  std::optional<token> next();
+  //! After next() gave nullopt: the completion, or why it failed.
+  const outcome<completion>& result() const { return result_; }
+  bool ended() const { return ended_; }
+  //! Asks the server to end it; next() then drains to its terminal message (`cancelled`).
+  void cancel();
+  const std::string& id() const { return id_; }
+
+ private:
+  friend class client;
+  stream(client* c, std::string id, const generate_params& p);
+  void end(outcome<completion> r);
+
+  client* c_;
+  std::string id_;
+  std::chrono::milliseconds first_token_timeout_, idle_timeout_;
+  std::chrono::steady_clock::time_point started_, last_message_;
+  bool first_token_ = false, ended_ = false;
+  completion done_;
+  outcome<completion> result_ = error{"pending", "the stream has not ended"};
+};
+
+class client {
+ public:
+  //! Connects and checks that the server answers a ping within connect_timeout (a CURVE key the
+  //! server refuses, or no server at all, ends in a `timeout`).
+  static outcome<std::unique_ptr<client>> connect(options opt);
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  //! Sends a generate request; read it with the stream.
+  outcome<stream> start(const generate_params& p);
+  //! Generates to the end, calling on_token for each token; on_token returning false cancels.
+  outcome<completion> generate(const generate_params& p, const std::function<bool(const token&)>& on_token = {});
+  //! Cancels the request `id` sent on this connection (protocol `cancel`; no reply).
+  status<error> cancel(const std::string& id);
+
+  //! The `pong`: protocol number, server name and the tenant the server sees.
+  outcome<nlohmann::json> ping();
+  //! The engine's gauges and this tenant's counters.
+  outcome<nlohmann::json> stats();
+  outcome<nlohmann::json> models();
+  //! action "set_policy" (with policy) or "reload".
+  outcome<nlohmann::json> admin(const std::string& action, const std::string& policy = {});
+
+  const options& settings() const { return opt_; }
+
+ private:
+  friend class stream;
+  explicit client(options opt);
+  status<error> send(const nlohmann::json& msg);
+  //! Waits until messages arrive (or `deadline`) and sorts them into their inboxes.
+  void receive(std::chrono::steady_clock::time_point deadline);
+  void dispatch(const zmq::message_t& body);
+  outcome<nlohmann::json> call(nlohmann::json msg);
+  std::string next_id();
+  //! Stop delivering `id`'s messages; forget it at its terminal message.
+  void abandon(const std::string& id);
+
+  options opt_;
+  zmq::context_t ctx_{1};
+  zmq::socket_t socket_{ctx_, zmq::socket_type::dealer};
+  uint64_t counter_ = 0;
+  std::map<std::string, std::deque<nlohmann::json>> inbox_;  // by request id, while someone waits
+  std::set<std::string> abandoned_;
+  std::chrono::steady_clock::time_point last_heard_ = {};  // the last message of any kind
+};
+
+}  // namespace hearth::client

@@ -1,0 +1,32 @@
+#pragma once
+// CURVE key pairs and the key file `hearth keygen` writes, read by `hearth serve` (its secret
+// key) and by clients (their pair). The file is TOML-compatible text, mode 0600:
+//
+//   # hearth CURVE key pair (ZeroMQ Z85 text). Keep this file secret: it holds the secret key.
+//   public = "<40 characters>"
+//   secret = "<40 characters>"
+
+#include <string>
+#include <string_view>
+
+#include "common/result.hpp"
+
+namespace hearth::client {
+
+struct key_pair {
+  std::string public_key;  //!< Z85, 40 characters
+  std::string secret_key;  //!< Z85, 40 characters
+};
+
+//! Whether `z85` is the Z85 text of a 32-byte key.
+bool is_z85_key(std::string_view z85);
+//! A fresh pair from libzmq (libsodium's random source).
+result<key_pair> generate_key_pair();
+//! The public key belonging to a secret key.
+result<std::string> public_key_of(std::string_view secret_z85);
+//! Writes the key file with mode 0600; refuses to replace an existing file.
+status<> write_key_file(const std::string& path, const key_pair& keys);
+//! Reads a key file; checks both keys and that the public one belongs to the secret one.
+result<key_pair> read_key_file(const std::string& path);
+
+}  // namespace hearth::client

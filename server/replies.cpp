@@ -1,0 +1,77 @@
+#include "server/replies.hpp"
+
+#include <algorithm>
+
+namespace hearth::server {
+
+namespace {
+
+using json = nlohmann::json;
+
+json latency(const latency_summary& s) {
+  return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
+}
+
+json tenant_counters(const std::string& name, const std::vector<tenant_metrics>& all) {
+  const auto it = std::find_if(all.begin(), all.end(), [&](const tenant_metrics& t) { return t.tenant == name; });
+  tenant_metrics t = it != all.end() ? *it : tenant_metrics{};
+  json rejected = json::object();
+  for (size_t r = 0; r < t.rejected.size(); ++r)
+    if (t.rejected[r] > 0) rejected[to_string(static_cast<reject_reason>(r))] = t.rejected[r];
+  return {{"name", name},
+          {"done", t.done},
+          {"cancelled", t.cancelled},
+          {"errors", t.errors},
+          {"rejected", rejected},
+          {"prompt_tokens", t.prompt_tokens},
+          {"completion_tokens", t.completion_tokens},
+          {"cached_tokens", t.cached_tokens},
+          {"ttft_ms", latency(t.ttft)},
+          {"itl_ms", latency(t.itl)},
+          {"e2e_ms", latency(t.e2e)},
+          {"queue_ms", latency(t.queue)}};
+}
+
+}  // namespace
+
+json pong_reply(const std::string& id, const std::optional<std::string>& tenant) {
+  return {{"type", "pong"},
+          {"id", id},
+          {"protocol", 1},
+          {"server", "hearth " HEARTH_VERSION},
+          {"tenant", tenant ? json(*tenant) : json(nullptr)}};
+}
+
+json stats_reply(const std::string& id, const metrics_snapshot& m, const std::optional<std::string>& tenant,
+                 const std::string& policy) {
+  const scheduler_gauges& g = m.gauges;
+  const json engine = {{"waiting", g.waiting},
+                       {"running", g.running},
+                       {"preemptions", g.preemptions},
+                       {"steps", g.steps},
+                       {"prefill_tokens", g.prefill_tokens},
+                       {"decode_tokens", g.decode_tokens},
+                       {"kv_blocks_used", g.kv.used},
+                       {"kv_blocks_total", g.kv.n_blocks},
+                       {"prefix_hits", g.kv.hits},
+                       {"prefix_lookups", g.kv.lookups},
+                       {"policy", policy}};
+  return {{"type", "stats"},
+          {"id", id},
+          {"uptime_s", m.uptime_s},
+          {"engine", engine},
+          {"tenant", tenant ? tenant_counters(*tenant, m.tenants) : json(nullptr)}};
+}
+
+json models_reply(const std::string& id, const model_card& card) {
+  return {{"type", "models"},
+          {"id", id},
+          {"models",
+           json::array({{{"name", card.name},
+                         {"architecture", card.architecture},
+                         {"n_ctx", card.n_ctx},
+                         {"n_vocab", card.n_vocab},
+                         {"chat_format", card.chat_format}}})}};
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,22 @@
+#pragma once
+// The replies that report on the server rather than on one request: pong, stats, models.
+// Their JSON shapes are docs/protocol.md's.
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/metrics_types.hpp"
+#include "server/gateway.hpp"
+
+namespace hearth::server {
+
+//! `tenant`: the authenticated tenant (null in development mode).
+nlohmann::json pong_reply(const std::string& id, const std::optional<std::string>& tenant);
+//! The engine's gauges and `tenant`'s own counters (never another's; null when not known).
+nlohmann::json stats_reply(const std::string& id, const metrics_snapshot& m, const std::optional<std::string>& tenant,
+                           const std::string& policy);
+nlohmann::json models_reply(const std::string& id, const model_card& card);
+
+}  // namespace hearth::server

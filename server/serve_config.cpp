@@ -1,0 +1,153 @@
+// Reads [server], [model] and [engine] with toml++. Inside this file a bad field throws
+// bad_config; parse_serve_config, the edge, turns it (and toml++'s parse_error) into an error.
+#include "server/serve_config.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+namespace hearth::server {
+
+namespace {
+
+struct bad_config {
+  std::string message;
+};
+
+// The fields of one section, each refusal naming source:line and [section].field.
+class section {
+ public:
+  section(std::string_view source, const toml::table& root, std::string_view name,
+          std::initializer_list<std::string_view> known)
+      : source_(source), name_(name) {
+    const toml::node* n = root.get(name);
+    if (!n) return;
+    if (!n->is_table()) fail(n, "", "must be a table: write [" + std::string(name) + "]");
+    t_ = n->as_table();
+    for (const auto& [k, v] : *t_)
+      if (std::find(known.begin(), known.end(), k.str()) == known.end()) fail(&v, k.str(), "is not a known field");
+  }
+
+  void text(std::string_view field, std::string& out) const {
+    if (const toml::node* n = get(field)) {
+      if (!n->is_string()) fail(n, field, "must be a string");
+      out = n->as_string()->get();
+    }
+  }
+
+  void choice(std::string_view field, std::string& out, std::initializer_list<std::string_view> allowed) const {
+    text(field, out);
+    if (get(field) && std::find(allowed.begin(), allowed.end(), out) == allowed.end()) {
+      std::string list;
+      for (auto a : allowed) list += (list.empty() ? "\"" : ", \"") + std::string(a) + "\"";
+      fail(get(field), field, "must be one of " + list + " (got \"" + out + "\")");
+    }
+  }
+
+  template <class T>
+  void count(std::string_view field, T& out, int64_t lo, int64_t hi = std::numeric_limits<T>::max()) const {
+    const toml::node* n = get(field);
+    if (!n) return;
+    if (!n->is_integer()) fail(n, field, "must be a whole number");
+    const int64_t v = n->as_integer()->get();
+    if (v < lo || v > hi)
+      fail(n, field, "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + " (got " + std::to_string(v) + ")");
+    out = static_cast<T>(v);
+  }
+
+  [[noreturn]] void fail(const toml::node* at, std::string_view field, const std::string& what) const {
+    const auto line = at ? at->source().begin.line : 0;
+    throw bad_config{std::string(source_) + ":" + std::to_string(line) + ": [" + name_ + "]" +
+                     (field.empty() ? "" : "." + std::string(field)) + " " + what};
+  }
+
+ private:
+  const toml::node* get(std::string_view field) const { return t_ ? t_->get(field) : nullptr; }
+
+  std::string_view source_;
+  std::string name_;
+  const toml::table* t_ = nullptr;
+};
+
+void read_server(const section& s, serve_config& c) {
+  s.text("endpoint", c.endpoint);
+  s.text("secret_key_file", c.secret_key_file);
+  s.count("max_message_bytes", c.max_message_bytes, 1024, int64_t{1} << 30);
+  s.count("heartbeat_ms", c.heartbeat_ms, 10, 60000);
+}
+
+void read_model(const section& s, serve_config& c) {
+  s.text("path", c.model_path);
+  s.choice("compute", c.compute, {"bf16", "f32"});
+}
+
+void read_engine(const section& s, serve_config& c) {
+  engine_config& e = c.engine;
+  s.count("max_batched_tokens", e.max_batched_tokens, 1);
+  s.count("max_seqs", e.max_seqs, 1);
+  s.count("long_prefill_threshold", e.long_prefill_threshold, 0);
+  s.count("max_partial_prefills", e.max_partial_prefills, 1);
+  s.count("max_preemptions", e.max_preemptions, 0);
+  s.text("policy", e.policy);
+  s.count("max_waiting", e.max_waiting, 1);
+  s.count("max_waiting_tokens", e.max_waiting_tokens, 1, std::numeric_limits<int64_t>::max());
+  std::string mode = "colocated", handoff = "automatic";
+  s.choice("mode", mode, {"colocated", "disaggregated"});
+  e.mode = mode == "colocated" ? placement_mode::colocated : placement_mode::disaggregated;
+  s.text("worker_cpus", e.worker_cpus);
+  s.text("decode_cpus", e.decode_cpus);
+  s.choice("kv_handoff", handoff, {"automatic", "share", "copy"});
+  e.kv_handoff = handoff == "share" ? kv_handoff_mode::share
+                 : handoff == "copy" ? kv_handoff_mode::copy
+                                     : kv_handoff_mode::automatic;
+  s.count("threads_per_worker", e.threads_per_worker, 0, 1024);
+  s.count("kv_tokens", c.kv_tokens, 16, int64_t{1} << 32);
+}
+
+}  // namespace
+
+result<serve_config> parse_serve_config(std::string_view toml_text, std::string_view source) {
+  serve_config c;
+  try {
+    const toml::table root = toml::parse(toml_text, source);
+    read_server(section(source, root, "server", {"endpoint", "secret_key_file", "max_message_bytes", "heartbeat_ms"}), c);
+    read_model(section(source, root, "model", {"path", "compute"}), c);
+    read_engine(section(source, root, "engine",
+                        {"max_batched_tokens", "max_seqs", "long_prefill_threshold", "max_partial_prefills",
+                         "max_preemptions", "policy", "max_waiting", "max_waiting_tokens", "mode", "worker_cpus",
+                         "decode_cpus", "kv_handoff", "threads_per_worker", "kv_tokens"}),
+                c);
+  } catch (const toml::parse_error& e) {
+    return error{errc::malformed, std::string(source) + ":" + std::to_string(e.source().begin.line) + ": " +
+                                      std::string(e.description())};
+  } catch (const bad_config& e) {
+    return error{errc::malformed, e.message};
+  }
+  auto tenants = parse_tenants(toml_text, key_rule::optional, source);
+  if (!tenants) return tenants.error();
+  c.engine.tenants = std::move(*tenants);
+  return c;
+}
+
+result<serve_config> load_serve_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error{errc::io, path + ": cannot open: " + std::strerror(errno)};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_serve_config(text.str(), path);
+}
+
+status<> check_tenant_keys(const serve_config& c) {
+  if (c.development_mode()) return {};
+  for (const auto& t : c.engine.tenants)
+    if (t.key.empty())
+      return error{errc::invalid_argument, "tenant '" + t.name + "': key is missing (every tenant needs one with a server key)"};
+  return {};
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,38 @@
+#pragma once
+// `hearth serve`'s configuration file: [server], [model] and [engine] are read here, the
+// [[tenant]] tables by tenants/tenant_config.hpp. Every field, its default and its limits:
+// docs/configuration.md. Command-line flags override the file (cli/cmd_serve.cpp).
+
+#include <string>
+#include <string_view>
+
+#include "common/result.hpp"
+#include "engine/config.hpp"
+
+namespace hearth::server {
+
+struct serve_config {
+  // [server]
+  std::string endpoint = "tcp://127.0.0.1:5555";
+  std::string secret_key_file = {};      //!< from `hearth keygen`; empty: development mode
+  uint64_t max_message_bytes = 1 << 20;
+  uint32_t heartbeat_ms = 1000;
+  // [model]
+  std::string model_path = {};           //!< empty: the default model, generated if missing
+  std::string compute = "bf16";          //!< "bf16" or "f32"
+  // [engine]
+  engine_config engine = {};             //!< includes the [[tenant]] entries
+  uint64_t kv_tokens = 16384;            //!< KV pool capacity in positions
+
+  bool development_mode() const { return secret_key_file.empty(); }
+};
+
+//! The configuration in `toml_text`; `source` names it in errors (`source:line: field ...`).
+//! Tenants are read with keys optional; check_tenant_keys applies the CURVE rule afterwards,
+//! since a command-line flag may still turn CURVE on.
+result<serve_config> parse_serve_config(std::string_view toml_text, std::string_view source = "config");
+result<serve_config> load_serve_config(const std::string& path);
+//! With a server key, every tenant needs a client key.
+status<> check_tenant_keys(const serve_config& c);
+
+}  // namespace hearth::server

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# `hearth keygen`, `hearth serve` and `hearth chat` end to end over loopback: keys, development
+# mode, the same greedy text as `hearth generate --chat`, piped input, exit codes, CURVE with a
+# tenants file, SIGHUP reload, SIGTERM shutdown. Usage: test_serve.sh PATH/TO/hearth
+source "$(dirname "$0")/lib.sh"
+hearth=$1
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
+
+# start_serve NAME ARGS...: runs serve in the background; sets $endpoint once it listens.
+start_serve() {
+  local name=$1
+  shift
+  "$hearth" serve --threads 1 --compute f32 --endpoint 'tcp://127.0.0.1:*' "$@" >"$dir/$name.out" 2>"$dir/$name.err" &
+  pids+=($!)
+  serve_pid=$!
+  for _ in $(seq 1 200); do
+    endpoint=$(grep -o 'on tcp://[0-9.:]*' "$dir/$name.out" | cut -c4- || true)
+    [ -n "$endpoint" ] && return 0
+    kill -0 "$serve_pid" 2>/dev/null || fail "serve $name exited: $(cat "$dir/$name.err")"
+    sleep 0.1
+  done
+  fail "serve $name did not start: $(cat "$dir/$name.err")"
+}
+
+stop_serve() {
+  kill -TERM "$serve_pid"
+  local rc=0
+  wait "$serve_pid" || rc=$?
+  [ "$rc" -eq 0 ] || fail "serve exited with $rc after SIGTERM: $(cat "$1")"
+}
+
+# Keys: a file only its owner can read, the public key on stdout, never overwritten.
+pub=$("$hearth" keygen -o "$dir/client.key" 2>/dev/null)
+[ ${#pub} -eq 40 ] || fail "keygen printed '$pub'"
+[ "$(stat -c %a "$dir/client.key")" = 600 ] || fail "key file mode $(stat -c %a "$dir/client.key")"
+grep -qxF "public = \"$pub\"" "$dir/client.key" || fail "key file lacks the public key"
+expect_one_line_error "existing key file" "client.key" "$hearth" keygen -o "$dir/client.key"
+
+"$hearth" model make --preset tiny --dtype f32 --seed 5 -o "$dir/tiny.gguf" >/dev/null
+
+# Development mode: loopback only.
+expect_one_line_error "public bind without keys" "development mode" \
+  "$hearth" serve --model "$dir/tiny.gguf" --endpoint 'tcp://0.0.0.0:*'
+
+start_serve dev --model "$dir/tiny.gguf"
+grep -q "development mode" "$dir/dev.out" || fail "serve does not say it is in development mode"
+q="Tell me a story about a hearth."
+served=$("$hearth" chat -e "$endpoint" --temperature 0 -n 16 "$q")
+local_text=$("$hearth" generate -m "$dir/tiny.gguf" -p "$q" --chat --temperature 0 -n 16 --compute f32 --threads 1 2>/dev/null)
+[ -n "$served" ] && [ "$served" = "$local_text" ] || fail "chat '$served' differs from generate '$local_text'"
+piped=$(printf '%s\n' "$q" | "$hearth" chat -e "$endpoint" --temperature 0 -n 16)
+[ "$piped" = "$served" ] || fail "piped chat '$piped' differs from '$served'"
+timing=$("$hearth" chat -e "$endpoint" -n 4 -v "hi" 2>&1 >/dev/null)
+grep -q "TTFT .* ms | .* tok/s" <<<"$timing" || fail "chat -v prints no timings: $timing"
+rc=0; "$hearth" chat -e "$endpoint" --tenant "not a name" hi >/dev/null 2>"$dir/refused.err" || rc=$?
+[ "$rc" -eq 3 ] && grep -q "bad_request" "$dir/refused.err" || fail "refused request: exit $rc, $(cat "$dir/refused.err")"
+stop_serve "$dir/dev.err"
+rc=0; "$hearth" chat -e "$endpoint" --timeout 300 hi >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "chat to a stopped server: exit $rc, expected 2"
+
+# CURVE: the server's key file and a tenants file with the client's key.
+server_pub=$("$hearth" keygen -o "$dir/server.key" 2>/dev/null)
+cat >"$dir/home.toml" <<TOML
+[server]
+secret_key_file = "$dir/server.key"
+heartbeat_ms = 200
+
+[model]
+path = "$dir/tiny.gguf"
+
+[engine]
+policy = "fcfs"
+max_seqs = 8
+
+[[tenant]]
+name = "kitchen"
+key = "$pub"
+admin = true
+TOML
+start_serve curve --config "$dir/home.toml"
+grep -qF "server public key $server_pub" "$dir/curve.out" || fail "serve does not print its key: $(cat "$dir/curve.out")"
+curve_text=$("$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/client.key" --temperature 0 -n 16 "$q")
+[ "$curve_text" = "$served" ] || fail "CURVE chat '$curve_text' differs from '$served'"
+rc=0; "$hearth" chat -e "$endpoint" --timeout 1000 hi >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "chat without keys to a CURVE server: exit $rc, expected 2"
+"$hearth" keygen -o "$dir/stranger.key" >/dev/null 2>&1
+rc=0; "$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/stranger.key" --timeout 1000 hi >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "chat with an unknown key: exit $rc, expected 2"
+
+# SIGHUP re-reads the policy; a broken file is refused and changes nothing.
+sed -i 's/policy = "fcfs"/policy = "vtc"/' "$dir/home.toml"
+kill -HUP "$serve_pid"
+for _ in $(seq 1 50); do grep -q "policy vtc" "$dir/curve.err" && break; sleep 0.1; done
+grep -q "reloaded .*policy vtc" "$dir/curve.err" || fail "SIGHUP did not reload: $(cat "$dir/curve.err")"
+sed -i 's/policy = "vtc"/policy = "nonsense"/' "$dir/home.toml"
+kill -HUP "$serve_pid"
+for _ in $(seq 1 50); do grep -q "reload refused" "$dir/curve.err" && break; sleep 0.1; done
+grep -q "reload refused.*nonsense" "$dir/curve.err" || fail "a bad policy was not refused: $(cat "$dir/curve.err")"
+"$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/client.key" -n 2 hi >/dev/null ||
+  fail "the server stopped serving after a refused reload"
+stop_serve "$dir/curve.err"
+echo "serve, chat, keygen: all checks passed"

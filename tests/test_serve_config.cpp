@@ -1,0 +1,136 @@
+// `hearth serve`'s configuration file ([server], [model], [engine] next to [[tenant]]) and the
+// key files of `hearth keygen`: every field read, every bad one named with its line.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "clients/cpp/keys.hpp"
+#include "server/serve_config.hpp"
+
+using namespace hearth;
+using namespace hearth::server;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string error_for(const std::string& text) {
+  const auto r = parse_serve_config(text, "home.toml");
+  REQUIRE_FALSE(r.ok());
+  return r.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("serve's configuration reads every section", "[serve]") {
+  const auto r = parse_serve_config(R"(
+[server]
+endpoint = "tcp://0.0.0.0:6000"
+secret_key_file = "/etc/hearth/server.key"
+max_message_bytes = 65536
+heartbeat_ms = 500
+
+[model]
+path = "/var/lib/hearth/small.gguf"
+compute = "f32"
+
+[engine]
+max_batched_tokens = 512
+max_seqs = 32
+long_prefill_threshold = 0
+max_partial_prefills = 3
+max_preemptions = 2
+policy = "household"
+max_waiting = 100
+max_waiting_tokens = 50000
+mode = "disaggregated"
+worker_cpus = "0-1"
+decode_cpus = "2-3"
+kv_handoff = "copy"
+threads_per_worker = 2
+kv_tokens = 32768
+
+[[tenant]]
+name = "voice"
+key = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID"
+)");
+  REQUIRE(r.ok());
+  CHECK(r->endpoint == "tcp://0.0.0.0:6000");
+  CHECK(r->secret_key_file == "/etc/hearth/server.key");
+  CHECK_FALSE(r->development_mode());
+  CHECK(r->max_message_bytes == 65536);
+  CHECK(r->heartbeat_ms == 500);
+  CHECK(r->model_path == "/var/lib/hearth/small.gguf");
+  CHECK(r->compute == "f32");
+  const engine_config& e = r->engine;
+  CHECK((e.max_batched_tokens == 512 && e.max_seqs == 32 && e.long_prefill_threshold == 0));
+  CHECK((e.max_partial_prefills == 3 && e.max_preemptions == 2 && e.policy == "household"));
+  CHECK((e.max_waiting == 100 && e.max_waiting_tokens == 50000));
+  CHECK(e.mode == placement_mode::disaggregated);
+  CHECK((e.worker_cpus == "0-1" && e.decode_cpus == "2-3" && e.kv_handoff == kv_handoff_mode::copy));
+  CHECK(e.threads_per_worker == 2);
+  CHECK(r->kv_tokens == 32768);
+  REQUIRE(e.tenants.size() == 1);
+  CHECK(e.tenants[0].name == "voice");
+}
+
+TEST_CASE("an empty configuration is development mode with the defaults", "[serve]") {
+  const auto r = parse_serve_config("");
+  REQUIRE(r.ok());
+  CHECK(r->development_mode());
+  CHECK(r->endpoint == "tcp://127.0.0.1:5555");
+  CHECK(r->max_message_bytes == 1 << 20);
+  CHECK(r->heartbeat_ms == 1000);
+  CHECK(r->engine.policy == "fcfs");
+}
+
+TEST_CASE("bad fields are named with their line", "[serve]") {
+  CHECK_THAT(error_for("[server]\nendpont = \"x\""), Contains("home.toml:2: [server].endpont is not a known field"));
+  CHECK_THAT(error_for("[server]\nheartbeat_ms = 5"), Contains("home.toml:2: [server].heartbeat_ms must be from 10"));
+  CHECK_THAT(error_for("[server]\nendpoint = 5"), Contains("[server].endpoint must be a string"));
+  CHECK_THAT(error_for("[model]\ncompute = \"int4\""), Contains("home.toml:2: [model].compute must be one of"));
+  CHECK_THAT(error_for("[engine]\nmax_seqs = 0"), Contains("[engine].max_seqs must be from 1"));
+  CHECK_THAT(error_for("[engine]\nmax_seqs = 1.5"), Contains("[engine].max_seqs must be a whole number"));
+  CHECK_THAT(error_for("[engine]\nmode = \"split\""), Contains("[engine].mode must be one of"));
+  CHECK_THAT(error_for("engine = 3"), Contains("[engine] must be a table"));
+  CHECK_THAT(error_for("[server\n"), Contains("home.toml:1:"));
+  CHECK_THAT(error_for("[[tenant]]\nname = \"a b\""), Contains("tenant"));
+}
+
+TEST_CASE("with a server key every tenant needs a client key", "[serve]") {
+  auto r = parse_serve_config("[server]\nsecret_key_file = \"s.key\"\n[[tenant]]\nname = \"voice\"\n");
+  REQUIRE(r.ok());  // keys are checked once the flags are applied
+  const auto st = check_tenant_keys(*r);
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message, Contains("tenant 'voice': key is missing"));
+  r->secret_key_file.clear();
+  CHECK(check_tenant_keys(*r).ok());
+}
+
+TEST_CASE("key files: written 0600, read back, never overwritten, checked", "[serve]") {
+  char tmpl[] = "/tmp/hearth_keys_XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::string dir = tmpl, path = dir + "/k.key";
+  const auto pair = client::generate_key_pair();
+  REQUIRE(pair.ok());
+  REQUIRE(client::write_key_file(path, *pair).ok());
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  const auto back = client::read_key_file(path);
+  REQUIRE(back.ok());
+  CHECK(back->public_key == pair->public_key);
+  CHECK(back->secret_key == pair->secret_key);
+  CHECK_FALSE(client::write_key_file(path, *pair).ok());
+  // A public key that is not the secret's, and a broken line, are refused.
+  const auto other = client::generate_key_pair();
+  std::ofstream(dir + "/mixed.key") << "public = \"" << other->public_key << "\"\nsecret = \"" << pair->secret_key << "\"\n";
+  CHECK_THAT(client::read_key_file(dir + "/mixed.key").error().message, Contains("does not belong"));
+  std::ofstream(dir + "/bad.key") << "public = " << other->public_key << "\n";
+  CHECK_THAT(client::read_key_file(dir + "/bad.key").error().message, Contains("bad.key:1:"));
+  CHECK_FALSE(client::read_key_file(dir + "/none.key").ok());
+  for (const char* f : {"/k.key", "/mixed.key", "/bad.key"}) ::unlink((dir + f).c_str());
+  ::rmdir(dir.c_str());
+}
