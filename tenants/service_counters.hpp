@@ -33,6 +33,12 @@ class service_counters {
   //! Service delivered to tenant t: input tokens computed as prefill, output tokens generated.
   void charge(uint32_t t, uint64_t input_tokens, uint64_t output_tokens);
 
+  //! A new tenant table (a configuration reload). New tenant i is old tenant from[i] (same name)
+  //! and keeps its counter, or is new and starts where a tenant becoming backlogged would be
+  //! lifted to, so it neither banks credit nor owes any; waiting[i]: its requests waiting now.
+  void reconfigure(std::vector<double> weights, std::span<const std::optional<uint32_t>> from,
+                   std::vector<uint32_t> waiting);
+
   //! Every tenant's counter, in weighted tokens / weight.
   std::span<const double> counters() const { return counters_; }
   //! Whether tenant t has requests waiting.
@@ -40,6 +46,9 @@ class service_counters {
 
  private:
   void lift(uint32_t t);
+  //! The counter a tenant becoming backlogged is raised to (see above); nothing when no tenant
+  //! other than `except` is backlogged and none has left.
+  std::optional<double> floor(std::optional<uint32_t> except) const;
 
   std::vector<double> weights_;
   vtc_cost cost_;
