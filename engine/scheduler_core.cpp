@@ -171,10 +171,15 @@ request_view scheduler_core::view_of(const sequence& s) const {
   return v;
 }
 
-// The waiting queue's changes also drive the VTC counters' lift.
+// The waiting queue's changes also drive the VTC counters' lift (new requests only).
 void scheduler_core::enter_waiting(sequence& s, std::vector<sequence*>::iterator pos) {
   waiting_.insert(pos, &s);
-  if (!tenants_.empty()) service_.enqueue(s.tenant);
+  if (tenants_.empty()) return;
+  if (s.preemptions > 0) {
+    service_.requeue(s.tenant);
+  } else {
+    service_.enqueue(s.tenant);
+  }
 }
 
 void scheduler_core::leave_waiting(sequence& s) {

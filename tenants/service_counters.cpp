@@ -15,6 +15,11 @@ void service_counters::enqueue(uint32_t t) {
   if (waiting_[t]++ == 0) lift(t);
 }
 
+void service_counters::requeue(uint32_t t) {
+  assert(t < waiting_.size() && "service_counters: unknown tenant");
+  ++waiting_[t];
+}
+
 void service_counters::dequeue(uint32_t t) {
   assert(t < waiting_.size() && waiting_[t] > 0 && "service_counters: dequeue without a waiting request");
   if (--waiting_[t] == 0) last_left_ = t;

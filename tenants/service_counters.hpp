@@ -26,8 +26,12 @@ class service_counters {
   //! One tenant per weight (each > 0), indexed like policy_snapshot::tenants; counters start at 0.
   explicit service_counters(std::vector<double> weights, vtc_cost cost = {});
 
-  //! A request of tenant t joined the waiting queue (new, or back after a preemption).
+  //! A new request of tenant t joined the waiting queue (lifts t if it was not backlogged).
   void enqueue(uint32_t t);
+  //! A preempted request of tenant t is back in the waiting queue: counted waiting, not lifted.
+  //! The paper lifts on a new request's arrival only; a preempted one is service interrupted,
+  //! not new demand, and its tenant was being served, not idle, until then.
+  void requeue(uint32_t t);
   //! A waiting request of tenant t left the queue (started, cancelled or ended while waiting).
   void dequeue(uint32_t t);
   //! Service delivered to tenant t: input tokens computed as prefill, output tokens generated.

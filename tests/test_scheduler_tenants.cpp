@@ -198,7 +198,6 @@ TEST_CASE("vtc keeps backlogged tenants within the paper's service bound, across
   auto check_bound = [&] {
     const auto [low, high] = std::ranges::minmax(w.diffs);
     CAPTURE(low, high, U);
-    WARN("diff " << low << " .. " << high << " U " << U << " share " << served[1] / (served[0] + served[1]));
     CHECK(std::max(-low, high) <= U);
     CHECK(high - low <= 2 * U);
     CHECK(served[1] / (served[0] + served[1]) == Approx(2.0 / 3).margin(0.04));  // weights 1:2

@@ -114,6 +114,19 @@ TEST_CASE("with nobody backlogged a returning tenant is lifted to the last one t
   CHECK_FALSE(c.backlogged(0));
 }
 
+TEST_CASE("a preempted request back in the queue lifts nothing", "[tenants]") {
+  service_counters c({1.0, 1.0});
+  c.enqueue(0);
+  c.charge(0, 500, 0);
+  c.enqueue(1);
+  c.dequeue(1);  // 1 starts at 500 (lifted) and is served
+  c.charge(1, 100, 0);
+  c.charge(0, 1000, 0);  // 0 at 1500, 1 at 600
+  c.requeue(1);  // preempted: interrupted service, not a new arrival
+  CHECK(c.counters()[1] == Approx(600));
+  CHECK(c.backlogged(1));
+}
+
 TEST_CASE("the first tenant ever to queue is not lifted", "[tenants]") {
   service_counters c({1.0, 1.0});
   c.charge(1, 50, 0);  // service while not waiting (e.g. decoding) still counts
