@@ -116,7 +116,7 @@ status<> engine::set_tenants(std::vector<tenant_config> tenants) {
     self->request(a, caf::infinite, tenants_atom::value, tenants)
         .receive([&](bool b) { ok = ok && b; }, [&](caf::error&) { ok = false; });
   }
-  if (!ok) return error{errc::invalid_argument, "tenants: the engine is shutting down"};
+  if (!ok) return error{errc::invalid_argument, "tenants: the engine did not take the table (stopped?)"};
   return {};
 }
 
