@@ -13,14 +13,19 @@ namespace {
 // the classes above them.
 double queue_share(tenant_class c) {
   switch (c) {
-    case tenant_class::interactive: return 1.0;
-    case tenant_class::standard: return 0.75;
-    case tenant_class::background: return 0.5;
+    case tenant_class::interactive:
+      return 1.0;
+    case tenant_class::standard:
+      return 0.75;
+    case tenant_class::background:
+      return 0.5;
   }
   return 1.0;
 }
 
-std::string tenant_prefix(const tenant_config& t) { return "tenant '" + t.name + "': "; }
+std::string tenant_prefix(const tenant_config& t) {
+  return "tenant '" + t.name + "': ";
+}
 
 }  // namespace
 
@@ -45,7 +50,8 @@ std::optional<refusal> admission_core::check(const request& r, double now_s) con
   if (r.prompt.empty()) return refusal{reject_reason::bad_request, "prompt: empty"};
   for (token_id t : r.prompt) {
     if (t < 0 || static_cast<uint32_t>(t) >= l.n_vocab) {
-      return refusal{reject_reason::bad_request, "prompt: token " + std::to_string(t) + " is not in the vocabulary"};
+      return refusal{reject_reason::bad_request,
+                     "prompt: token " + std::to_string(t) + " is not in the vocabulary"};
     }
   }
   if (r.max_tokens == 0) return refusal{reject_reason::bad_request, "max_tokens: must be >= 1"};
@@ -66,7 +72,8 @@ std::optional<refusal> admission_core::check(const request& r, double now_s) con
   return check_queue(r, t);
 }
 
-std::optional<refusal> admission_core::check_tenant(const request& r, const tenant_config& t, double now_s) const {
+std::optional<refusal> admission_core::check_tenant(const request& r, const tenant_config& t,
+                                                    double now_s) const {
   const tenant_quota& q = t.quota;
   if (q.max_prompt_tokens > 0 && r.prompt.size() > q.max_prompt_tokens) {
     return refusal{reject_reason::too_long, tenant_prefix(t) + "prompt (" + std::to_string(r.prompt.size()) +
@@ -74,14 +81,15 @@ std::optional<refusal> admission_core::check_tenant(const request& r, const tena
                                                 std::to_string(q.max_prompt_tokens) + ")"};
   }
   if (q.max_queued > 0 && queued(t.name) >= q.max_queued) {
-    return refusal{reject_reason::over_quota,
-                   tenant_prefix(t) + std::to_string(q.max_queued) + " requests queued (max_queued); retry later"};
+    return refusal{reject_reason::over_quota, tenant_prefix(t) + std::to_string(q.max_queued) +
+                                                  " requests queued (max_queued); retry later"};
   }
   const uint64_t tokens = uint64_t{r.prompt.size()} + r.max_tokens;
   if (const uint64_t wait_ms = buckets_.at(t.name).retry_after_ms(tokens, now_s); wait_ms > 0) {
     return refusal{reject_reason::over_quota,
                    tenant_prefix(t) + std::to_string(q.tokens_per_minute) +
-                       " tokens per minute (prompt + max_tokens counted); retry after " + std::to_string(wait_ms) + " ms",
+                       " tokens per minute (prompt + max_tokens counted); retry after " +
+                       std::to_string(wait_ms) + " ms",
                    wait_ms};
   }
   return std::nullopt;
@@ -91,10 +99,12 @@ std::optional<refusal> admission_core::check_queue(const request& r, const tenan
   // Without tenant configuration there are no classes: everyone may fill the whole queue.
   const double share = tenants_.empty() ? 1.0 : queue_share(t ? t->cls : tenant_class::standard);
   const bool full_count = waiting_ + 1 > share * limits_.max_waiting;
-  const bool full_tokens = static_cast<double>(waiting_tokens_ + r.prompt.size()) > share * static_cast<double>(limits_.max_waiting_tokens);
+  const bool full_tokens = static_cast<double>(waiting_tokens_ + r.prompt.size()) >
+                           share * static_cast<double>(limits_.max_waiting_tokens);
   if (full_count || full_tokens) {
-    return refusal{reject_reason::queue_full, share < 1.0 ? "the queue is full for this tenant's class; retry later"
-                                                          : "the queue is full; retry later"};
+    return refusal{reject_reason::queue_full, share < 1.0
+                                                  ? "the queue is full for this tenant's class; retry later"
+                                                  : "the queue is full; retry later"};
   }
   return std::nullopt;
 }

@@ -35,7 +35,7 @@ namespace hearth {
 struct admission_limits {
   uint32_t n_ctx = 0;
   uint32_t n_vocab = 0;
-  uint64_t pool_tokens = 0;      //!< positions the KV pool holds
+  uint64_t pool_tokens = 0;  //!< positions the KV pool holds
   uint32_t max_waiting = 0;
   uint64_t max_waiting_tokens = 0;
 };
@@ -86,10 +86,10 @@ class admission_core {
 
   admission_limits limits_;
   std::vector<tenant_config> tenants_;
-  std::unordered_map<std::string, size_t> index_;           // name -> tenants_
-  std::unordered_map<std::string, token_bucket> buckets_;   // configured tenants, by name
-  std::unordered_map<std::string, uint32_t> queued_;        // requests waiting, by tenant name
-  std::unordered_map<request_id, admitted> admitted_;       // until their end
+  std::unordered_map<std::string, size_t> index_;          // name -> tenants_
+  std::unordered_map<std::string, token_bucket> buckets_;  // configured tenants, by name
+  std::unordered_map<std::string, uint32_t> queued_;       // requests waiting, by tenant name
+  std::unordered_map<request_id, admitted> admitted_;      // until their end
   uint32_t waiting_ = 0;
   uint64_t waiting_tokens_ = 0;
   bool draining_ = false;

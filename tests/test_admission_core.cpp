@@ -9,8 +9,8 @@ using namespace hearth;
 
 namespace {
 
-constexpr admission_limits limits{.n_ctx = 512, .n_vocab = 100, .pool_tokens = 4096, .max_waiting = 8,
-                                  .max_waiting_tokens = 1000};
+constexpr admission_limits limits{
+    .n_ctx = 512, .n_vocab = 100, .pool_tokens = 4096, .max_waiting = 8, .max_waiting_tokens = 1000};
 
 request ask(std::string tenant, uint32_t n_prompt, uint32_t max_tokens = 10) {
   request r;
@@ -20,7 +20,9 @@ request ask(std::string tenant, uint32_t n_prompt, uint32_t max_tokens = 10) {
   return r;
 }
 
-reject_reason reason(const std::optional<refusal>& no) { return no ? no->reason : reject_reason::none; }
+reject_reason reason(const std::optional<refusal>& no) {
+  return no ? no->reason : reject_reason::none;
+}
 
 tenant_config tenant(std::string name, tenant_class cls, tenant_quota quota = {}) {
   return {.name = std::move(name), .cls = cls, .quota = quota};
@@ -29,7 +31,8 @@ tenant_config tenant(std::string name, tenant_class cls, tenant_quota quota = {}
 }  // namespace
 
 TEST_CASE("admission refuses with the first failing check and changes nothing", "[admission]") {
-  admission_core a(limits, {tenant("kid", tenant_class::standard, {.max_queued = 1, .max_prompt_tokens = 20})}, 0);
+  admission_core a(limits,
+                   {tenant("kid", tenant_class::standard, {.max_queued = 1, .max_prompt_tokens = 20})}, 0);
   request bad = ask("kid", 30, 0);  // a bad request and too long for the tenant: bad_request first
   CHECK(reason(a.admit(1, bad, 0)) == reject_reason::bad_request);
   CHECK(reason(a.admit(2, ask("kid", 30), 0)) == reject_reason::too_long);
@@ -48,7 +51,8 @@ TEST_CASE("admission refuses with the first failing check and changes nothing", 
   CHECK(reason(a.admit(7, ask("kid", 1), 0)) == reject_reason::shutting_down);
 }
 
-TEST_CASE("tokens per minute reserve prompt + max_tokens and refund what a request did not use", "[admission]") {
+TEST_CASE("tokens per minute reserve prompt + max_tokens and refund what a request did not use",
+          "[admission]") {
   admission_core a(limits, {tenant("voice", tenant_class::interactive, {.tokens_per_minute = 600})}, 0);
   // 600 per minute = 10 per second; each request reserves 100 + 100.
   CHECK_FALSE(a.admit(1, ask("voice", 100, 100), 0));
@@ -66,9 +70,11 @@ TEST_CASE("tokens per minute reserve prompt + max_tokens and refund what a reque
   CHECK_FALSE(a.admit(7, ask("someone", 100, 100), 11.0));
 }
 
-TEST_CASE("under overload the queue refuses background first, then standard, interactive last", "[admission]") {
-  admission_core a(limits, {tenant("voice", tenant_class::interactive), tenant("docs", tenant_class::standard),
-                            tenant("nightly", tenant_class::background)},
+TEST_CASE("under overload the queue refuses background first, then standard, interactive last",
+          "[admission]") {
+  admission_core a(limits,
+                   {tenant("voice", tenant_class::interactive), tenant("docs", tenant_class::standard),
+                    tenant("nightly", tenant_class::background)},
                    0);
   request_id id = 1;
   // max_waiting 8: background may fill 4, standard 6, interactive all 8.
@@ -76,12 +82,14 @@ TEST_CASE("under overload the queue refuses background first, then standard, int
   CHECK(reason(a.admit(id++, ask("nightly", 10), 0)) == reject_reason::queue_full);
   for (int i = 0; i < 2; ++i) REQUIRE_FALSE(a.admit(id++, ask("docs", 10), 0));
   CHECK(reason(a.admit(id++, ask("docs", 10), 0)) == reject_reason::queue_full);
-  CHECK(reason(a.admit(id++, ask("stranger", 10), 0)) == reject_reason::queue_full);  // the default slot is standard
+  CHECK(reason(a.admit(id++, ask("stranger", 10), 0)) ==
+        reject_reason::queue_full);  // the default slot is standard
   for (int i = 0; i < 2; ++i) REQUIRE_FALSE(a.admit(id++, ask("voice", 10), 0));
   CHECK(reason(a.admit(id++, ask("voice", 10), 0)) == reject_reason::queue_full);
   CHECK(a.waiting() == 8);
   // Tokens too: 1000 waiting tokens, background up to 500.
-  admission_core b(limits, {tenant("voice", tenant_class::interactive), tenant("nightly", tenant_class::background)}, 0);
+  admission_core b(
+      limits, {tenant("voice", tenant_class::interactive), tenant("nightly", tenant_class::background)}, 0);
   REQUIRE_FALSE(b.admit(1, ask("nightly", 400), 0));
   CHECK(reason(b.admit(2, ask("nightly", 101), 0)) == reject_reason::queue_full);
   CHECK_FALSE(b.admit(3, ask("voice", 500), 0));
@@ -96,8 +104,10 @@ TEST_CASE("without tenant configuration every request may fill the whole queue",
   CHECK_FALSE(a.admit(10, ask("anyone", 10), 0));
 }
 
-TEST_CASE("a new tenant table applies to the next request and keeps counts and buckets by name", "[admission]") {
-  admission_core a(limits, {tenant("kid", tenant_class::standard, {.max_queued = 2, .tokens_per_minute = 600})}, 0);
+TEST_CASE("a new tenant table applies to the next request and keeps counts and buckets by name",
+          "[admission]") {
+  admission_core a(limits,
+                   {tenant("kid", tenant_class::standard, {.max_queued = 2, .tokens_per_minute = 600})}, 0);
   REQUIRE_FALSE(a.admit(1, ask("kid", 100, 100), 0));
   REQUIRE_FALSE(a.admit(2, ask("kid", 100, 100), 0));
   CHECK(reason(a.admit(3, ask("kid", 10, 10), 0)) == reject_reason::over_quota);

@@ -31,14 +31,16 @@ constexpr double ttft_steps = 12, itl_steps = 5;  // the targets, in measured st
 constexpr double cap_steps = 4 * ttft_steps;      // how long the test waits for a first token
 
 struct measured {
-  double step_ms = 0;      // measured before the interactive request arrived
-  double ttft_ms = -1;     // -1: no first token within cap_steps (the wait is not longer)
+  double step_ms = 0;   // measured before the interactive request arrived
+  double ttft_ms = -1;  // -1: no first token within cap_steps (the wait is not longer)
   double mean_itl_ms = 0;
   uint32_t tokens = 0;
   bool long_prompt_unfinished = false;  // when the interactive request arrived
 };
 
-uint64_t steps_of(engine& e) { return e.gauges().steps; }
+uint64_t steps_of(engine& e) {
+  return e.gauges().steps;
+}
 
 // Waits until the engine has run `n` more steps; returns the wall time per step.
 double time_steps(engine& e, uint64_t n) {
@@ -49,17 +51,24 @@ double time_steps(engine& e, uint64_t n) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     now = steps_of(e);
   }
-  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count() / static_cast<double>(now - from);
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count() /
+         static_cast<double>(now - from);
 }
 
 measured run(const std::string& policy) {
-  engine_config cfg{.max_batched_tokens = budget, .max_seqs = budget, .long_prefill_threshold = chunk,
-                    .max_partial_prefills = 1, .policy = policy, .max_waiting = 4096};
-  cfg.tenants = {{.name = "voice", .cls = tenant_class::interactive}, {.name = "nightly", .cls = tenant_class::background}};
+  engine_config cfg{.max_batched_tokens = budget,
+                    .max_seqs = budget,
+                    .long_prefill_threshold = chunk,
+                    .max_partial_prefills = 1,
+                    .policy = policy,
+                    .max_waiting = 4096};
+  cfg.tenants = {{.name = "voice", .cls = tenant_class::interactive},
+                 {.name = "nightly", .cls = tenant_class::background}};
   auto e = start_engine(cfg, 8192, 16, tiny(2048));
   caf::scoped_actor voice{e->system()}, long_prompt{e->system()};
   // (An argument: CAF 0.17 spawns argument-less function actors through a null reference.)
-  auto drop = e->system().spawn([](caf::event_based_actor*, int) -> caf::behavior { return {[](const request_event&) {}}; }, 0);
+  auto drop = e->system().spawn(
+      [](caf::event_based_actor*, int) -> caf::behavior { return {[](const request_event&) {}}; }, 0);
   std::mt19937_64 rng(31);
   const auto long_submitted = clock_type::now();
   e->submit(greedy(random_prompt(1500, 32000, rng), 4, "nightly"), long_prompt);
@@ -87,7 +96,8 @@ measured run(const std::string& policy) {
           out.ttft_ms = ev.time.ttft_ms;
           out.mean_itl_ms = ev.time.mean_itl_ms;
         },
-        caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(std::max(left, clock_type::duration(0)))) >>
+        caf::after(
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::max(left, clock_type::duration(0)))) >>
             [&] { timed_out = true; });
   }
   if (timed_out) REQUIRE(out.tokens == 0);  // only the wait for the first token is capped
@@ -98,8 +108,9 @@ measured run(const std::string& policy) {
     long_prompt->receive([&](request_event& ev) {
       if (!ev.terminal()) return;
       long_ended = true;
-      const auto first_token = long_submitted + std::chrono::duration_cast<clock_type::duration>(
-                                                    std::chrono::duration<double, std::milli>(ev.time.ttft_ms));
+      const auto first_token =
+          long_submitted + std::chrono::duration_cast<clock_type::duration>(
+                               std::chrono::duration<double, std::milli>(ev.time.ttft_ms));
       out.long_prompt_unfinished = ev.time.ttft_ms == 0 || first_token > voice_submitted;
     });
   }
@@ -108,13 +119,15 @@ measured run(const std::string& policy) {
 
 }  // namespace
 
-TEST_CASE("household and slo keep an interactive tenant's targets beside a flood; fcfs does not", "[engine]") {
+TEST_CASE("household and slo keep an interactive tenant's targets beside a flood and fcfs does not",
+          "[engine]") {
   for (const char* policy : {"household", "slo", "fcfs"}) {
     const measured r = run(policy);
     const double ttft_target = ttft_steps * r.step_ms, itl_target = itl_steps * r.step_ms;
     const double ttft = r.ttft_ms < 0 ? cap_steps * r.step_ms : r.ttft_ms;
-    INFO(policy << ": step " << r.step_ms << " ms; ttft " << ttft << " ms (target " << ttft_target << "), mean itl "
-                << r.mean_itl_ms << " ms (target " << itl_target << "), " << r.tokens << " tokens");
+    INFO(policy << ": step " << r.step_ms << " ms; ttft " << ttft << " ms (target " << ttft_target
+                << "), mean itl " << r.mean_itl_ms << " ms (target " << itl_target << "), " << r.tokens
+                << " tokens");
     CHECK(r.long_prompt_unfinished);
     if (std::string(policy) == "fcfs") {
       // Behind the flood: about 200 steps; the test stops waiting at 4 targets.

@@ -20,8 +20,10 @@ size_t rejected(const metrics_snapshot& m, const std::string& tenant, reject_rea
 
 }  // namespace
 
-TEST_CASE("a tenant over its quota is rejected with the right code while the others are unaffected", "[engine]") {
-  engine_config cfg{.max_batched_tokens = 64, .max_seqs = 16, .long_prefill_threshold = 32, .policy = "household"};
+TEST_CASE("a tenant over its quota is rejected with the right code while the others are unaffected",
+          "[engine]") {
+  engine_config cfg{
+      .max_batched_tokens = 64, .max_seqs = 16, .long_prefill_threshold = 32, .policy = "household"};
   cfg.tenants = {{.name = "kid", .quota = {.max_concurrent = 1, .max_queued = 2, .max_prompt_tokens = 64}},
                  {.name = "meter", .quota = {.tokens_per_minute = 100}},
                  {.name = "parent"}};
@@ -38,7 +40,8 @@ TEST_CASE("a tenant over its quota is rejected with the right code while the oth
   std::vector<request_id> kid;
   for (int i = 0; i < 6; ++i) kid.push_back(submit("kid", 8, 30));
   // 100 tokens per minute: two requests of 10 + 40 empty the bucket, a third waits 30 s.
-  const request_id meter1 = submit("meter", 10, 40), meter2 = submit("meter", 10, 40), meter3 = submit("meter", 10, 40);
+  const request_id meter1 = submit("meter", 10, 40), meter2 = submit("meter", 10, 40),
+                   meter3 = submit("meter", 10, 40);
   std::vector<request_id> parent;
   for (int i = 0; i < 6; ++i) parent.push_back(submit("parent", 8 + 4 * i, 12));
   const size_t n = 1 + kid.size() + 3 + parent.size();
@@ -69,7 +72,9 @@ TEST_CASE("a tenant over its quota is rejected with the right code while the oth
   CHECK((kid_done.size() == 2 || kid_done.size() == 3));  // two waiting, and maybe one already started
   // max_concurrent 1: each of the kid's streams ends before the next one's first token (the
   // event after its `accepted`).
-  auto ended_at = [&](request_id id) { return order.rend() - std::ranges::find(order.rbegin(), order.rend(), id) - 1; };
+  auto ended_at = [&](request_id id) {
+    return order.rend() - std::ranges::find(order.rbegin(), order.rend(), id) - 1;
+  };
   auto first_token_at = [&](request_id id) {
     const auto accepted = std::ranges::find(order, id);
     return std::find(accepted + 1, order.end(), id) - order.begin();
@@ -100,7 +105,8 @@ TEST_CASE("set_tenants applies new quotas to the next request and refuses a bad 
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == errc::invalid_argument);
   const request_id still = e->submit(greedy(random_prompt(12, 32000, rng), 4, "kid"), self);
-  REQUIRE(e->set_tenants({{.name = "kid", .cls = tenant_class::interactive, .quota = {.max_prompt_tokens = 16}}}));
+  REQUIRE(e->set_tenants(
+      {{.name = "kid", .cls = tenant_class::interactive, .quota = {.max_prompt_tokens = 16}}}));
   const request_id after = e->submit(greedy(random_prompt(12, 32000, rng), 4, "kid"), self);
   REQUIRE(e->set_tenants({}));  // back to no tenant configuration
   const request_id none = e->submit(greedy(random_prompt(40, 32000, rng), 4, "kid"), self);

@@ -11,9 +11,9 @@
 
 #include "engine/scheduler_core.hpp"
 #include "engine/step_runner.hpp"
+#include "engine_fixture.hpp"
 #include "kernels/null_backend.hpp"
 #include "model/hparams.hpp"
-#include "engine_fixture.hpp"
 
 using namespace hearth;
 using namespace hearth::test;
@@ -101,7 +101,8 @@ TEST_CASE("a tenant at max_concurrent waits while the others' requests go ahead"
   CHECK(r.core->kv().stats().used == 0);
 }
 
-TEST_CASE("a tenant table replaced mid-run keeps every request in place and counters by name", "[scheduler_tenants]") {
+TEST_CASE("a tenant table replaced mid-run keeps every request in place and counters by name",
+          "[scheduler_tenants]") {
   engine_config cfg{.max_batched_tokens = 96, .max_seqs = 6, .long_prefill_threshold = 32, .policy = "vtc"};
   cfg.tenants = {{.name = "a"}, {.name = "b"}};
   rig r(cfg, 256, make_policy("vtc"));
@@ -116,9 +117,10 @@ TEST_CASE("a tenant table replaced mid-run keeps every request in place and coun
   r.core->set_tenants({{.name = "b", .weight = 3, .quota = {.max_concurrent = 1}}, {.name = "c"}});
   const auto after = r.core->service();
   REQUIRE(after.size() == 3);
-  CHECK(after[0] == before[1]);                              // b keeps its counter
-  CHECK(after[1] == Approx(std::min(before[0], before[1])));  // c starts at the lift: both a and b are backlogged
-  CHECK(after[2] == before[2]);                              // the default slot keeps its own
+  CHECK(after[0] == before[1]);  // b keeps its counter
+  CHECK(after[1] ==
+        Approx(std::min(before[0], before[1])));  // c starts at the lift: both a and b are backlogged
+  CHECK(after[2] == before[2]);                   // the default slot keeps its own
   for (; id <= 36; ++id) r.add(id, "c", 40, 12);
   bool b_started_beside_another = false;
   while (r.core->has_work()) {
@@ -157,7 +159,8 @@ class watched_vtc final : public policy {
 
 }  // namespace
 
-TEST_CASE("vtc keeps backlogged tenants within the paper's service bound, across an idle spell", "[scheduler_tenants]") {
+TEST_CASE("vtc keeps backlogged tenants within the paper's service bound, across an idle spell",
+          "[scheduler_tenants]") {
   const uint64_t seed = std::random_device{}();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
