@@ -65,7 +65,7 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   e->metrics_ = spawn_metrics(sys);
   e->admission_ = spawn_admission(
       sys, {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg.max_waiting, cfg.max_waiting_tokens},
-      e->metrics_);
+      cfg.tenants, e->metrics_);
   e->scheduler_ = spawn_scheduler(sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_,
                                         e->decode_worker_, e->admission_, e->metrics_});
   caf::anon_send(e->admission_, ready_atom::value, e->scheduler_);
@@ -104,6 +104,19 @@ status<> engine::set_policy(const std::string& name) {
   bool ok = false;
   self->request(scheduler_, caf::infinite, policy_atom::value, name).receive([&](bool b) { ok = b; }, [](caf::error&) {});
   if (!ok) return error{errc::invalid_argument, "unknown policy '" + name + "'"};
+  return {};
+}
+
+status<> engine::set_tenants(std::vector<tenant_config> tenants) {
+  if (auto st = check_tenants(tenants); !st) return st;
+  caf::scoped_actor self{*system_};
+  bool ok = true;
+  // Admission first: a request it admits under the new quotas then meets the new table at the scheduler.
+  for (const caf::actor& a : {admission_, scheduler_}) {
+    self->request(a, caf::infinite, tenants_atom::value, tenants)
+        .receive([&](bool b) { ok = ok && b; }, [&](caf::error&) { ok = false; });
+  }
+  if (!ok) return error{errc::invalid_argument, "tenants: the engine did not take the table (stopped?)"};
   return {};
 }
 

@@ -42,6 +42,11 @@ class engine {
   void cancel(request_id id);
   //! Switches the scheduling policy between two steps; errc::invalid_argument for an unknown name.
   status<> set_policy(const std::string& name);
+  //! Replaces the tenant table (a reload on SIGHUP or an admin request): quotas apply to the next
+  //! request admitted, classes, weights, SLO targets and max_concurrent to the next step. Admitted
+  //! requests keep their places; VTC counters and token buckets follow tenant names. Empty = no
+  //! tenant configuration. errc::invalid_argument (and nothing changes) when check_tenants fails.
+  status<> set_tenants(std::vector<tenant_config> tenants);
   scheduler_gauges gauges();
   metrics_snapshot metrics();
   //! Refuses new requests and ends every admitted one; idempotent.

@@ -14,6 +14,7 @@ void add_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<metrics_snapshot>("metrics_snapshot");
   cfg.add_message_type<std::vector<request_id>>("std::vector<request_id>");
   cfg.add_message_type<std::vector<uint32_t>>("std::vector<uint32_t>");
+  cfg.add_message_type<std::vector<tenant_config>>("std::vector<tenant_config>");
 }
 
 }  // namespace hearth

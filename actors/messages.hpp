@@ -6,11 +6,14 @@
 // admission   (submit, request_id, request, actor sink, ns)   validate, queue limits; to scheduler
 //                                                             (ns: steady-clock time of submission)
 //             (cancel, request_id)                            forwarded, keeping the order
-//             (dequeued, vector<request_id>, vector<uint32>)  queue accounting from the scheduler
+//             (dequeued, vector<request_id>)                  started (or ended) waiting: queue accounting
+//             (finished, vector<request_id>, vector<uint32>)  ended, with completion tokens: bucket refunds
+//             (tenants, vector<tenant_config>) -> bool        new tenant quotas for the next request
 //             (drain)                                         refuse new work from now on
 // scheduler   (enqueue, request_id, request, actor sink, ns)  from admission
 //             (cancel, request_id)
 //             (policy, string) -> bool                        switch the policy at the next step
+//             (tenants, vector<tenant_config>) -> bool        new tenant table at the next step
 //             (gauges) -> scheduler_gauges
 //             (drain) -> bool                                 end every request (shutdown)
 // worker      step -> step_result                             one iteration on the backend
@@ -35,6 +38,8 @@ using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using enqueue_atom = caf::atom_constant<caf::atom("enqueue")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using dequeued_atom = caf::atom_constant<caf::atom("dequeued")>;
+using finished_atom = caf::atom_constant<caf::atom("finished")>;
+using tenants_atom = caf::atom_constant<caf::atom("tenants")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using policy_atom = caf::atom_constant<caf::atom("policy")>;
 using gauges_atom = caf::atom_constant<caf::atom("gauges")>;
@@ -60,6 +65,13 @@ typename Inspector::result_type inspect(Inspector& f, request& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tenant_config& x) {
+  return f(caf::meta::type_name("tenant_config"), x.name, x.key, x.cls, x.weight, x.slo.ttft_ms, x.slo.itl_ms,
+           x.quota.max_concurrent, x.quota.max_queued, x.quota.max_prompt_tokens, x.quota.tokens_per_minute,
+           x.share_prefix);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, usage& x) {
   return f(caf::meta::type_name("usage"), x.prompt_tokens, x.completion_tokens, x.cached_tokens);
 }
@@ -72,7 +84,7 @@ typename Inspector::result_type inspect(Inspector& f, timings& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_event& x) {
   return f(caf::meta::type_name("request_event"), x.id, x.kind, x.token, x.index, x.text, x.finish, x.reason,
-           x.message, x.use, x.time, x.preemptions);
+           x.message, x.retry_after_ms, x.use, x.time, x.preemptions);
 }
 
 template <class Inspector>

@@ -46,15 +46,16 @@ void dispatch(self_ptr self, std::vector<request_event>& events) {
     if (last) st.sinks.erase(it);
   }
   events.clear();
-  if (auto records = st.core->take_records(); !records.empty()) self->send(st.opt.metrics, records_atom::value, std::move(records));
-  if (auto dq = st.core->take_dequeued(); !dq.empty()) {
+  if (auto dq = st.core->take_dequeued(); !dq.empty()) self->send(st.opt.admission, dequeued_atom::value, std::move(dq));
+  if (auto records = st.core->take_records(); !records.empty()) {
     std::vector<request_id> ids;
-    std::vector<uint32_t> tokens;
-    for (auto [id, n] : dq) {
-      ids.push_back(id);
-      tokens.push_back(n);
+    std::vector<uint32_t> completion;
+    for (const auto& r : records) {
+      ids.push_back(r.id);
+      completion.push_back(r.use.completion_tokens);
     }
-    self->send(st.opt.admission, dequeued_atom::value, std::move(ids), std::move(tokens));
+    self->send(st.opt.admission, finished_atom::value, std::move(ids), std::move(completion));
+    self->send(st.opt.metrics, records_atom::value, std::move(records));
   }
 }
 
@@ -136,6 +137,10 @@ caf::behavior scheduler(self_ptr self, scheduler_options opt) {
         auto p = make_policy(name);
         if (!p) return false;
         self->state.core->set_policy(std::move(p));
+        return true;
+      },
+      [=](tenants_atom, std::vector<tenant_config>& tenants) {
+        self->state.core->set_tenants(std::move(tenants));
         return true;
       },
       [=](gauges_atom) { return gauges_of(self->state); },

@@ -22,6 +22,7 @@ status<> check(const engine_config& c) {
   if (c.mode == placement_mode::disaggregated && !c.worker_cpus.empty() && c.worker_cpus == c.decode_cpus) {
     return invalid("disaggregated workers need different cpusets");
   }
+  if (auto st = check_tenants(c.tenants); !st) return invalid(st.error().message);
   return {};
 }
 

@@ -56,6 +56,7 @@ struct request_event {
   finish_reason finish = finish_reason::none;
   reject_reason reason = reject_reason::none;
   std::string message;          //!< for rejected / error / cancelled
+  uint64_t retry_after_ms = 0;  //!< rejected over_quota by a rate limit: when a retry can pass (0 = unknown)
   usage use;
   timings time;
   uint32_t preemptions = 0;

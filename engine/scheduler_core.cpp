@@ -85,12 +85,48 @@ scheduler_core::scheduler_core(const engine_config& cfg, const tokenizer& tok, u
       service_(tenant_weights(cfg)),
       copy_handoff_(cfg.mode == placement_mode::disaggregated && cfg.kv_handoff == kv_handoff_mode::copy),
       in_decode_pool_(copy_handoff_ ? n_blocks : 0, false) {
+  index_tenants();
+}
+
+// tenants_ (whose names view cfg_.tenants), tenant_index_ and max_concurrent_ from cfg_.tenants.
+void scheduler_core::index_tenants() {
+  tenants_.clear();
+  tenant_index_.clear();
+  max_concurrent_.clear();
   if (cfg_.tenants.empty()) return;
   for (const tenant_config& t : cfg_.tenants) {
     tenant_index_.emplace(t.name, static_cast<uint32_t>(tenants_.size()));
     tenants_.push_back({t.name, t.cls, t.weight, t.slo.ttft_ms, t.slo.itl_ms, 0});
+    max_concurrent_.push_back(t.quota.max_concurrent);
   }
   tenants_.push_back({default_tenant, tenant_class::standard, 1.0, 0, 0, 0});
+  max_concurrent_.push_back(0);
+}
+
+uint32_t scheduler_core::slot_of(const std::string& tenant) const {
+  if (tenants_.empty()) return 0;
+  const auto it = tenant_index_.find(tenant);
+  return it != tenant_index_.end() ? it->second : static_cast<uint32_t>(tenants_.size() - 1);
+}
+
+void scheduler_core::set_tenants(std::vector<tenant_config> tenants) {
+  // Each new slot's old slot, by name (the default slot is always last), so counters follow names.
+  std::vector<std::optional<uint32_t>> from;
+  if (!tenants.empty()) {
+    for (const tenant_config& t : tenants) {
+      const auto it = tenant_index_.find(t.name);
+      from.push_back(it == tenant_index_.end() ? std::nullopt : std::optional(it->second));
+    }
+    from.push_back(tenants_.empty() ? std::nullopt : std::optional(static_cast<uint32_t>(tenants_.size() - 1)));
+  }
+  cfg_.tenants = std::move(tenants);
+  index_tenants();
+  // Queues keep their order; only the slot each request is accounted to may change.
+  for (auto& [id, s] : seqs_) s->tenant = slot_of(s->req.tenant);
+  std::vector<uint32_t> waiting(tenants_.size(), 0);
+  if (!waiting.empty())
+    for (const sequence* w : waiting_) ++waiting[w->tenant];
+  service_.reconfigure(tenant_weights(cfg_), from, std::move(waiting));
 }
 
 scheduler_core::~scheduler_core() = default;
@@ -98,10 +134,7 @@ scheduler_core::~scheduler_core() = default;
 void scheduler_core::add(request_id id, request r, double arrival_s) {
   const uint64_t salt = salt_of(r, id);
   auto s = std::make_unique<sequence>(id, std::move(r), salt, *tok_, arrival_s);
-  if (!tenants_.empty()) {
-    const auto it = tenant_index_.find(s->req.tenant);
-    s->tenant = it != tenant_index_.end() ? it->second : static_cast<uint32_t>(tenants_.size() - 1);
-  }
+  s->tenant = slot_of(s->req.tenant);
   enter_waiting(*s, waiting_.end());
   seqs_.emplace(id, std::move(s));
 }
@@ -138,10 +171,15 @@ request_view scheduler_core::view_of(const sequence& s) const {
   return v;
 }
 
-// The waiting queue's changes also drive the VTC counters' lift.
+// The waiting queue's changes also drive the VTC counters' lift (new requests only).
 void scheduler_core::enter_waiting(sequence& s, std::vector<sequence*>::iterator pos) {
   waiting_.insert(pos, &s);
-  if (!tenants_.empty()) service_.enqueue(s.tenant);
+  if (tenants_.empty()) return;
+  if (s.preemptions > 0) {
+    service_.requeue(s.tenant);
+  } else {
+    service_.enqueue(s.tenant);
+  }
 }
 
 void scheduler_core::leave_waiting(sequence& s) {
@@ -278,10 +316,18 @@ void scheduler_core::plan_waiting(plan_state& ps) {
   const snapshot_views v = views();
   const auto order = policy_->order_waiting(snapshot(v, ps.now_s));
   const std::vector<sequence*> queue = waiting_;  // start() edits waiting_
+  std::vector<uint32_t> running(max_concurrent_.size(), 0);  // per tenant slot; none without tenants
+  if (!running.empty())
+    for (const sequence* r : running_) ++running[r->tenant];
   for (uint32_t i : order) {
     if (ps.budget == 0 || ps.out.seqs.size() >= cfg_.max_seqs || running_.size() >= cfg_.max_seqs) break;
+    sequence& s = *queue[i];
+    // A tenant at its max_concurrent waits for one of its own to end; others go ahead of it.
+    if (!running.empty() && max_concurrent_[s.tenant] > 0 && running[s.tenant] >= max_concurrent_[s.tenant]) continue;
+    const start_result started = start(s, ps);
     // First come keeps its place: no one overtakes a request for which the pool has no room.
-    if (start(*queue[i], ps) == start_result::no_room) break;
+    if (started == start_result::no_room) break;
+    if (started == start_result::started && !running.empty()) ++running[s.tenant];
   }
 }
 
@@ -315,7 +361,7 @@ scheduler_core::start_result scheduler_core::start(sequence& s, plan_state& ps) 
     s.started_once = true;
     s.cached_tokens = s.computed;
     s.first_step_s = ps.now_s;
-    dequeued_.emplace_back(s.id, s.n_prompt);
+    dequeued_.push_back(s.id);
   }
   s.running = true;
   leave_waiting(s);
@@ -436,7 +482,7 @@ void scheduler_core::finish(sequence& s, event_kind kind, finish_reason fin, rej
   ev.time.e2e_ms = ms(now_s);
   records_.push_back({s.id, s.req.tenant, kind, fin, why, ev.use, ev.time, s.preemptions, s.arrival_s,
                       std::move(s.token_ms)});
-  if (!s.started_once) dequeued_.emplace_back(s.id, s.n_prompt);
+  if (!s.started_once) dequeued_.push_back(s.id);
   events.push_back(std::move(ev));
   kv_.release(s.blocks);
   if (s.running) {
@@ -464,7 +510,7 @@ void scheduler_core::drain(reject_reason reason, double now_s, std::vector<reque
 
 std::vector<request_record> scheduler_core::take_records() { return std::exchange(records_, {}); }
 
-std::vector<std::pair<request_id, uint32_t>> scheduler_core::take_dequeued() { return std::exchange(dequeued_, {}); }
+std::vector<request_id> scheduler_core::take_dequeued() { return std::exchange(dequeued_, {}); }
 
 scheduler_gauges scheduler_core::gauges() const {
   return {static_cast<uint32_t>(waiting_.size()), static_cast<uint32_t>(running_.size()), preemptions_, steps_,

@@ -7,7 +7,8 @@
 // A step, in the order budget is handed out (Sarathi-Serve):
 //   1. every running request past its prompt gets its decode token;
 //   2. requests mid-prefill get their next chunk;
-//   3. waiting requests start, in the policy's order, while budget and sequence slots allow;
+//   3. waiting requests start, in the policy's order, while budget and sequence slots allow
+//      (passing over those of a tenant at its quota.max_concurrent);
 //      a prompt that would stay unfinished also needs one of max_partial_prefills slots, and
 //      when none is free, prompts that finish in this step go ahead of it.
 // A chunk is at most long_prefill_threshold tokens, so one long prompt cannot take a whole step.
@@ -94,16 +95,24 @@ class scheduler_core {
 
   //! Switches the policy between two steps.
   void set_policy(std::unique_ptr<policy> pol);
+  //! Replaces the tenant table (validated; empty = no tenant configuration) between two steps:
+  //! SLO targets, weights, classes and max_concurrent apply to the next plan. VTC counters
+  //! follow tenant names (a new tenant starts where a returning one would be lifted to);
+  //! waiting and running requests keep their places, only their tenant slots are looked up again.
+  void set_tenants(std::vector<tenant_config> tenants);
   //! Records of requests that ended since the last call (for metrics).
   std::vector<request_record> take_records();
-  //! Ids that left the waiting queue for the first time since the last call, with their
-  //! prompt sizes (for admission's queue accounting).
-  std::vector<std::pair<request_id, uint32_t>> take_dequeued();
+  //! Ids that left the waiting queue for the first time since the last call (for admission's
+  //! queue accounting).
+  std::vector<request_id> take_dequeued();
 
   scheduler_gauges gauges() const;
   bool has_work() const { return !seqs_.empty(); }
   const kv_cache& kv() const { return kv_; }
   const step_time_model& step_time() const { return step_time_.model(); }
+  //! VTC counters per tenant slot: the configured tenants in order, then the default slot;
+  //! empty without tenant configuration.
+  std::span<const double> service() const { return service_.counters(); }
 
  private:
   struct sequence;
@@ -125,6 +134,8 @@ class scheduler_core {
   void finish(sequence& s, event_kind kind, finish_reason fin, reject_reason why, std::string message,
               double now_s, std::vector<request_event>& events);
   request_view view_of(const sequence& s) const;
+  void index_tenants();
+  uint32_t slot_of(const std::string& tenant) const;
   void enter_waiting(sequence& s, std::vector<sequence*>::iterator pos);
   void leave_waiting(sequence& s);
   struct snapshot_views {
@@ -142,12 +153,13 @@ class scheduler_core {
   // Configured tenants (cfg_.tenants) as policies see them, and their VTC service counters.
   std::vector<tenant_view> tenants_;  // service copied in from service_ for each snapshot
   std::unordered_map<std::string, uint32_t> tenant_index_;
+  std::vector<uint32_t> max_concurrent_;  // per slot; 0 = unlimited
   service_counters service_;
   std::unordered_map<request_id, std::unique_ptr<sequence>> seqs_;
   std::vector<sequence*> waiting_;  // arrival order; the policy reorders a view of it
   std::vector<sequence*> running_;  // start order
   std::vector<request_record> records_;
-  std::vector<std::pair<request_id, uint32_t>> dequeued_;
+  std::vector<request_id> dequeued_;
   // KV handoff by copy (disaggregated, two pools): which blocks the decode worker's pool holds.
   bool copy_handoff_;
   std::vector<bool> in_decode_pool_;

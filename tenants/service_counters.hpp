@@ -26,12 +26,22 @@ class service_counters {
   //! One tenant per weight (each > 0), indexed like policy_snapshot::tenants; counters start at 0.
   explicit service_counters(std::vector<double> weights, vtc_cost cost = {});
 
-  //! A request of tenant t joined the waiting queue (new, or back after a preemption).
+  //! A new request of tenant t joined the waiting queue (lifts t if it was not backlogged).
   void enqueue(uint32_t t);
+  //! A preempted request of tenant t is back in the waiting queue: counted waiting, not lifted.
+  //! The paper lifts on a new request's arrival only; a preempted one is service interrupted,
+  //! not new demand, and its tenant was being served, not idle, until then.
+  void requeue(uint32_t t);
   //! A waiting request of tenant t left the queue (started, cancelled or ended while waiting).
   void dequeue(uint32_t t);
   //! Service delivered to tenant t: input tokens computed as prefill, output tokens generated.
   void charge(uint32_t t, uint64_t input_tokens, uint64_t output_tokens);
+
+  //! A new tenant table (a configuration reload). New tenant i is old tenant from[i] (same name)
+  //! and keeps its counter, or is new and starts where a tenant becoming backlogged would be
+  //! lifted to, so it neither banks credit nor owes any; waiting[i]: its requests waiting now.
+  void reconfigure(std::vector<double> weights, std::span<const std::optional<uint32_t>> from,
+                   std::vector<uint32_t> waiting);
 
   //! Every tenant's counter, in weighted tokens / weight.
   std::span<const double> counters() const { return counters_; }
@@ -40,6 +50,9 @@ class service_counters {
 
  private:
   void lift(uint32_t t);
+  //! The counter a tenant becoming backlogged is raised to (see above); nothing when no tenant
+  //! other than `except` is backlogged and none has left.
+  std::optional<double> floor(std::optional<uint32_t> except) const;
 
   std::vector<double> weights_;
   vtc_cost cost_;

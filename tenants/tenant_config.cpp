@@ -203,6 +203,25 @@ std::vector<tenant_config> read_tenants(const toml::table& root, key_rule keys, 
 
 }  // namespace
 
+status<> check_tenants(const std::vector<tenant_config>& tenants) {
+  auto bad = [](const tenant_config& t, const std::string& what) {
+    return error{errc::invalid_argument, "tenant '" + t.name + "': " + what};
+  };
+  auto target = [](double ms) { return std::isfinite(ms) && ms >= 0; };
+  for (size_t i = 0; i < tenants.size(); ++i) {
+    const tenant_config& t = tenants[i];
+    if (!is_valid_name(t.name)) return bad(t, "name must be 1 to 64 letters, digits, '_', '.' or '-'");
+    if (!t.key.empty() && !is_z85_key(t.key)) return bad(t, "key must be a CURVE public key in Z85 text (40 characters)");
+    if (!std::isfinite(t.weight) || t.weight <= 0) return bad(t, "weight must be a number > 0");
+    if (!target(t.slo.ttft_ms) || !target(t.slo.itl_ms)) return bad(t, "slo targets must be numbers >= 0");
+    for (size_t j = 0; j < i; ++j) {
+      if (tenants[j].name == t.name) return bad(t, "name is used twice");
+      if (!t.key.empty() && tenants[j].key == t.key) return bad(t, "key is already used by tenant '" + tenants[j].name + "'");
+    }
+  }
+  return {};
+}
+
 result<std::vector<tenant_config>> parse_tenants(std::string_view toml_text, key_rule keys, std::string_view source) {
   try {
     return read_tenants(toml::parse(toml_text, source), keys, source);

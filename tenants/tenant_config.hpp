@@ -45,6 +45,11 @@ struct tenant_config {
 //! connect without CURVE.
 enum class key_rule { required, optional };
 
+//! errc::invalid_argument naming the first tenant and field out of the limits parse_tenants
+//! enforces (name, key when set, weight, SLO targets) or a name or key used twice: for tenant
+//! tables built in code, e.g. before engine::set_tenants.
+status<> check_tenants(const std::vector<tenant_config>& tenants);
+
 //! The tenants of a configuration text; `source` names it in errors (usually its path). Other
 //! top-level sections belong to other readers and are ignored; no [[tenant]] at all gives an
 //! empty list (the engine runs without tenant configuration).

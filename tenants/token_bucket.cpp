@@ -35,6 +35,20 @@ bool token_bucket::try_take(uint64_t n, double now_s) {
   return true;
 }
 
+void token_bucket::give_back(uint64_t n, double now_s) {
+  if (capacity_ == 0) return;
+  level_ = std::min(capacity_, level(now_s) + static_cast<double>(n));
+  last_s_ = std::max(last_s_, now_s);
+}
+
+void token_bucket::set_rate(uint64_t tokens_per_minute, double now_s) {
+  const double was = capacity_ == 0 ? static_cast<double>(tokens_per_minute) : level(now_s);
+  capacity_ = static_cast<double>(tokens_per_minute);
+  rate_ = capacity_ / 60.0;
+  level_ = std::min(capacity_, was);
+  last_s_ = std::max(last_s_, now_s);
+}
+
 uint64_t token_bucket::retry_after_ms(uint64_t n, double now_s) const {
   if (capacity_ == 0) return 0;
   const double missing = needed(n) - level(now_s);

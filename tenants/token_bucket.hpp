@@ -22,6 +22,11 @@ class token_bucket {
   uint64_t retry_after_ms(uint64_t n, double now_s) const;
   //! Tokens in the bucket at now_s (negative while in debt).
   double level(double now_s) const;
+  //! Returns n tokens taken earlier and not used (a reservation's rest), up to a full bucket.
+  void give_back(uint64_t n, double now_s);
+  //! A new tokens_per_minute (a configuration reload): the bucket keeps its level, capped at the
+  //! new minute's worth; one that was unlimited starts full.
+  void set_rate(uint64_t tokens_per_minute, double now_s);
 
  private:
   double needed(uint64_t n) const;

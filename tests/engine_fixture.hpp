@@ -22,9 +22,11 @@ struct engine_model {
   gguf::file file;
   std::shared_ptr<const tokenizer> tok;
 
-  //! The model from `preset` (a preset with a 600-token vocabulary by default: fast to build).
-  static std::unique_ptr<engine_model> make(const model_preset& preset = {"micro", 64, 2, 4, 2, 96, 600}) {
-    make_options opt{preset, tensor_type::f32, 7, tokenizer_kind::bpe, 512};
+  //! The model from `preset` (a preset with a 600-token vocabulary by default: fast to build),
+  //! with a context of n_ctx.
+  static std::unique_ptr<engine_model> make(const model_preset& preset = {"micro", 64, 2, 4, 2, 96, 600},
+                                            uint32_t n_ctx = 512) {
+    make_options opt{preset, tensor_type::f32, 7, tokenizer_kind::bpe, n_ctx};
     auto bytes = model_writer(opt).to_bytes();
     auto f = gguf::file::parse(bytes);
     REQUIRE(f.ok());

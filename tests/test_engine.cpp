@@ -6,74 +6,10 @@
 #include <map>
 #include <thread>
 
-#include "actors/engine.hpp"
-#include "actors/messages.hpp"
-#include "engine_fixture.hpp"
+#include "engine_harness.hpp"
 
 using namespace hearth;
 using namespace hearth::test;
-
-namespace {
-
-const engine_model& tiny() {
-  static const auto m = engine_model::make(*find_preset("tiny"));
-  return *m;
-}
-
-// One kernel thread: CTest runs two test binaries at once on this 2-core machine, and spinning
-// OpenMP teams that share cores slow everything down (thread counts are covered by the backend tests).
-std::unique_ptr<engine> start_engine(engine_config cfg, uint64_t kv_tokens = 8192, uint32_t block = 16) {
-  const engine_model& m = tiny();
-  if (cfg.threads_per_worker == 0) cfg.threads_per_worker = 1;
-  auto e = engine::start(cfg, m.tok, [&m, kv_tokens, block]() -> result<std::unique_ptr<backend>> {
-    return std::unique_ptr<backend>(m.backend(kv_tokens, block));
-  });
-  if (!e) FAIL(e.error().message);
-  return std::move(*e);
-}
-
-struct outcome {
-  std::map<request_id, std::vector<token_id>> tokens;
-  std::map<request_id, request_event> terminal;
-  std::map<request_id, int> accepted;
-
-  std::vector<token_id> tokens_of(request_id id) const {
-    const auto it = tokens.find(id);
-    return it == tokens.end() ? std::vector<token_id>{} : it->second;
-  }
-};
-
-// Receives events at `self` until n requests have ended; checks the order of each stream.
-void collect(caf::scoped_actor& self, size_t n, outcome& o) {
-  while (o.terminal.size() < n) {
-    bool timed_out = false;
-    self->receive([&](request_event& e) {
-                    CHECK(o.terminal.count(e.id) == 0);  // nothing after the terminal event
-                    if (e.kind == event_kind::accepted) {
-                      CHECK(++o.accepted[e.id] == 1);
-                    } else if (e.kind == event_kind::token) {
-                      CHECK(o.accepted[e.id] == 1);
-                      CHECK(e.index == o.tokens[e.id].size());
-                      o.tokens[e.id].push_back(e.token);
-                    } else {
-                      o.terminal[e.id] = e;
-                    }
-                  },
-                  caf::after(std::chrono::seconds(120)) >> [&] { timed_out = true; });
-    REQUIRE_FALSE(timed_out);
-  }
-}
-
-request greedy(std::vector<token_id> prompt, uint32_t max_tokens, std::string tenant = "t") {
-  request r;
-  r.tenant = std::move(tenant);
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  return r;
-}
-
-}  // namespace
 
 TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engine]") {
   const engine_model& m = tiny();

@@ -1,7 +1,11 @@
-// Tenants: token-bucket quotas and VTC service counters, pure classes checked without an engine.
+// Tenants: token-bucket quotas, VTC service counters and tenant tables built in code, pure
+// classes checked without an engine.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "tenants/service_counters.hpp"
+#include "tenants/tenant_config.hpp"
 #include "tenants/token_bucket.hpp"
 
 using namespace hearth;
@@ -35,6 +39,26 @@ TEST_CASE("a request above one minute's tokens waits for a full bucket and leave
   CHECK(b.try_take(100, 30.0));
   CHECK(b.level(30.0) == Approx(-40));
   CHECK(b.retry_after_ms(1, 30.0) == 41000);
+}
+
+TEST_CASE("a bucket takes back unused tokens up to full, and keeps its level at a new rate", "[tenants]") {
+  token_bucket b(600, 0.0);
+  REQUIRE(b.try_take(500, 0.0));
+  b.give_back(50, 0.0);
+  CHECK(b.level(0.0) == Approx(150));
+  b.give_back(1000, 0.0);
+  CHECK(b.level(0.0) == Approx(600));  // never above one minute's tokens
+  REQUIRE(b.try_take(500, 0.0));
+  b.set_rate(60, 0.0);  // 100 left, capped at the new burst of 60, refilling at 1 per second
+  CHECK(b.level(0.0) == Approx(60));
+  CHECK(b.level(10.0) == Approx(60));
+  REQUIRE(b.try_take(60, 10.0));
+  b.set_rate(6000, 10.0);  // a larger burst does not fill the bucket: 100 per second from 0
+  CHECK(b.level(11.0) == Approx(100));
+  b.set_rate(0, 11.0);
+  CHECK(b.try_take(1'000'000, 11.0));
+  b.set_rate(60, 11.0);  // from unlimited: starts full
+  CHECK(b.level(11.0) == Approx(60));
 }
 
 TEST_CASE("an unlimited bucket always gives", "[tenants]") {
@@ -90,9 +114,56 @@ TEST_CASE("with nobody backlogged a returning tenant is lifted to the last one t
   CHECK_FALSE(c.backlogged(0));
 }
 
+TEST_CASE("a preempted request back in the queue lifts nothing", "[tenants]") {
+  service_counters c({1.0, 1.0});
+  c.enqueue(0);
+  c.charge(0, 500, 0);
+  c.enqueue(1);
+  c.dequeue(1);  // 1 starts at 500 (lifted) and is served
+  c.charge(1, 100, 0);
+  c.charge(0, 1000, 0);  // 0 at 1500, 1 at 600
+  c.requeue(1);  // preempted: interrupted service, not a new arrival
+  CHECK(c.counters()[1] == Approx(600));
+  CHECK(c.backlogged(1));
+}
+
 TEST_CASE("the first tenant ever to queue is not lifted", "[tenants]") {
   service_counters c({1.0, 1.0});
   c.charge(1, 50, 0);  // service while not waiting (e.g. decoding) still counts
   c.enqueue(0);
   CHECK(c.counters()[0] == 0);
+}
+
+TEST_CASE("a reconfigured table keeps counters by tenant; a new tenant starts at the lift", "[tenants]") {
+  service_counters c({1.0, 1.0, 1.0});  // a, b, default
+  c.enqueue(0);
+  c.enqueue(1);
+  c.charge(0, 500, 0);
+  c.charge(1, 300, 0);
+  c.charge(2, 900, 0);
+  // New table: b, (new) n, default; a is gone. b keeps 300 and its waiting request; n starts at
+  // the lowest backlogged counter, min(500, 300), as a tenant becoming backlogged would.
+  const std::optional<uint32_t> from[] = {1, std::nullopt, 2};
+  c.reconfigure({2.0, 1.0, 1.0}, from, {1, 0, 0});
+  REQUIRE(c.counters().size() == 3);
+  CHECK(c.counters()[0] == Approx(300));
+  CHECK(c.counters()[1] == Approx(300));
+  CHECK(c.counters()[2] == Approx(900));
+  CHECK(c.backlogged(0));
+  CHECK_FALSE(c.backlogged(1));
+  c.charge(0, 100, 0);  // the new weight applies
+  CHECK(c.counters()[0] == Approx(350));
+}
+
+TEST_CASE("tenant tables built in code are checked like the file's", "[tenants]") {
+  auto with_voice = [](tenant_config second) { return check_tenants({{.name = "voice"}, std::move(second)}); };
+  auto message = [&](tenant_config second) { return with_voice(std::move(second)).error().message; };
+  CHECK(with_voice({.name = "docs"}).ok());
+  CHECK_THAT(message({.name = "voice"}), Catch::Contains("twice"));
+  CHECK_THAT(message({.name = "*"}), Catch::Contains("name"));
+  CHECK_THAT(message({.name = "docs", .weight = 0}), Catch::Contains("weight"));
+  CHECK_THAT(message({.name = "docs", .weight = NAN}), Catch::Contains("weight"));
+  CHECK_THAT(message({.name = "docs", .slo = {.itl_ms = -1}}), Catch::Contains("slo"));
+  CHECK_THAT(message({.name = "docs", .key = "short"}), Catch::Contains("'docs': key"));
+  CHECK(check_tenants({}).ok());
 }

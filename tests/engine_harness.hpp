@@ -1,0 +1,80 @@
+#pragma once
+// The engine through its actors, for the tests: the `tiny` model, an engine started on it with
+// one kernel thread, and a sink that collects each request's events and checks their order.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <map>
+
+#include "actors/engine.hpp"
+#include "actors/messages.hpp"
+#include "engine_fixture.hpp"
+
+namespace hearth::test {
+
+//! `tiny` (dim 288, 6 layers, vocabulary 32000) with a context of n_ctx (512 or 2048), built once.
+inline const engine_model& tiny(uint32_t n_ctx = 512) {
+  static const auto m512 = engine_model::make(*find_preset("tiny"));
+  if (n_ctx == 512) return *m512;
+  REQUIRE(n_ctx == 2048);
+  static const auto m2048 = engine_model::make(*find_preset("tiny"), 2048);
+  return *m2048;
+}
+
+// One kernel thread: CTest runs two test binaries at once on this 2-core machine, and spinning
+// OpenMP teams that share cores slow everything down (thread counts are covered by the backend tests).
+inline std::unique_ptr<engine> start_engine(engine_config cfg, uint64_t kv_tokens = 8192, uint32_t block = 16,
+                                            const engine_model& m = tiny()) {
+  if (cfg.threads_per_worker == 0) cfg.threads_per_worker = 1;
+  auto e = engine::start(cfg, m.tok, [&m, kv_tokens, block]() -> result<std::unique_ptr<backend>> {
+    return std::unique_ptr<backend>(m.backend(kv_tokens, block));
+  });
+  if (!e) FAIL(e.error().message);
+  return std::move(*e);
+}
+
+struct outcome {
+  std::map<request_id, std::vector<token_id>> tokens;
+  std::map<request_id, request_event> terminal;
+  std::map<request_id, int> accepted;
+
+  std::vector<token_id> tokens_of(request_id id) const {
+    const auto it = tokens.find(id);
+    return it == tokens.end() ? std::vector<token_id>{} : it->second;
+  }
+};
+
+//! Records one event in `o`, checking the order of its stream.
+inline void record(request_event& e, outcome& o) {
+  CHECK(o.terminal.count(e.id) == 0);  // nothing after the terminal event
+  if (e.kind == event_kind::accepted) {
+    CHECK(++o.accepted[e.id] == 1);
+  } else if (e.kind == event_kind::token) {
+    CHECK(o.accepted[e.id] == 1);
+    CHECK(e.index == o.tokens[e.id].size());
+    o.tokens[e.id].push_back(e.token);
+  } else {
+    o.terminal[e.id] = e;
+  }
+}
+
+//! Receives events at `self` until n requests have ended.
+inline void collect(caf::scoped_actor& self, size_t n, outcome& o) {
+  while (o.terminal.size() < n) {
+    bool timed_out = false;
+    self->receive([&](request_event& e) { record(e, o); },
+                  caf::after(std::chrono::seconds(120)) >> [&] { timed_out = true; });
+    REQUIRE_FALSE(timed_out);
+  }
+}
+
+inline request greedy(std::vector<token_id> prompt, uint32_t max_tokens, std::string tenant = "t") {
+  request r;
+  r.tenant = std::move(tenant);
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  return r;
+}
+
+}  // namespace hearth::test
