@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include "model/gguf.hpp"
 #include "model/hparams.hpp"
 #include "model/model_maker.hpp"
+#include "policies/policy.hpp"
 #include "server/gateway.hpp"
 #include "server/serve_config.hpp"
 
@@ -81,6 +83,11 @@ class reloader {
     c->secret_key_file = running_.secret_key_file;  // the mode is fixed at start
     if (auto st = server::check_tenant_keys(*c); !st) return st.error();
     const std::string policy = args_.policy.empty() ? c->engine.policy : args_.policy;
+    // The policy name is checked before the tenants change, so a bad file changes nothing.
+    if (auto names = policy_names(); std::find(names.begin(), names.end(), policy) == names.end()) {
+      return error{errc::invalid_argument, "unknown policy '" + policy + "'"};
+    }
+    if (auto st = eng.set_tenants(c->engine.tenants); !st) return st.error();
     if (auto st = eng.set_policy(policy); !st) return st.error();
     gw.reconfigure(c->engine.tenants, policy);
     log_line("reloaded " + args_.config + ": policy " + policy + ", " + std::to_string(c->engine.tenants.size()) +

@@ -200,8 +200,8 @@ struct gateway::impl {
   }
 
   void send_error(const std::string& peer, const std::optional<std::string>& id, std::string_view code,
-                  std::string_view message) {
-    send(peer, wire::encode_error(id, code, message));
+                  std::string_view message, uint64_t retry_after_ms = 0) {
+    send(peer, wire::encode_error(id, code, message, retry_after_ms));
   }
 
   // ---- engine events ----
@@ -230,7 +230,7 @@ struct gateway::impl {
       case event_kind::rejected:
       case event_kind::error: {
         const std::string_view code = e.reason == reject_reason::none ? wire::code::internal : to_string(e.reason);
-        send_error(peer, f->id, code, e.message);
+        send_error(peer, f->id, code, e.message, e.retry_after_ms);
         break;
       }
     }

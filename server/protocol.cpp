@@ -273,7 +273,7 @@ std::string encode_done(std::string_view id, std::string_view finish, const usag
 }
 
 std::string encode_error(const std::optional<std::string>& id, std::string_view code, std::string_view message,
-                         uint32_t retry_after_ms) {
+                         uint64_t retry_after_ms) {
   json j = {{"type", "error"}, {"id", id ? json(*id) : json(nullptr)}, {"code", code}, {"message", message}};
   if (retry_after_ms > 0) j["retry_after_ms"] = retry_after_ms;
   return encode(j);

@@ -89,7 +89,7 @@ std::string encode_done(std::string_view id, std::string_view finish, const usag
                         uint32_t preemptions, const std::string* text);
 //! `id` null when the message it answers had no readable id; retry_after_ms 0 = not given.
 std::string encode_error(const std::optional<std::string>& id, std::string_view code, std::string_view message,
-                         uint32_t retry_after_ms = 0);
+                         uint64_t retry_after_ms = 0);
 std::string encode_heartbeat();
 //! Any other reply (pong, stats, models, admin) as frame-1 text, written like the ones above.
 std::string encode(const nlohmann::json& reply);
