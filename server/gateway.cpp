@@ -329,7 +329,8 @@ struct gateway::impl {
       return send_error(peer, s.id, wire::code::unauthorized, "field 'tenant' is not the authenticated tenant");
     metrics_snapshot m = eng.metrics();
     m.gauges = eng.gauges();  // the scheduler's own, current even between steps
-    send(peer, wire::encode(stats_reply(s.id, m, auth ? auth : s.tenant, opt.policy)));
+    const std::string tenant = auth ? *auth : s.tenant.value_or(std::string(dev_tenant));
+    send(peer, wire::encode(stats_reply(s.id, m, tenant, opt.policy)));
   }
 
   void handle(const std::string& peer, const std::optional<std::string>&, wire::models_request& m) {

@@ -42,7 +42,7 @@ json pong_reply(const std::string& id, const std::optional<std::string>& tenant)
           {"tenant", tenant ? json(*tenant) : json(nullptr)}};
 }
 
-json stats_reply(const std::string& id, const metrics_snapshot& m, const std::optional<std::string>& tenant,
+json stats_reply(const std::string& id, const metrics_snapshot& m, const std::string& tenant,
                  const std::string& policy) {
   const scheduler_gauges& g = m.gauges;
   const json engine = {{"waiting", g.waiting},
@@ -60,7 +60,7 @@ json stats_reply(const std::string& id, const metrics_snapshot& m, const std::op
           {"id", id},
           {"uptime_s", m.uptime_s},
           {"engine", engine},
-          {"tenant", tenant ? tenant_counters(*tenant, m.tenants) : json(nullptr)}};
+          {"tenant", tenant_counters(tenant, m.tenants)}};
 }
 
 json models_reply(const std::string& id, const model_card& card) {

@@ -14,8 +14,8 @@ namespace hearth::server {
 
 //! `tenant`: the authenticated tenant (null in development mode).
 nlohmann::json pong_reply(const std::string& id, const std::optional<std::string>& tenant);
-//! The engine's gauges and `tenant`'s own counters (never another's; null when not known).
-nlohmann::json stats_reply(const std::string& id, const metrics_snapshot& m, const std::optional<std::string>& tenant,
+//! The engine's gauges and `tenant`'s own counters (never another's).
+nlohmann::json stats_reply(const std::string& id, const metrics_snapshot& m, const std::string& tenant,
                            const std::string& policy);
 nlohmann::json models_reply(const std::string& id, const model_card& card);
 

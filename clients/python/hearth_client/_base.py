@@ -84,6 +84,10 @@ class ClientBase:
 
     # --- building requests
 
+
+    def _stats_fields(self) -> dict:
+        """A `stats` names the tenant in development mode, as `generate` does."""
+        return {"tenant": self.tenant} if self.tenant is not None else {}
     def _start_generation(self, prompt: str | None, messages: Iterable[Mapping[str, str]] | None,
                           stream: bool, request_id: str | None, tenant: str | None,
                           first_token_timeout: Any, idle_timeout: Any, sampling: dict,

@@ -91,7 +91,7 @@ class AsyncClient(ClientBase):
         return await self._call("ping", {}, timeout)
 
     async def stats(self, timeout: float | None = None) -> dict:
-        return await self._call("stats", {}, timeout)
+        return await self._call("stats", self._stats_fields(), timeout)
 
     async def models(self, timeout: float | None = None) -> list[dict]:
         return (await self._call("models", {}, timeout)).get("models", [])

@@ -108,7 +108,7 @@ class Client(ClientBase):
 
     def stats(self, timeout: float | None = None) -> dict:
         """The engine's gauges and this tenant's counters (`uptime_s`, `engine`, `tenant`)."""
-        return self._call("stats", {}, timeout)
+        return self._call("stats", self._stats_fields(), timeout)
 
     def models(self, timeout: float | None = None) -> list[dict]:
         """The models served: name, architecture, n_ctx, n_vocab, chat_format."""
