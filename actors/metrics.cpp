@@ -14,8 +14,13 @@ struct tenant_state {
   latency_histogram ttft, itl, e2e, queue;
 };
 
+struct step_state {
+  latency_histogram seqs, prefill_tokens, decode_tokens, step_ms;
+};
+
 struct metrics_state {
   std::map<std::string, tenant_state> tenants;
+  step_state steps;
   scheduler_gauges gauges;
   std::chrono::steady_clock::time_point started;
   static inline const char* name = "metrics";
@@ -42,6 +47,8 @@ metrics_snapshot snapshot(const metrics_state& st) {
   metrics_snapshot s;
   s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
   s.gauges = st.gauges;
+  const step_state& p = st.steps;
+  s.steps = {summarize(p.seqs), summarize(p.prefill_tokens), summarize(p.decode_tokens), summarize(p.step_ms)};
   for (const auto& [name, t] : st.tenants) {
     tenant_metrics m = t.counts;
     m.tenant = name;
@@ -64,6 +71,13 @@ caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::ste
         ++self->state.tenants[tenant].counts.rejected[static_cast<size_t>(why)];
       },
       [=](gauges_atom, const scheduler_gauges& g) { self->state.gauges = g; },
+      [=](stepped_atom, const step_sample& x) {
+        step_state& p = self->state.steps;
+        p.seqs.add(x.seqs);
+        p.prefill_tokens.add(x.prefill_tokens);
+        p.decode_tokens.add(x.decode_tokens);
+        p.step_ms.add(x.step_ms);
+      },
       [=](stats_atom) { return snapshot(self->state); },
   };
 }
