@@ -9,5 +9,7 @@ void add_model_commands(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_bench_engine_command(CLI::App& bench, int& exit_code);
+void add_bench_serve_command(CLI::App& bench, int& exit_code);
+void add_bench_sweep_command(CLI::App& bench, int& exit_code);
 
 }  // namespace hearth::cli

@@ -9,6 +9,7 @@
 #include "bench/household/target.hpp"
 #include "bench/household/workload.hpp"
 #include "engine/config.hpp"
+#include "model/tokenizer.hpp"
 
 namespace hearth::household {
 

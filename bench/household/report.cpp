@@ -198,6 +198,10 @@ void print_report(const bench_report& r, std::FILE* out) {
          v.push_back(&r.overall);
          return v;
        }()) {
+    if (g->issued == 0) {
+      std::fprintf(out, "%s: no requests\n", g->name.c_str());
+      continue;
+    }
     if (g == &r.overall) {
       std::fprintf(out, "all (each request judged by its class's SLO)\n");
     } else {
