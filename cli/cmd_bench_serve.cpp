@@ -8,7 +8,6 @@
 
 #include "bench/household/report.hpp"
 #include "bench/household/runner.hpp"
-#include "bench/household/sweep.hpp"
 #include "cli/cmd_bench_household.hpp"
 #include "cli/commands.hpp"
 
@@ -40,8 +39,8 @@ int run_bench_serve(const bench_serve_args& a) {
   auto target = household::engine_target::start(cfg, *w, m->tok, m->factory());
   if (!target) return fail(target.error().message);
   std::fprintf(stderr, "hearth bench serve: %zu requests over %.0f s (%s), %s\n", s->requests.size(),
-               s->requests.empty() ? 0.0 : s->requests.back().at_s, a.trace.empty() ? w->name.c_str() : a.trace.c_str(),
-               household::describe(cfg).c_str());
+               s->requests.empty() ? 0.0 : s->requests.back().at_s,
+               a.trace.empty() ? w->name.c_str() : a.trace.c_str(), household::describe(cfg).c_str());
   const bool bar = !a.h.no_progress && isatty(fileno(stderr));
   const auto run = household::run_open_loop(**target, s->requests, s->cls,
                                             {.drain_s = w->drain_s, .progress = bar ? stderr : nullptr});
@@ -65,19 +64,23 @@ int run_bench_serve(const bench_serve_args& a) {
 }  // namespace
 
 void add_bench_serve_command(CLI::App& bench, int& exit_code) {
-  auto* cmd = bench.add_subcommand("serve", "Replay a household workload in open loop; latency, goodput and SLOs per tenant");
+  auto* cmd = bench.add_subcommand(
+      "serve", "Replay a household workload in open loop; latency, goodput and SLOs per tenant");
   auto a = std::make_shared<bench_serve_args>();
   add_household_options(cmd, a->h);
   engine_config& e = a->h.engine;
   cmd->add_option("--trace", a->trace, "JSONL trace to replay instead of the workload's arrivals");
-  cmd->add_option("--rate-scale", a->rate_scale, "Multiply every class's arrival rate")->capture_default_str();
+  cmd->add_option("--rate-scale", a->rate_scale, "Multiply every class's arrival rate")
+      ->capture_default_str();
   cmd->add_option("--json", a->json_path, "Write every figure and the exact configuration to this file");
   cmd->add_option("--max-seqs", e.max_seqs, "Sequences per step")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.max_batched_tokens, "Tokens per step")->capture_default_str();
   cmd->add_option("--long-prefill-threshold", e.long_prefill_threshold, "Prefill chunk per request (0: none)")
       ->capture_default_str();
   cmd->add_option("--policy", e.policy, "Scheduling policy")->capture_default_str();
-  cmd->add_option("--mode", a->h.mode, "Placement")->check(CLI::IsMember({"colocated", "disaggregated"}))->capture_default_str();
+  cmd->add_option("--mode", a->h.mode, "Placement")
+      ->check(CLI::IsMember({"colocated", "disaggregated"}))
+      ->capture_default_str();
   cmd->callback([a, &exit_code] { exit_code = run_bench_serve(*a); });
 }
 

@@ -186,31 +186,36 @@ TEST_CASE("the shipped household workload parses", "[household]") {
   CHECK(w->classes[1].shared_prefix == 256);
   CHECK(w->classes[2].name == "background");
   CHECK(w->find("rag") == &w->classes[1]);
-  CHECK(w->total_rate() == Approx(0.48));
+  CHECK(w->total_rate() == Approx(0.49));
 }
 
 TEST_CASE("workload errors name the line, the class and the field", "[household]") {
   const std::string head = "name = \"w\"\n[[class]]\nname = \"chat\"\nrate = 1\n";
-  const std::string lengths = "prompt = { dist = \"fixed\", value = 8 }\noutput = { dist = \"fixed\", value = 4 }\n";
+  const std::string lengths =
+      "prompt = { dist = \"fixed\", value = 8 }\noutput = { dist = \"fixed\", value = 4 }\n";
   REQUIRE(parse_workload(head + lengths, "w.toml").ok());
   struct bad {
     std::string text, expect;
   };
-  for (const bad& b : {bad{head + lengths + "rat = 2\n", "w.toml:7: class 'chat': rat is not a known field"},
-                       bad{head + lengths + "slo = { ttft = 1 }\n", "class 'chat': slo.ttft is not a known field"},
-                       bad{head + "prompt = { dist = \"zipf\", min = 1, max = 4 }\n" + "output = { dist = \"fixed\", value = 4 }\n",
-                           "prompt.dist must be \"fixed\", \"uniform\" or \"lognormal\""},
-                       bad{head + "prompt = { dist = \"uniform\", min = 9, max = 4 }\n" + "output = { dist = \"fixed\", value = 4 }\n",
-                           "prompt.max must be >= min"},
-                       bad{"[[class]]\nname = \"x\"\n" + lengths, "w.toml:1: class 'x': rate is missing"},
-                       bad{head + lengths + "cv = 2\n", "cv is for gamma arrivals"},
-                       bad{head + lengths + "arrival = \"gamma\"\ncv = -1\n", "w.toml:8: class 'chat': cv must be from"},
-                       bad{head + lengths + "shared_prefix = 8\n", "shared_prefix must be below the shortest prompt"},
-                       bad{head + lengths + "[[class]]\nname = \"chat\"\nrate = 1\n" + lengths, "class 'chat': name is used twice"},
-                       bad{"name = \"w\"\n", "class is missing"},
-                       bad{"[class]\nname = \"x\"\n", "write each class as [[class]]"},
-                       bad{head + "prompt = {\n", "w.toml:5:"},
-                       bad{"duration_s = 0\n" + head.substr(11) + lengths, "w.toml:1: duration_s must be from"}}) {
+  for (const bad& b :
+       {bad{head + lengths + "rat = 2\n", "w.toml:7: class 'chat': rat is not a known field"},
+        bad{head + lengths + "slo = { ttft = 1 }\n", "class 'chat': slo.ttft is not a known field"},
+        bad{head + "prompt = { dist = \"zipf\", min = 1, max = 4 }\n" +
+                "output = { dist = \"fixed\", value = 4 }\n",
+            "prompt.dist must be \"fixed\", \"uniform\" or \"lognormal\""},
+        bad{head + "prompt = { dist = \"uniform\", min = 9, max = 4 }\n" +
+                "output = { dist = \"fixed\", value = 4 }\n",
+            "prompt.max must be >= min"},
+        bad{"[[class]]\nname = \"x\"\n" + lengths, "w.toml:1: class 'x': rate is missing"},
+        bad{head + lengths + "cv = 2\n", "cv is for gamma arrivals"},
+        bad{head + lengths + "arrival = \"gamma\"\ncv = -1\n", "w.toml:8: class 'chat': cv must be from"},
+        bad{head + lengths + "shared_prefix = 8\n", "shared_prefix must be below the shortest prompt"},
+        bad{head + lengths + "[[class]]\nname = \"chat\"\nrate = 1\n" + lengths,
+            "class 'chat': name is used twice"},
+        bad{"name = \"w\"\n", "class is missing"},
+        bad{"[class]\nname = \"x\"\n", "write each class as [[class]]"},
+        bad{head + "prompt = {\n", "w.toml:5:"},
+        bad{"duration_s = 0\n" + head.substr(11) + lengths, "w.toml:1: duration_s must be from"}}) {
     auto w = parse_workload(b.text, "w.toml");
     REQUIRE_FALSE(w.ok());
     INFO(w.error().message);
@@ -220,9 +225,10 @@ TEST_CASE("workload errors name the line, the class and the field", "[household]
 }
 
 TEST_CASE("traces replay in time order; bad lines are refused with their number", "[household]") {
-  auto t = parse_trace("{\"time\": 2, \"tenant\": \"chat\", \"prompt\": \"Hi\", \"max_tokens\": 4}\n\n"
-                       "{\"time\": 0.5, \"tenant\": \"rag\", \"prompt_tokens\": 300, \"max_tokens\": 16}\n",
-                       "t.jsonl");
+  auto t = parse_trace(
+      "{\"time\": 2, \"tenant\": \"chat\", \"prompt\": \"Hi\", \"max_tokens\": 4}\n\n"
+      "{\"time\": 0.5, \"tenant\": \"rag\", \"prompt_tokens\": 300, \"max_tokens\": 16}\n",
+      "t.jsonl");
   REQUIRE(t.ok());
   REQUIRE(t->size() == 2);
   CHECK((*t)[0].tenant == "rag");
@@ -233,14 +239,19 @@ TEST_CASE("traces replay in time order; bad lines are refused with their number"
   struct bad {
     std::string line, expect;
   };
-  for (const bad& b : {bad{"{\"time\": 1, \"tenant\": \"a\", \"prompt\": \"x\", \"max_tokens\": 4, \"x\": 1}", "unknown field 'x'"},
-                       bad{"{\"time\": 1, \"tenant\": \"a\", \"prompt\": \"x\", \"prompt_tokens\": 3, \"max_tokens\": 4}", "exactly one of"},
-                       bad{"{\"time\": 1, \"tenant\": \"a\", \"prompt\": \"x\"}", "max_tokens: required"},
-                       bad{"{\"time\": -1, \"tenant\": \"a\", \"prompt\": \"x\", \"max_tokens\": 4}", "time: must be >= 0"},
-                       bad{"{\"time\": 1, \"tenant\": \"a\", \"prompt_tokens\": 0, \"max_tokens\": 4}", "prompt_tokens: must be"},
-                       bad{"{\"time\": 1, \"tenant\": 3, \"prompt\": \"x\", \"max_tokens\": 4}", "tenant: a string"},
-                       bad{"{\"time\": 1,", "not a JSON object"}}) {
-    auto r = parse_trace("{\"time\": 0, \"tenant\": \"a\", \"prompt\": \"x\", \"max_tokens\": 1}\n" + b.line, "t.jsonl");
+  for (const bad& b :
+       {bad{"{\"time\": 1, \"tenant\": \"a\", \"prompt\": \"x\", \"max_tokens\": 4, \"x\": 1}",
+            "unknown field 'x'"},
+        bad{"{\"time\": 1, \"tenant\": \"a\", \"prompt\": \"x\", \"prompt_tokens\": 3, \"max_tokens\": 4}",
+            "exactly one of"},
+        bad{"{\"time\": 1, \"tenant\": \"a\", \"prompt\": \"x\"}", "max_tokens: required"},
+        bad{"{\"time\": -1, \"tenant\": \"a\", \"prompt\": \"x\", \"max_tokens\": 4}", "time: must be >= 0"},
+        bad{"{\"time\": 1, \"tenant\": \"a\", \"prompt_tokens\": 0, \"max_tokens\": 4}",
+            "prompt_tokens: must be"},
+        bad{"{\"time\": 1, \"tenant\": 3, \"prompt\": \"x\", \"max_tokens\": 4}", "tenant: a string"},
+        bad{"{\"time\": 1,", "not a JSON object"}}) {
+    auto r = parse_trace("{\"time\": 0, \"tenant\": \"a\", \"prompt\": \"x\", \"max_tokens\": 1}\n" + b.line,
+                         "t.jsonl");
     REQUIRE_FALSE(r.ok());
     INFO(r.error().message);
     CHECK(r.error().message.find("t.jsonl:2: " + b.expect) != std::string::npos);
@@ -307,8 +318,10 @@ TEST_CASE("the capacity search finds an M/D/1 server's 90 % point within its res
   CHECK(r.capacity >= lo / 1.05);
 }
 
-TEST_CASE("the capacity search reports 0 when nothing passes and a lower bound when nothing fails", "[household]") {
-  const capacity_result none = find_capacity([](double) { return 0.5; }, {.start = 1, .max_runs = 50, .min_rate = 0.01});
+TEST_CASE("the capacity search reports 0 when nothing passes and a lower bound when nothing fails",
+          "[household]") {
+  const capacity_result none =
+      find_capacity([](double) { return 0.5; }, {.start = 1, .max_runs = 50, .min_rate = 0.01});
   CHECK(none.capacity == 0);
   CHECK(none.trials.back().rate >= 0.01);
   const capacity_result all = find_capacity([](double) { return 1.0; }, {.start = 1, .max_runs = 5});
@@ -354,7 +367,8 @@ TEST_CASE("a sweep always runs the baseline first, and compares every capacity t
   for (size_t i = 0; i < caps.size(); ++i) {
     CHECK(s->configs[i].capacity.capacity <= caps[i]);
     CHECK(s->configs[i].capacity.capacity >= caps[i] / 1.01);
-    CHECK(s->configs[i].ratio_to_baseline == Approx(s->configs[i].capacity.capacity / s->configs[0].capacity.capacity));
+    CHECK(s->configs[i].ratio_to_baseline ==
+          Approx(s->configs[i].capacity.capacity / s->configs[0].capacity.capacity));
   }
   CHECK_FALSE(log.empty());
   const std::string csv = sweep_capacity_csv(*s);
@@ -365,21 +379,27 @@ TEST_CASE("a sweep always runs the baseline first, and compares every capacity t
   for (size_t p = svg.find("<polyline"); p != std::string::npos; p = svg.find("<polyline", p + 1)) ++lines;
   CHECK(lines == configs.size());
   // An error ends the sweep with the configuration's name.
-  auto failing = run_sweep(configs, {}, [](const sweep_config&, double) -> result<sweep_trial> {
-    return error{errc::invalid_argument, "no engine"};
-  }, [](const std::string&) {});
+  auto failing = run_sweep(
+      configs, {},
+      [](const sweep_config&, double) -> result<sweep_trial> {
+        return error{errc::invalid_argument, "no engine"};
+      },
+      [](const std::string&) {});
   REQUIRE_FALSE(failing.ok());
   CHECK(failing.error().message.find("baseline") != std::string::npos);
 }
 
-TEST_CASE("CDF points rise to 1 over sorted samples", "[household]") {
+TEST_CASE("CDF points climb as a staircase to 1 over sorted samples", "[household]") {
   std::vector<double> x;
   for (int i = 1000; i > 0; --i) x.push_back(i);
   const auto p = cdf_points(x, 100);
-  CHECK(p.size() <= 101);
-  CHECK(p.front().first == 1);
+  CHECK(p.size() == 200);
+  CHECK(p.front() == std::pair{10.0, 0.0});
+  CHECK(p[1] == std::pair{10.0, 0.01});
   CHECK(p.back() == std::pair{1000.0, 1.0});
-  for (size_t i = 1; i < p.size(); ++i) CHECK((p[i].first >= p[i - 1].first && p[i].second > p[i - 1].second));
+  for (size_t i = 1; i < p.size(); ++i)
+    CHECK((p[i].first >= p[i - 1].first && p[i].second >= p[i - 1].second));
+  CHECK(cdf_points({5.0}) == std::vector<std::pair<double, double>>{{5, 0}, {5, 1}});
 }
 
 // ---- the open loop -------------------------------------------------------------------------
@@ -419,7 +439,8 @@ std::vector<bench_request> requests(size_t n, double spacing_s) {
 TEST_CASE("the open loop sends every request at its time and records what comes back", "[household]") {
   fake_target target(false);
   const auto rs = requests(5, 0.02);
-  const run_result r = run_open_loop(target, rs, std::vector<uint32_t>(5, 0), {.drain_s = 5, .gauge_period_s = 0.01});
+  const run_result r =
+      run_open_loop(target, rs, std::vector<uint32_t>(5, 0), {.drain_s = 5, .gauge_period_s = 0.01});
   CHECK(target.submitted == std::vector<size_t>{0, 1, 2, 3, 4});
   REQUIRE(r.records.size() == 5);
   for (const auto& rec : r.records) {
@@ -435,10 +456,12 @@ TEST_CASE("the open loop sends every request at its time and records what comes 
   CHECK(r.gauges.front().g.kv_total == 10);
 }
 
-TEST_CASE("the open loop never waits for answers: a silent server leaves requests unfinished", "[household]") {
+TEST_CASE("the open loop never waits for answers: a silent server leaves requests unfinished",
+          "[household]") {
   fake_target target(true);
   const auto rs = requests(4, 0.01);
-  const run_result r = run_open_loop(target, rs, std::vector<uint32_t>(4, 0), {.drain_s = 0.1, .gauge_period_s = 0.05});
+  const run_result r =
+      run_open_loop(target, rs, std::vector<uint32_t>(4, 0), {.drain_s = 0.1, .gauge_period_s = 0.05});
   CHECK(target.submitted.size() == 4);  // all sent although none was answered
   for (const auto& rec : r.records) CHECK_FALSE(rec.ended());
   CHECK(r.duration_s >= 0.1);

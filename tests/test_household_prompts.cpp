@@ -45,7 +45,7 @@ TEST_CASE("synthesised prompts re-encode to exactly their length", "[household]"
       }
     }
     CHECK(*synth.make(200, 1) != *synth.make(200, 2));  // each request its own text
-    CHECK_FALSE(synth.make(1, 1).ok());                   // BOS alone leaves no room for text
+    CHECK_FALSE(synth.make(1, 1).ok());                 // BOS alone leaves no room for text
   }
 }
 
@@ -61,7 +61,8 @@ TEST_CASE("a shared system prompt is the same leading tokens of every prompt of 
   CHECK_FALSE(std::equal(a.begin(), a.begin() + 128, other.begin()));
 }
 
-TEST_CASE("a schedule plans exact prompts, fits the context, and keeps request k at every rate", "[household]") {
+TEST_CASE("a schedule plans exact prompts, fits the context, and keeps request k at every rate",
+          "[household]") {
   const tokenizer& tok = vocab_of("micro");
   auto w = parse_workload(default_workload_text());
   REQUIRE(w.ok());
@@ -108,8 +109,9 @@ TEST_CASE("a trace replays its own prompts or synthesised ones; unknown tenants 
   auto w = parse_workload(default_workload_text());
   REQUIRE(w.ok());
   schedule_builder b(*w, tok, 2048);
-  auto t = parse_trace("{\"time\": 0.1, \"tenant\": \"chat\", \"prompt\": \"Lights off?\", \"max_tokens\": 8}\n"
-                       "{\"time\": 0.2, \"tenant\": \"rag\", \"prompt_tokens\": 700, \"max_tokens\": 16}\n");
+  auto t = parse_trace(
+      "{\"time\": 0.1, \"tenant\": \"chat\", \"prompt\": \"Lights off?\", \"max_tokens\": 8}\n"
+      "{\"time\": 0.2, \"tenant\": \"rag\", \"prompt_tokens\": 700, \"max_tokens\": 16}\n");
   REQUIRE(t.ok());
   auto s = b.replay(*t);
   REQUIRE(s.ok());

@@ -4,7 +4,8 @@
 
 namespace hearth::household {
 
-capacity_result find_capacity(const std::function<double(double rate)>& attainment_at, const search_options& opt) {
+capacity_result find_capacity(const std::function<double(double rate)>& attainment_at,
+                              const search_options& opt) {
   capacity_result out;
   double lo = 0, hi = 0;  // highest pass, lowest fail (0: none yet)
   auto run = [&](double rate) {

@@ -14,11 +14,11 @@
 namespace hearth::household {
 
 struct search_options {
-  double start = 1;          //!< first rate tried (> 0)
-  double target = 0.9;       //!< attainment a rate must reach to pass
-  double resolution = 0.1;   //!< relative width of the final bracket
-  int max_runs = 8;          //!< trials at most
-  double min_rate = 1e-3;    //!< below this, give up: capacity 0
+  double start = 1;         //!< first rate tried (> 0)
+  double target = 0.9;      //!< attainment a rate must reach to pass
+  double resolution = 0.1;  //!< relative width of the final bracket
+  int max_runs = 8;         //!< trials at most
+  double min_rate = 1e-3;   //!< below this, give up: capacity 0
 };
 
 struct trial_point {
@@ -27,13 +27,14 @@ struct trial_point {
 };
 
 struct capacity_result {
-  double capacity = 0;       //!< highest passing rate (0: none passed)
-  bool bracketed = false;    //!< a failing rate above it was seen (else capacity is a lower bound)
+  double capacity = 0;              //!< highest passing rate (0: none passed)
+  bool bracketed = false;           //!< a failing rate above it was seen (else capacity is a lower bound)
   std::vector<trial_point> trials;  //!< in the order run
 };
 
 //! `attainment_at(rate)` runs one trial. A trial's attainment is its own: a noisy, non-monotone
 //! point does not stop the search, which trusts the bracket it has.
-capacity_result find_capacity(const std::function<double(double rate)>& attainment_at, const search_options& opt);
+capacity_result find_capacity(const std::function<double(double rate)>& attainment_at,
+                              const search_options& opt);
 
 }  // namespace hearth::household

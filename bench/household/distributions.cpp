@@ -29,8 +29,10 @@ double draw_gamma(rng& r, double shape) {
 
 uint32_t length_dist::draw(rng& r) const {
   switch (kind) {
-    case length_kind::fixed: return min;
-    case length_kind::uniform: return min + static_cast<uint32_t>(r.below(uint64_t{max} - min + 1));
+    case length_kind::fixed:
+      return min;
+    case length_kind::uniform:
+      return min + static_cast<uint32_t>(r.below(uint64_t{max} - min + 1));
     case length_kind::lognormal: {
       const double s2 = std::log1p(cv * cv);
       const double x = std::exp(std::log(mean) - s2 / 2 + std::sqrt(s2) * draw_normal(r));

@@ -38,7 +38,7 @@ struct arrival_process {
 //! Arrival times in [0, duration_s), from the process's own generator seeded with `seed`.
 std::vector<double> arrival_times(const arrival_process& p, double duration_s, uint64_t seed);
 
-double draw_normal(rng& r);                //!< standard normal (Box-Muller)
-double draw_gamma(rng& r, double shape);   //!< gamma(shape, scale 1), shape > 0 (Marsaglia-Tsang)
+double draw_normal(rng& r);               //!< standard normal (Box-Muller)
+double draw_gamma(rng& r, double shape);  //!< gamma(shape, scale 1), shape > 0 (Marsaglia-Tsang)
 
 }  // namespace hearth::household

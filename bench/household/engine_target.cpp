@@ -2,6 +2,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/messages.hpp"
+#include "bench/household/report.hpp"
 
 namespace hearth::household {
 
@@ -18,7 +19,9 @@ caf::behavior sink_actor(caf::event_based_actor* self, std::shared_ptr<bench_sin
   };
 }
 
-dist_summary from(const latency_summary& s) { return {s.count, s.mean, s.p50, s.p90, s.p99, s.max}; }
+dist_summary from(const latency_summary& s) {
+  return {s.count, s.mean, s.p50, s.p90, s.p99, s.max};
+}
 
 }  // namespace
 
@@ -35,11 +38,13 @@ result<std::unique_ptr<engine_target>> engine_target::start(engine_config cfg, c
                                                             backend_factory make) {
   cfg.tenants.clear();
   for (const workload_class& c : w.classes) {
-    cfg.tenants.push_back({.name = c.name, .cls = c.priority, .weight = c.weight, .slo = {c.ttft_ms, c.itl_ms}});
+    cfg.tenants.push_back(
+        {.name = c.name, .cls = c.priority, .weight = c.weight, .slo = {c.ttft_ms, c.itl_ms}});
   }
   auto e = engine::start(cfg, std::move(tok), std::move(make));
   if (!e) return e.error();
-  return std::unique_ptr<engine_target>(new engine_target(std::make_unique<impl>(impl{std::move(cfg), std::move(*e)})));
+  return std::unique_ptr<engine_target>(
+      new engine_target(std::make_unique<impl>(impl{std::move(cfg), std::move(*e)})));
 }
 
 void engine_target::submit(const bench_request& r, std::shared_ptr<bench_sink> sink) {
@@ -71,7 +76,7 @@ server_figures engine_target::figures() {
   f.max_batched_tokens = c.max_batched_tokens;
   f.long_prefill_threshold = c.long_prefill_threshold;
   f.policy = c.policy;
-  f.mode = c.mode == placement_mode::colocated ? "colocated" : "disaggregated";
+  f.mode = mode_name(c.mode);
   return f;
 }
 

@@ -18,7 +18,8 @@ class engine_target final : public bench_target {
   //! Starts an engine with `cfg`; its tenants are the workload's classes (priority, weight,
   //! SLOs), so the policies see them.
   static result<std::unique_ptr<engine_target>> start(engine_config cfg, const workload& w,
-                                                      std::shared_ptr<const tokenizer> tok, backend_factory make);
+                                                      std::shared_ptr<const tokenizer> tok,
+                                                      backend_factory make);
   ~engine_target() override;
 
   void submit(const bench_request& r, std::shared_ptr<bench_sink> sink) override;

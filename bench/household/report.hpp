@@ -15,8 +15,8 @@
 namespace hearth::household {
 
 struct bench_report {
-  group_report overall;                //!< every request, each judged by its own class's SLO
-  std::vector<group_report> classes;   //!< in workload order
+  group_report overall;               //!< every request, each judged by its own class's SLO
+  std::vector<group_report> classes;  //!< in workload order
   server_figures server;
   dist_summary waiting, running, kv_used_pct;  //!< over the gauge samples
   double duration_s = 0, max_send_lag_ms = 0;
@@ -30,6 +30,9 @@ void print_report(const bench_report& r, std::FILE* out);
 nlohmann::json to_json(const bench_report& r, const workload& w, const run_result& run);
 nlohmann::json to_json(const workload& w);
 nlohmann::json to_json(const engine_config& c);
+const char* mode_name(placement_mode m);
+//! One line: "seqs 64, tokens 256, chunk 128, fcfs, colocated".
+std::string describe(const engine_config& c);
 nlohmann::json to_json(const dist_summary& d);
 
 }  // namespace hearth::household

@@ -16,7 +16,8 @@ using clock_type = std::chrono::steady_clock;
 // Every record of the run, written under one lock by the sender and the target's threads.
 class recorder final : public bench_sink {
  public:
-  recorder(const std::vector<bench_request>& requests, const std::vector<uint32_t>& cls, clock_type::time_point t0)
+  recorder(const std::vector<bench_request>& requests, const std::vector<uint32_t>& cls,
+           clock_type::time_point t0)
       : t0_(t0) {
     for (const bench_request& r : requests) {
       bench_record rec;
@@ -61,7 +62,8 @@ class recorder final : public bench_sink {
   //! Waits until every request ended or `deadline_s` passed; true when all ended.
   bool wait_all(double deadline_s) {
     std::unique_lock lock(mu_);
-    const auto deadline = t0_ + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(deadline_s));
+    const auto deadline =
+        t0_ + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(deadline_s));
     return ended_cv_.wait_until(lock, deadline, [&] { return ended_ == records_.size(); });
   }
 
@@ -88,15 +90,17 @@ class recorder final : public bench_sink {
   bool closed_ = false;
 };
 
-void draw_progress(std::FILE* out, double now_s, double last_arrival_s, double deadline_s, size_t sent, size_t ended,
-                   size_t total) {
+void draw_progress(std::FILE* out, double now_s, double last_arrival_s, double deadline_s, size_t sent,
+                   size_t ended, size_t total) {
   // Arrivals set the pace; after the last one, the bar follows the requests still running.
-  const double frac = total == 0 ? 1.0 : 0.5 * std::min(1.0, now_s / std::max(last_arrival_s, 1e-9)) +
-                                              0.5 * static_cast<double>(ended) / static_cast<double>(total);
+  const double frac = total == 0 ? 1.0
+                                 : 0.5 * std::min(1.0, now_s / std::max(last_arrival_s, 1e-9)) +
+                                       0.5 * static_cast<double>(ended) / static_cast<double>(total);
   const int width = 30, filled = static_cast<int>(frac * width);
-  const double eta = now_s < last_arrival_s ? last_arrival_s - now_s + (deadline_s - last_arrival_s) * 0.1
-                                            : std::max(0.0, (now_s - last_arrival_s) * static_cast<double>(total - ended) /
-                                                                std::max<double>(1.0, static_cast<double>(ended)));
+  const double eta = now_s < last_arrival_s
+                         ? last_arrival_s - now_s + (deadline_s - last_arrival_s) * 0.1
+                         : std::max(0.0, (now_s - last_arrival_s) * static_cast<double>(total - ended) /
+                                             std::max<double>(1.0, static_cast<double>(ended)));
   std::fprintf(out, "\r[%.*s%*s] %3.0f%%  %6.1f s  sent %zu/%zu  ended %zu  ETA %4.0f s ", filled,
                "##############################", width - filled, "", 100 * frac, now_s, sent, total, ended,
                std::min(eta, deadline_s - now_s));
@@ -122,11 +126,14 @@ run_result run_open_loop(bench_target& target, const std::vector<bench_request>&
       if (stop) break;
       const target_gauges g = target.gauges();
       out.gauges.push_back({rec.now(), g});
-      if (opt.progress) draw_progress(opt.progress, rec.now(), last_arrival_s, deadline_s, sent, rec.ended(), requests.size());
+      if (opt.progress)
+        draw_progress(opt.progress, rec.now(), last_arrival_s, deadline_s, sent, rec.ended(),
+                      requests.size());
     }
   });
   for (const bench_request& r : requests) {
-    std::this_thread::sleep_until(t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(r.at_s)));
+    std::this_thread::sleep_until(
+        t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(r.at_s)));
     out.max_send_lag_ms = std::max(out.max_send_lag_ms, 1e3 * (rec.now() - r.at_s));
     rec.on_sent(r.index);
     target.submit(r, rec_ptr);

@@ -27,8 +27,8 @@ struct run_result {
   std::vector<bench_record> records;  //!< one per scheduled request, in schedule order
   std::vector<gauge_sample> gauges;
   server_figures server;
-  double duration_s = 0;              //!< start to the last end (or the drain deadline)
-  double max_send_lag_ms = 0;         //!< the sender's worst delay behind the schedule
+  double duration_s = 0;       //!< start to the last end (or the drain deadline)
+  double max_send_lag_ms = 0;  //!< the sender's worst delay behind the schedule
 };
 
 //! Runs `requests` (by arrival time; index == position) against the target. `cls`: each one's class.

@@ -31,9 +31,11 @@ schedule_builder::planned schedule_builder::plan(uint32_t cls, size_t k) {
   return v[k];
 }
 
-result<const schedule_builder::prompt_text*> schedule_builder::text_of(uint32_t cls, size_t k, uint32_t n_tokens) {
+result<const schedule_builder::prompt_text*> schedule_builder::text_of(uint32_t cls, size_t k,
+                                                                       uint32_t n_tokens) {
   const auto key = std::pair{cls, k};
-  if (auto it = texts_.find(key); it != texts_.end() && it->second.tokens.size() == n_tokens) return &it->second;
+  if (auto it = texts_.find(key); it != texts_.end() && it->second.tokens.size() == n_tokens)
+    return &it->second;
   const workload_class& c = w_->classes[cls];
   const uint32_t shared = c.shared_prefix < n_tokens ? c.shared_prefix : 0;
   auto text = synth_.make(n_tokens, stream_seed(c.seed, 3 + k), shared, stream_seed(c.seed, 1));
@@ -43,7 +45,8 @@ result<const schedule_builder::prompt_text*> schedule_builder::text_of(uint32_t 
   return &(texts_[key] = std::move(p));
 }
 
-bench_request schedule_builder::make(uint32_t cls, double at_s, const prompt_text& p, uint32_t max_tokens) const {
+bench_request schedule_builder::make(uint32_t cls, double at_s, const prompt_text& p,
+                                     uint32_t max_tokens) const {
   return {0, w_->classes[cls].name, at_s, p.text, p.tokens, max_tokens};
 }
 
@@ -83,7 +86,8 @@ result<schedule> schedule_builder::replay(const std::vector<trace_entry>& trace)
   std::vector<size_t> next_k(w_->classes.size(), 0);
   for (const trace_entry& e : trace) {
     const workload_class* c = w_->find(e.tenant);
-    if (!c) return error{errc::invalid_argument, "trace: tenant '" + e.tenant + "' is not a class of the workload"};
+    if (!c)
+      return error{errc::invalid_argument, "trace: tenant '" + e.tenant + "' is not a class of the workload"};
     const auto cls = static_cast<uint32_t>(c - w_->classes.data());
     if (e.prompt) {
       prompt_text p{*e.prompt, tok_->encode(*e.prompt, {.add_bos = true, .parse_special = false})};

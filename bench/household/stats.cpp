@@ -18,7 +18,11 @@ dist_summary summarize(std::vector<double>& x) {
   if (x.empty()) return {};
   std::ranges::sort(x);
   const double sum = std::accumulate(x.begin(), x.end(), 0.0);
-  return {x.size(), sum / static_cast<double>(x.size()), percentile(x, 0.5), percentile(x, 0.9), percentile(x, 0.99),
+  return {x.size(),
+          sum / static_cast<double>(x.size()),
+          percentile(x, 0.5),
+          percentile(x, 0.9),
+          percentile(x, 0.99),
           x.back()};
 }
 
@@ -53,10 +57,18 @@ group_report summarize_group(std::string name, std::span<const bench_record* con
       continue;
     }
     switch (r.kind) {
-      case event_kind::done: ++g.done; break;
-      case event_kind::cancelled: ++g.cancelled; break;
-      case event_kind::rejected: ++g.rejected[static_cast<size_t>(r.reason)]; break;
-      default: ++g.errors; break;
+      case event_kind::done:
+        ++g.done;
+        break;
+      case event_kind::cancelled:
+        ++g.cancelled;
+        break;
+      case event_kind::rejected:
+        ++g.rejected[static_cast<size_t>(r.reason)];
+        break;
+      default:
+        ++g.errors;
+        break;
     }
     if (r.kind != event_kind::done) continue;
     g.prompt_tokens += r.use.prompt_tokens;
@@ -66,7 +78,8 @@ group_report summarize_group(std::string name, std::span<const bench_record* con
     ttft.push_back(r.ttft_ms());
     for (double gap : r.gaps_ms()) itl.push_back(gap);
     if (r.token_s.size() > 1)
-      tpot.push_back(1e3 * (r.token_s.back() - r.token_s.front()) / static_cast<double>(r.token_s.size() - 1));
+      tpot.push_back(1e3 * (r.token_s.back() - r.token_s.front()) /
+                     static_cast<double>(r.token_s.size() - 1));
     queue.push_back(r.server.queue_ms);
     prefill.push_back(r.server.prefill_ms);
     first_step.push_back(r.server.first_step_ms);

@@ -1,7 +1,8 @@
 #pragma once
 // The figures of a run, from what the client saw. Definitions (bench/README.md repeats them):
 // - percentile: linear interpolation between closest ranks of the sorted samples (numpy's
-//   default, which vLLM's serving benchmark uses): h = (n - 1) p, x[floor h] + frac(h) (x[floor h + 1] - x[floor h]).
+//   default, which vLLM's serving benchmark uses): h = (n - 1) p, x[floor h] + frac(h) (x[floor h + 1] -
+//   x[floor h]).
 // - TTFT: arrival (the scheduled time, so a late sender cannot hide queueing) to the first token.
 // - ITL: every gap between two consecutive tokens of a stream, pooled over requests.
 // - TPOT: per request, (last token - first token) / (tokens - 1); requests of one token have none.
@@ -37,16 +38,16 @@ dist_summary summarize(std::vector<double>& samples);
 //! One request as the client saw it; times in seconds from the start of the run.
 struct bench_record {
   size_t index = 0;
-  uint32_t cls = 0;                //!< index of its workload class
-  double arrival_s = 0;            //!< when the schedule said to send it
-  double sent_s = -1;              //!< when it was sent (-1: not yet)
-  std::vector<double> token_s;     //!< each streamed token's arrival at the client
-  double end_s = -1;               //!< its terminal message (-1: it never ended)
+  uint32_t cls = 0;             //!< index of its workload class
+  double arrival_s = 0;         //!< when the schedule said to send it
+  double sent_s = -1;           //!< when it was sent (-1: not yet)
+  std::vector<double> token_s;  //!< each streamed token's arrival at the client
+  double end_s = -1;            //!< its terminal message (-1: it never ended)
   event_kind kind = event_kind::error;
   reject_reason reason = reject_reason::none;
   uint32_t prompt_tokens = 0, max_tokens = 0;
   usage use;
-  timings server;                  //!< the server's own split of its TTFT
+  timings server;  //!< the server's own split of its TTFT
   uint32_t preemptions = 0;
 
   bool ended() const { return end_s >= 0; }
@@ -64,7 +65,7 @@ bool meets_slo(const bench_record& r, const slo_target& slo);
 //! The figures of one group of requests (a class, or all of them).
 struct group_report {
   std::string name;
-  slo_target slo;                  //!< the class's (for "all": each request is judged by its own class)
+  slo_target slo;  //!< the class's (for "all": each request is judged by its own class)
   uint64_t issued = 0, done = 0, errors = 0, cancelled = 0, unfinished = 0, met_slo = 0;
   std::array<uint64_t, 7> rejected{};  //!< by reject_reason
   uint64_t prompt_tokens = 0, output_tokens = 0, preemptions = 0;

@@ -27,7 +27,8 @@ struct chart {
 //! One SVG document with the panels in a row.
 std::string render_svg(std::span<const chart> panels);
 
-//! The empirical CDF of samples as points (x sorted, y = rank / n), at most max_points of them.
+//! The empirical CDF of samples as a staircase: for every stride-th sorted sample x (at most
+//! max_points of them, the largest always included), (x, share below it) then (x, rank / n).
 std::vector<std::pair<double, double>> cdf_points(std::vector<double> samples, size_t max_points = 200);
 
 }  // namespace hearth::household

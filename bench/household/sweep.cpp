@@ -10,8 +10,6 @@ namespace hearth::household {
 
 namespace {
 
-const char* mode_name(placement_mode m) { return m == placement_mode::colocated ? "colocated" : "disaggregated"; }
-
 bool same_knobs(const engine_config& a, const engine_config& b) {
   return a.max_seqs == b.max_seqs && a.max_batched_tokens == b.max_batched_tokens &&
          a.long_prefill_threshold == b.long_prefill_threshold && a.policy == b.policy && a.mode == b.mode;
@@ -25,13 +23,8 @@ std::string fmt(const char* f, double v) {
 
 }  // namespace
 
-std::string describe(const engine_config& c) {
-  return "seqs " + std::to_string(c.max_seqs) + ", tokens " + std::to_string(c.max_batched_tokens) + ", chunk " +
-         (c.long_prefill_threshold ? std::to_string(c.long_prefill_threshold) : std::string("none")) + ", " + c.policy +
-         ", " + mode_name(c.mode);
-}
-
-std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engine_config& base, uint32_t longest_prompt) {
+std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engine_config& base,
+                                             uint32_t longest_prompt) {
   std::vector<sweep_config> out;
   engine_config b = base;
   b.max_seqs = grid.max_seqs.empty() ? base.max_seqs : grid.max_seqs.front();
@@ -66,7 +59,8 @@ std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engin
 }
 
 result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const search_options& search,
-                               const trial_runner& run_trial, const std::function<void(const std::string&)>& log) {
+                               const trial_runner& run_trial,
+                               const std::function<void(const std::string&)>& log) {
   sweep_result out;
   for (const sweep_config& c : configs) {
     sweep_config_result r;
@@ -88,7 +82,8 @@ result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const s
         },
         search);
     if (failed) return error{failed->code, c.name + ": " + failed->message};
-    log(c.name + ": capacity " + fmt("%.3g", r.capacity.capacity) + " req/s" + (r.capacity.bracketed ? "" : " (a lower bound)"));
+    log(c.name + ": capacity " + fmt("%.3g", r.capacity.capacity) + " req/s" +
+        (r.capacity.bracketed ? "" : " (a lower bound)"));
     out.configs.push_back(std::move(r));
   }
   const double base = out.configs.empty() ? 0 : out.configs.front().capacity.capacity;
@@ -102,18 +97,20 @@ result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const s
 
 std::string sweep_trials_csv(const sweep_result& s) {
   std::string csv =
-      "config,baseline,max_seqs,max_batched_tokens,long_prefill_threshold,policy,mode,rate_rps,attainment,goodput_rps,"
+      "config,baseline,max_seqs,max_batched_tokens,long_prefill_threshold,policy,mode,rate_rps,attainment,"
+      "goodput_rps,"
       "ttft_p50_ms,ttft_p90_ms,itl_p50_ms,itl_p90_ms,e2e_p90_ms,done,issued\n";
   for (const auto& r : s.configs) {
     const engine_config& c = r.config.cfg;
     for (const auto& t : r.trials) {
       const group_report& g = t.report.overall;
-      csv += "\"" + r.config.name + "\"," + (r.config.baseline ? "1," : "0,") + std::to_string(c.max_seqs) + "," +
-             std::to_string(c.max_batched_tokens) + "," + std::to_string(c.long_prefill_threshold) + "," + c.policy +
-             "," + mode_name(c.mode) + "," + fmt("%.6g", t.rate) + "," + fmt("%.4f", g.attainment) + "," +
-             fmt("%.6g", g.goodput) + "," + fmt("%.1f", g.ttft_ms.p50) + "," + fmt("%.1f", g.ttft_ms.p90) + "," +
-             fmt("%.1f", g.itl_ms.p50) + "," + fmt("%.1f", g.itl_ms.p90) + "," + fmt("%.1f", g.e2e_ms.p90) + "," +
-             std::to_string(g.done) + "," + std::to_string(g.issued) + "\n";
+      csv += "\"" + r.config.name + "\"," + (r.config.baseline ? "1," : "0,") + std::to_string(c.max_seqs) +
+             "," + std::to_string(c.max_batched_tokens) + "," + std::to_string(c.long_prefill_threshold) +
+             "," + c.policy + "," + mode_name(c.mode) + "," + fmt("%.6g", t.rate) + "," +
+             fmt("%.4f", g.attainment) + "," + fmt("%.6g", g.goodput) + "," + fmt("%.1f", g.ttft_ms.p50) +
+             "," + fmt("%.1f", g.ttft_ms.p90) + "," + fmt("%.1f", g.itl_ms.p50) + "," +
+             fmt("%.1f", g.itl_ms.p90) + "," + fmt("%.1f", g.e2e_ms.p90) + "," + std::to_string(g.done) +
+             "," + std::to_string(g.issued) + "\n";
     }
   }
   return csv;
@@ -131,7 +128,13 @@ std::string sweep_capacity_csv(const sweep_result& s) {
 }
 
 std::string frontier_svg(const sweep_result& s) {
-  chart c{"SLO attainment against arrival rate", "total arrival rate, requests/s", "requests within SLO", {}, 0, 1, 0.9};
+  chart c{"SLO attainment against arrival rate",
+          "total arrival rate, requests/s",
+          "requests within SLO",
+          {},
+          0,
+          1,
+          0.9};
   for (const auto& r : s.configs) {
     chart_series ser{r.config.name, {}, true};
     for (const auto& t : r.capacity.trials) ser.points.emplace_back(t.rate, t.attainment);
@@ -147,8 +150,13 @@ std::string cdf_svg(const sweep_result& s, const workload& w, bool itl) {
   std::vector<const sweep_config_result*> shown{&s.configs.front()};
   if (s.best != 0) shown.push_back(&s.configs[s.best]);
   for (uint32_t cls = 0; cls < w.classes.size(); ++cls) {
-    chart c{w.classes[cls].name + (itl ? ": ITL" : ": TTFT"), itl ? "gap between tokens, ms" : "time to first token, ms",
-            "share of requests", {}, 0, 1, NAN};
+    chart c{w.classes[cls].name + (itl ? ": ITL" : ": TTFT"),
+            itl ? "gap between tokens, ms" : "time to first token, ms",
+            "share of requests",
+            {},
+            0,
+            1,
+            NAN};
     for (const auto* r : shown) {
       if (r->trials.empty()) continue;
       std::vector<double> x;
@@ -160,7 +168,8 @@ std::string cdf_svg(const sweep_result& s, const workload& w, bool itl) {
           x.push_back(rec.ttft_ms());
         }
       }
-      c.series.push_back({(r->config.baseline ? "baseline" : "best: " + r->config.name), cdf_points(std::move(x)), false});
+      c.series.push_back(
+          {(r->config.baseline ? "baseline" : "best: " + r->config.name), cdf_points(std::move(x)), false});
     }
     panels.push_back(std::move(c));
   }
@@ -175,22 +184,37 @@ nlohmann::json to_json(const sweep_result& s) {
     for (const auto& t : r.trials) {
       nlohmann::json tenants = nlohmann::json::array();
       for (const auto& g : t.report.classes) {
-        tenants.push_back({{"name", g.name}, {"attainment", g.attainment}, {"goodput_rps", g.goodput},
-                           {"ttft_ms", to_json(g.ttft_ms)}, {"itl_ms", to_json(g.itl_ms)}});
+        tenants.push_back({{"name", g.name},
+                           {"attainment", g.attainment},
+                           {"goodput_rps", g.goodput},
+                           {"ttft_ms", to_json(g.ttft_ms)},
+                           {"itl_ms", to_json(g.itl_ms)}});
       }
       const group_report& g = t.report.overall;
-      trials.push_back({{"rate_rps", t.rate}, {"attainment", g.attainment}, {"goodput_rps", g.goodput},
-                        {"issued", g.issued}, {"done", g.done}, {"ttft_ms", to_json(g.ttft_ms)},
-                        {"itl_ms", to_json(g.itl_ms)}, {"tpot_ms", to_json(g.tpot_ms)}, {"e2e_ms", to_json(g.e2e_ms)},
-                        {"preemptions", g.preemptions}, {"tenants", tenants},
-                        {"steps", {{"seqs", to_json(t.report.server.seqs)},
-                                   {"prefill_tokens", to_json(t.report.server.prefill_tokens)},
-                                   {"decode_tokens", to_json(t.report.server.decode_tokens)},
-                                   {"step_ms", to_json(t.report.server.step_ms)}}}});
+      trials.push_back({{"rate_rps", t.rate},
+                        {"attainment", g.attainment},
+                        {"goodput_rps", g.goodput},
+                        {"issued", g.issued},
+                        {"done", g.done},
+                        {"ttft_ms", to_json(g.ttft_ms)},
+                        {"itl_ms", to_json(g.itl_ms)},
+                        {"tpot_ms", to_json(g.tpot_ms)},
+                        {"e2e_ms", to_json(g.e2e_ms)},
+                        {"preemptions", g.preemptions},
+                        {"tenants", tenants},
+                        {"steps",
+                         {{"seqs", to_json(t.report.server.seqs)},
+                          {"prefill_tokens", to_json(t.report.server.prefill_tokens)},
+                          {"decode_tokens", to_json(t.report.server.decode_tokens)},
+                          {"step_ms", to_json(t.report.server.step_ms)}}}});
     }
-    configs.push_back({{"name", r.config.name}, {"baseline", r.config.baseline}, {"best", i == s.best},
-                       {"engine", to_json(r.config.cfg)}, {"capacity_rps", r.capacity.capacity},
-                       {"bracketed", r.capacity.bracketed}, {"ratio_to_baseline", r.ratio_to_baseline},
+    configs.push_back({{"name", r.config.name},
+                       {"baseline", r.config.baseline},
+                       {"best", i == s.best},
+                       {"engine", to_json(r.config.cfg)},
+                       {"capacity_rps", r.capacity.capacity},
+                       {"bracketed", r.capacity.bracketed},
+                       {"ratio_to_baseline", r.ratio_to_baseline},
                        {"trials", trials}});
   }
   return {{"configs", configs}, {"best", s.configs.empty() ? "" : s.configs[s.best].config.name}};

@@ -34,14 +34,14 @@ struct sweep_config {
 //! The baseline (fcfs, no chunking: a budget of longest_prompt + max_seqs tokens and no prefill
 //! cap, colocated, the grid's first max_seqs) and then every combination of the grid; `base`
 //! gives the other fields. Combinations check() refuses, or equal to the baseline, are left out.
-std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engine_config& base, uint32_t longest_prompt);
-std::string describe(const engine_config& c);
+std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engine_config& base,
+                                             uint32_t longest_prompt);
 
 //! One trial's outcome as the sweep keeps it.
 struct sweep_trial {
-  double rate = 0;   //!< total arrival rate, requests/s
+  double rate = 0;  //!< total arrival rate, requests/s
   bench_report report;
-  run_result run;    //!< kept only for the first trial (the CDFs)
+  run_result run;  //!< kept only for the first trial (the CDFs)
 };
 
 struct sweep_config_result {
@@ -60,7 +60,8 @@ struct sweep_result {
 using trial_runner = std::function<result<sweep_trial>(const sweep_config& c, double rate)>;
 
 result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const search_options& search,
-                               const trial_runner& run_trial, const std::function<void(const std::string&)>& log);
+                               const trial_runner& run_trial,
+                               const std::function<void(const std::string&)>& log);
 
 std::string sweep_trials_csv(const sweep_result& s);
 std::string sweep_capacity_csv(const sweep_result& s);

@@ -16,21 +16,22 @@ namespace hearth::household {
 
 //! One request of a run, planned before the run starts.
 struct bench_request {
-  size_t index = 0;                   //!< position in the schedule; what the sink is told
-  std::string tenant;                 //!< its class's name
-  double at_s = 0;                    //!< arrival, seconds from the start of the run
-  std::string prompt;                 //!< the text, as sent over the wire
-  std::vector<token_id> prompt_tokens;//!< the same text encoded (BOS as the model adds it), for in-process targets
+  size_t index = 0;    //!< position in the schedule; what the sink is told
+  std::string tenant;  //!< its class's name
+  double at_s = 0;     //!< arrival, seconds from the start of the run
+  std::string prompt;  //!< the text, as sent over the wire
+  std::vector<token_id>
+      prompt_tokens;  //!< the same text encoded (BOS as the model adds it), for in-process targets
   uint32_t max_tokens = 0;
 };
 
 //! How a request ended, as the server said.
 struct bench_outcome {
-  event_kind kind = event_kind::done;        //!< done, cancelled, rejected (before acceptance) or error
+  event_kind kind = event_kind::done;  //!< done, cancelled, rejected (before acceptance) or error
   reject_reason reason = reject_reason::none;
   std::string message = {};
   usage use = {};
-  timings time = {};                         //!< the server's own timings (queue, prefill, first step)
+  timings time = {};  //!< the server's own timings (queue, prefill, first step)
   uint32_t preemptions = 0;
 };
 

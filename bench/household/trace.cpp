@@ -22,15 +22,18 @@ result<trace_entry> read_line(std::string_view line) {
       return error{errc::malformed, "unknown field '" + k + "'"};
   }
   trace_entry e;
-  if (!j.contains("time") || !j["time"].is_number()) return error{errc::malformed, "time: a number of seconds is required"};
+  if (!j.contains("time") || !j["time"].is_number())
+    return error{errc::malformed, "time: a number of seconds is required"};
   e.time_s = j["time"].get<double>();
   if (!std::isfinite(e.time_s) || e.time_s < 0) return error{errc::malformed, "time: must be >= 0"};
-  if (!j.contains("tenant") || !j["tenant"].is_string()) return error{errc::malformed, "tenant: a string is required"};
+  if (!j.contains("tenant") || !j["tenant"].is_string())
+    return error{errc::malformed, "tenant: a string is required"};
   e.tenant = j["tenant"].get<std::string>();
   auto count = [&](const char* field) -> result<uint32_t> {
     const auto& v = j[field];
     if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<uint64_t>() > max_tokens_limit)
-      return error{errc::malformed, std::string(field) + ": must be a whole number from 1 to " + std::to_string(max_tokens_limit)};
+      return error{errc::malformed, std::string(field) + ": must be a whole number from 1 to " +
+                                        std::to_string(max_tokens_limit)};
     return v.get<uint32_t>();
   };
   if (j.contains("prompt") == j.contains("prompt_tokens"))
@@ -63,7 +66,9 @@ result<std::vector<trace_entry>> parse_trace(std::string_view jsonl, std::string
     jsonl = end == std::string_view::npos ? std::string_view{} : jsonl.substr(end + 1);
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     auto e = read_line(line);
-    if (!e) return error{errc::malformed, std::string(source) + ":" + std::to_string(line_no) + ": " + e.error().message};
+    if (!e)
+      return error{errc::malformed,
+                   std::string(source) + ":" + std::to_string(line_no) + ": " + e.error().message};
     out.push_back(std::move(*e));
   }
   if (out.empty()) return error{errc::malformed, std::string(source) + ": no requests"};

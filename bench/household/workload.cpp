@@ -2,13 +2,13 @@
 // parse_workload, turns it (and toml++'s parse_error) into an error value.
 #include "bench/household/workload.hpp"
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <span>
 #include <sstream>
-#include <toml++/toml.h>
 
 namespace hearth::household {
 
@@ -19,8 +19,8 @@ struct bad_workload {
 };
 
 constexpr std::string_view top_fields[] = {"name", "duration_s", "drain_s", "itl_quantile", "class"};
-constexpr std::string_view class_fields[] = {"name", "priority", "weight", "rate", "arrival", "cv", "prompt",
-                                             "output", "slo", "shared_prefix", "seed"};
+constexpr std::string_view class_fields[] = {"name",   "priority", "weight", "rate",          "arrival", "cv",
+                                             "prompt", "output",   "slo",    "shared_prefix", "seed"};
 constexpr std::string_view length_fields[] = {"dist", "value", "min", "max", "mean", "cv"};
 constexpr std::string_view slo_fields[] = {"ttft_ms", "itl_ms"};
 constexpr uint32_t max_tokens = 1u << 20;
@@ -34,8 +34,8 @@ class reader {
   [[noreturn]] void fail(std::string_view field, std::string_view what) const {
     const toml::node* at = t_.get(field);
     const auto line = (at ? at->source() : t_.source()).begin.line;
-    throw bad_workload{std::string(source_) + ":" + std::to_string(line) + ": " + who_ + (who_.empty() ? "" : ": ") +
-                       prefix_ + std::string(field) + " " + std::string(what)};
+    throw bad_workload{std::string(source_) + ":" + std::to_string(line) + ": " + who_ +
+                       (who_.empty() ? "" : ": ") + prefix_ + std::string(field) + " " + std::string(what)};
   }
 
   void only(std::span<const std::string_view> known) const {
@@ -86,7 +86,8 @@ class reader {
     if (!n->is_integer()) fail(field, "must be a whole number");
     const int64_t v = n->as_integer()->get();
     if (v < 0 || static_cast<uint64_t>(v) < lo || static_cast<uint64_t>(v) > hi)
-      fail(field, "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + " (got " + std::to_string(v) + ")");
+      fail(field, "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + " (got " +
+                      std::to_string(v) + ")");
     return static_cast<uint64_t>(v);
   }
 
@@ -97,7 +98,9 @@ class reader {
     return *n->as_table();
   }
 
-  reader nested(std::string_view field) const { return {source_, sub(field), who_, prefix_ + std::string(field) + "."}; }
+  reader nested(std::string_view field) const {
+    return {source_, sub(field), who_, prefix_ + std::string(field) + "."};
+  }
 
  private:
   std::string_view source_;
@@ -192,7 +195,8 @@ workload read(const toml::table& root, std::string_view source) {
     w.classes.push_back(read_class(source, *array->get(i)->as_table(), i));
     for (size_t j = 0; j < i; ++j) {
       if (w.classes[j].name == w.classes[i].name)
-        reader(source, *array->get(i)->as_table(), "class '" + w.classes[i].name + "'").fail("name", "is used twice");
+        reader(source, *array->get(i)->as_table(), "class '" + w.classes[i].name + "'")
+            .fail("name", "is used twice");
     }
   }
   return w;

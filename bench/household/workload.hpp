@@ -17,13 +17,13 @@
 namespace hearth::household {
 
 struct workload_class {
-  std::string name = {};                            //!< the tenant its requests run as
-  tenant_class priority = tenant_class::standard;   //!< for the engine's tenant configuration
-  double weight = 1;                                //!< fair-share weight, likewise
+  std::string name = {};                           //!< the tenant its requests run as
+  tenant_class priority = tenant_class::standard;  //!< for the engine's tenant configuration
+  double weight = 1;                               //!< fair-share weight, likewise
   arrival_process arrival;
-  length_dist prompt, output;                       //!< tokens (prompt: as the engine counts them, BOS included)
-  double ttft_ms = 0, itl_ms = 0;                   //!< SLO targets; 0 = none
-  uint32_t shared_prefix = 0;                       //!< leading prompt tokens every request of the class shares
+  length_dist prompt, output;      //!< tokens (prompt: as the engine counts them, BOS included)
+  double ttft_ms = 0, itl_ms = 0;  //!< SLO targets; 0 = none
+  uint32_t shared_prefix = 0;      //!< leading prompt tokens every request of the class shares
   uint64_t seed = 1;
 };
 
