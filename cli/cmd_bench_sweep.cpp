@@ -131,9 +131,9 @@ void add_bench_sweep_command(CLI::App& bench, int& exit_code) {
       ->delimiter(',')
       ->check(CLI::IsMember({"colocated", "disaggregated"}))
       ->capture_default_str();
-  cmd->add_option("--prefill-cpus", g.prefill_cpus, "Disaggregated: the prefill worker's cpuset")
+  cmd->add_option("--disagg-prefill-cpus", g.prefill_cpus, "Disaggregated: the prefill worker's cpuset")
       ->capture_default_str();
-  cmd->add_option("--decode-worker-cpus", g.decode_cpus, "Disaggregated: the decode worker's cpuset")
+  cmd->add_option("--disagg-decode-cpus", g.decode_cpus, "Disaggregated: the decode worker's cpuset")
       ->capture_default_str();
   cmd->add_option("--start-rate", a->search.start, "First total rate tried, req/s (default: the workload's)");
   cmd->add_option("--target", a->search.target, "Share of requests within SLO a rate must reach")

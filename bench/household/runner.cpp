@@ -55,6 +55,7 @@ class recorder final : public bench_sink {
     r.server = o.time;
     r.preemptions = o.preemptions;
     ++ended_;
+    sum_e2e_s_ += t - r.arrival_s;
     last_end_s_ = t;
     ended_cv_.notify_all();
   }
@@ -80,30 +81,33 @@ class recorder final : public bench_sink {
     return ended_;
   }
 
+  double mean_e2e_s() {
+    std::lock_guard lock(mu_);
+    return ended_ ? sum_e2e_s_ / static_cast<double>(ended_) : 0;
+  }
+
  private:
   clock_type::time_point t0_;
   std::mutex mu_;
   std::condition_variable ended_cv_;
   std::vector<bench_record> records_;
   size_t ended_ = 0;
-  double last_end_s_ = 0;
+  double last_end_s_ = 0, sum_e2e_s_ = 0;
   bool closed_ = false;
 };
 
-void draw_progress(std::FILE* out, double now_s, double last_arrival_s, double deadline_s, size_t sent,
-                   size_t ended, size_t total) {
-  // Arrivals set the pace; after the last one, the bar follows the requests still running.
+// The ETA: the arrivals still to come, then about one request's time end to end for the last
+// ones (the mean so far), never past the drain deadline.
+void draw_progress(std::FILE* out, double now_s, double last_arrival_s, double deadline_s, size_t sent, size_t ended,
+                   size_t total, double mean_e2e_s) {
   const double frac = total == 0 ? 1.0
                                  : 0.5 * std::min(1.0, now_s / std::max(last_arrival_s, 1e-9)) +
                                        0.5 * static_cast<double>(ended) / static_cast<double>(total);
   const int width = 30, filled = static_cast<int>(frac * width);
-  const double eta = now_s < last_arrival_s
-                         ? last_arrival_s - now_s + (deadline_s - last_arrival_s) * 0.1
-                         : std::max(0.0, (now_s - last_arrival_s) * static_cast<double>(total - ended) /
-                                             std::max<double>(1.0, static_cast<double>(ended)));
+  const double eta = std::max(0.0, last_arrival_s - now_s) + (ended < total ? mean_e2e_s : 0.0);
   std::fprintf(out, "\r[%.*s%*s] %3.0f%%  %6.1f s  sent %zu/%zu  ended %zu  ETA %4.0f s ", filled,
                "##############################", width - filled, "", 100 * frac, now_s, sent, total, ended,
-               std::min(eta, deadline_s - now_s));
+               std::max(0.0, std::min(eta, deadline_s - now_s)));
   std::fflush(out);
 }
 
@@ -120,15 +124,16 @@ run_result run_open_loop(bench_target& target, const std::vector<bench_request>&
   std::atomic<size_t> sent{0};
   std::atomic<bool> stop{false};
   std::thread sampler([&] {
-    for (auto next = t0; !stop; next += std::chrono::duration_cast<clock_type::duration>(
-                                    std::chrono::duration<double>(opt.gauge_period_s))) {
+    const auto period = std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(opt.gauge_period_s));
+    // A slow answer delays the next sample rather than bunching the ones after it.
+    for (auto next = t0; !stop; next = std::max(next + period, clock_type::now())) {
       std::this_thread::sleep_until(next);
       if (stop) break;
       const target_gauges g = target.gauges();
       out.gauges.push_back({rec.now(), g});
       if (opt.progress)
-        draw_progress(opt.progress, rec.now(), last_arrival_s, deadline_s, sent, rec.ended(),
-                      requests.size());
+        draw_progress(opt.progress, rec.now(), last_arrival_s, deadline_s, sent, rec.ended(), requests.size(),
+                      rec.mean_e2e_s());
     }
   });
   for (const bench_request& r : requests) {
