@@ -348,6 +348,12 @@ TEST_CASE("a sweep always runs the baseline first, and compares every capacity t
   CHECK(b.max_batched_tokens >= 4096);
   CHECK(b.mode == placement_mode::colocated);
   for (size_t i = 1; i < configs.size(); ++i) CHECK_FALSE(configs[i].baseline);
+  grid.mode.push_back(placement_mode::disaggregated);  // its workers on the grid's two cpusets
+  const auto both = make_sweep_configs(grid, engine_config{}, 4096);
+  CHECK(both.size() == 1 + 8);
+  for (const auto& c : both) {
+    if (c.cfg.mode == placement_mode::disaggregated) CHECK((c.cfg.worker_cpus == "0" && c.cfg.decode_cpus == "1"));
+  }
 
   // Each configuration's simulated server: 90 % attainment up to a capacity of its own.
   const std::vector<double> caps{2.0, 6.0, 3.0, 1.0, 4.0};
