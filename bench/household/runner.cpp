@@ -125,16 +125,18 @@ run_result run_open_loop(bench_target& target, const std::vector<bench_request>&
   std::atomic<bool> stop{false};
   std::thread sampler([&] {
     const auto period = std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(opt.gauge_period_s));
-    // A slow answer delays the next sample rather than bunching the ones after it.
-    for (auto next = t0; !stop; next = std::max(next + period, clock_type::now())) {
+    // A slow answer delays the next sample rather than bunching the ones after it. At least
+    // one sample, however short the run.
+    auto next = t0;
+    do {
       std::this_thread::sleep_until(next);
-      if (stop) break;
       const target_gauges g = target.gauges();
       out.gauges.push_back({rec.now(), g});
       if (opt.progress)
         draw_progress(opt.progress, rec.now(), last_arrival_s, deadline_s, sent, rec.ended(), requests.size(),
                       rec.mean_e2e_s());
-    }
+      next = std::max(next + period, clock_type::now());
+    } while (!stop);
   });
   for (const bench_request& r : requests) {
     std::this_thread::sleep_until(
