@@ -21,6 +21,7 @@
 // metrics     (records, vector<request_record>)
 //             (rejected, string tenant, reject_reason)
 //             (gauges, scheduler_gauges)
+//             (stepped, step_sample)                          one finished iteration
 //             (stats) -> metrics_snapshot
 // sink        request_event                                   what every client of the engine gets
 
@@ -46,6 +47,7 @@ using gauges_atom = caf::atom_constant<caf::atom("gauges")>;
 using records_atom = caf::atom_constant<caf::atom("records")>;
 using rejected_atom = caf::atom_constant<caf::atom("rejected")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using stepped_atom = caf::atom_constant<caf::atom("stepped")>;
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
 
 template <class Inspector>
@@ -78,7 +80,8 @@ typename Inspector::result_type inspect(Inspector& f, usage& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, timings& x) {
-  return f(caf::meta::type_name("timings"), x.queue_ms, x.ttft_ms, x.mean_itl_ms, x.e2e_ms);
+  return f(caf::meta::type_name("timings"), x.queue_ms, x.ttft_ms, x.prefill_ms, x.first_step_ms, x.mean_itl_ms,
+           x.e2e_ms);
 }
 
 template <class Inspector>

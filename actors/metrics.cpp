@@ -1,6 +1,7 @@
 #include "actors/metrics.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <map>
 
 #include "actors/messages.hpp"
@@ -14,8 +15,13 @@ struct tenant_state {
   latency_histogram ttft, itl, e2e, queue;
 };
 
+struct step_state {
+  latency_histogram seqs, prefill_tokens, decode_tokens, step_ms;
+};
+
 struct metrics_state {
   std::map<std::string, tenant_state> tenants;
+  step_state steps;
   scheduler_gauges gauges;
   std::chrono::steady_clock::time_point started;
   static inline const char* name = "metrics";
@@ -38,10 +44,21 @@ void add(tenant_state& t, const request_record& r) {
   for (size_t i = 1; i < r.token_ms.size(); ++i) t.itl.add(r.token_ms[i] - r.token_ms[i - 1]);
 }
 
+// Counts in the log histogram: a bucket's upper bound lies within 1 % above its values, so the
+// floor gives integers back exactly below 100, and within 1 % above.
+latency_summary summarize_count(const latency_histogram& h) {
+  latency_summary s = summarize(h);
+  for (double* q : {&s.p50, &s.p90, &s.p99}) *q = std::floor(*q + 1e-6);
+  return s;
+}
+
 metrics_snapshot snapshot(const metrics_state& st) {
   metrics_snapshot s;
   s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
   s.gauges = st.gauges;
+  const step_state& p = st.steps;
+  s.steps = {summarize_count(p.seqs), summarize_count(p.prefill_tokens), summarize_count(p.decode_tokens),
+             summarize(p.step_ms)};
   for (const auto& [name, t] : st.tenants) {
     tenant_metrics m = t.counts;
     m.tenant = name;
@@ -64,6 +81,13 @@ caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::ste
         ++self->state.tenants[tenant].counts.rejected[static_cast<size_t>(why)];
       },
       [=](gauges_atom, const scheduler_gauges& g) { self->state.gauges = g; },
+      [=](stepped_atom, const step_sample& x) {
+        step_state& p = self->state.steps;
+        p.seqs.add(x.seqs);
+        p.prefill_tokens.add(x.prefill_tokens);
+        p.decode_tokens.add(x.decode_tokens);
+        p.step_ms.add(x.step_ms);
+      },
       [=](stats_atom) { return snapshot(self->state); },
   };
 }

@@ -1,7 +1,8 @@
 #pragma once
 // What the metrics actor keeps and reports: log-bucketed latency histograms (1 % resolution,
 // fixed memory however many requests pass) per tenant, counts by outcome and rejection reason,
-// and the engine's latest gauges.
+// what each iteration ran (the same histograms, over counts as well as times), and the
+// engine's latest gauges.
 
 #include <array>
 #include <cstdint>
@@ -44,10 +45,24 @@ struct tenant_metrics {
   latency_summary ttft, itl, e2e, queue;  //!< itl: every gap between consecutive tokens
 };
 
+//! One finished iteration, as the scheduler actor reports it to metrics.
+struct step_sample {
+  uint32_t seqs = 0;
+  uint32_t prefill_tokens = 0;  //!< prompt chunks (and recompute)
+  uint32_t decode_tokens = 0;
+  double step_ms = 0;           //!< sent to the worker to its result back
+};
+
+//! Distributions over every iteration so far (both workers' steps when disaggregated).
+struct step_metrics {
+  latency_summary seqs, prefill_tokens, decode_tokens, step_ms;
+};
+
 struct metrics_snapshot {
   double uptime_s = 0;
   std::vector<tenant_metrics> tenants;
   scheduler_gauges gauges;
+  step_metrics steps;
 };
 
 latency_summary summarize(const latency_histogram& h);
@@ -64,8 +79,18 @@ typename Inspector::result_type inspect(Inspector& f, tenant_metrics& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_sample& x) {
+  return f(caf::meta::type_name("step_sample"), x.seqs, x.prefill_tokens, x.decode_tokens, x.step_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_metrics& x) {
+  return f(caf::meta::type_name("step_metrics"), x.seqs, x.prefill_tokens, x.decode_tokens, x.step_ms);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metrics_snapshot& x) {
-  return f(caf::meta::type_name("metrics_snapshot"), x.uptime_s, x.tenants, x.gauges);
+  return f(caf::meta::type_name("metrics_snapshot"), x.uptime_s, x.tenants, x.gauges, x.steps);
 }
 
 }  // namespace hearth

@@ -92,9 +92,14 @@ void on_result(self_ptr self, size_t lane_index, step_result& r) {
   auto& st = self->state;
   const auto received = clock_type::now();
   lane& l = st.lanes[lane_index];
+  const double round_trip = std::chrono::duration<double, std::milli>(received - l.sent_at).count();
   std::vector<request_event> events;
   if (r.error.empty()) {
-    st.core->complete(*l.in_flight, r, st.now(), events);
+    const step& s = *l.in_flight;
+    const uint32_t decode = s.n_tokens_decode();
+    self->send(st.opt.metrics, stepped_atom::value,
+               step_sample{static_cast<uint32_t>(s.seqs.size()), s.n_tokens() - decode, decode, round_trip});
+    st.core->complete(s, r, st.now(), events);
   } else {
     st.core->abort(*l.in_flight, r.error, st.now(), events);
   }
@@ -104,7 +109,6 @@ void on_result(self_ptr self, size_t lane_index, step_result& r) {
   kick(self);
   // Overhead: the step's round trip beyond the worker's compute, plus the time from its result
   // to this worker's next step leaving.
-  const double round_trip = std::chrono::duration<double, std::milli>(received - l.sent_at).count();
   const double turn = std::chrono::duration<double, std::milli>(clock_type::now() - received).count();
   st.compute_ms += r.compute_ms;
   st.overhead_ms += std::max(0.0, round_trip - r.compute_ms) + (l.in_flight ? turn : 0.0);

@@ -69,7 +69,7 @@ int run_bench_kernels(const bench_kernels_args& a) {
 }  // namespace
 
 void add_bench_command(CLI::App& app, int& exit_code) {
-  auto* bench = app.add_subcommand("bench", "Measure the machine's ceilings and the compute against them");
+  auto* bench = app.add_subcommand("bench", "Measure the machine's ceilings, the compute against them, and household serving");
   bench->require_subcommand(1);
   auto* cmd = bench->add_subcommand("kernels", "GEMM and STREAM ceilings, prefill, decode and memory of one model");
   auto a = std::make_shared<bench_kernels_args>();
@@ -79,6 +79,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--quick", a->quick, "Seconds, not minutes: fewer reps, contexts 64/128, batches 1/4");
   cmd->callback([a, &exit_code] { exit_code = run_bench_kernels(*a); });
   add_bench_engine_command(*bench, exit_code);
+  add_bench_serve_command(*bench, exit_code);
+  add_bench_sweep_command(*bench, exit_code);
 }
 
 }  // namespace hearth::cli

@@ -13,5 +13,7 @@ void add_bench_engine_command(CLI::App& bench, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
 void add_keygen_command(CLI::App& app, int& exit_code);
 void add_chat_command(CLI::App& app, int& exit_code);
+void add_bench_serve_command(CLI::App& bench, int& exit_code);
+void add_bench_sweep_command(CLI::App& bench, int& exit_code);
 
 }  // namespace hearth::cli

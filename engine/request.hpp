@@ -38,9 +38,13 @@ struct usage {
   uint32_t cached_tokens = 0;   //!< prompt tokens served from the prefix cache
 };
 
+// TTFT in its three parts: ttft_ms = queue_ms + prefill_ms + first_step_ms (when a token came).
 struct timings {
   double queue_ms = 0;          //!< arrival to the first step that computed any of it
   double ttft_ms = 0;           //!< arrival to the first token
+  double prefill_ms = 0;        //!< that step to the step that drew the first token (earlier
+                                //!< prompt chunks, recompute after preemption); planned to planned
+  double first_step_ms = 0;     //!< the step that drew the first token, planned to completed
   double mean_itl_ms = 0;       //!< mean gap between tokens after the first
   double e2e_ms = 0;            //!< arrival to the terminal event
 };

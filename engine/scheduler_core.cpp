@@ -38,6 +38,7 @@ struct scheduler_core::sequence {
   stop_matcher stop;
   double arrival_s;
   double first_step_s = -1, first_token_s = -1, last_token_s = -1;
+  double sample_step_s = -1;      // when the step that drew (or will draw) the first token was planned
   std::vector<float> token_ms;
 };
 
@@ -381,6 +382,7 @@ void scheduler_core::add_chunk(sequence& s, uint32_t n, plan_state& ps) {
   e.blocks.assign(s.blocks.begin(), s.blocks.begin() + (s.computed + n + bs - 1) / bs);
   e.sample = s.computed + n == s.tokens.size();
   if (e.sample) {
+    if (s.draws == 0) s.sample_step_s = ps.now_s;  // a later one replaces it after a preemption
     e.sampling = s.req.sampling;
     e.draw = s.draws;
     if (s.req.sampling.repetition_penalty != 1.0f) {
@@ -415,7 +417,7 @@ void scheduler_core::complete(const step& st, const step_result& r, double now_s
     }
     const auto n = static_cast<uint32_t>(e.tokens.size());
     s->computed += n;
-    const bool decode = n == 1 && e.sample && s->draws > 0;
+    const bool decode = e.decode();
     (decode ? decode_tokens_ : prefill_tokens_) += n;
     if (!tenants_.empty()) service_.charge(s->tenant, decode ? 0 : n, e.sample ? 1 : 0);
     if (!(copy_handoff_ && st.kind == step_kind::decode)) offer_full_blocks(*s);
@@ -478,6 +480,10 @@ void scheduler_core::finish(sequence& s, event_kind kind, finish_reason fin, rej
   const auto ms = [&](double t) { return 1e3 * ((t < 0 ? now_s : t) - s.arrival_s); };
   ev.time.queue_ms = ms(s.first_step_s);
   ev.time.ttft_ms = s.first_token_s < 0 ? 0 : ms(s.first_token_s);
+  if (s.first_token_s >= 0) {
+    ev.time.prefill_ms = 1e3 * (s.sample_step_s - s.first_step_s);
+    ev.time.first_step_ms = 1e3 * (s.first_token_s - s.sample_step_s);
+  }
   ev.time.mean_itl_ms = s.draws > 1 ? 1e3 * (s.last_token_s - s.first_token_s) / (s.draws - 1) : 0;
   ev.time.e2e_ms = ms(now_s);
   records_.push_back({s.id, s.req.tenant, kind, fin, why, ev.use, ev.time, s.preemptions, s.arrival_s,

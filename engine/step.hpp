@@ -25,6 +25,9 @@ struct step_seq {
   uint64_t draw = 0;               //!< index of the draw (completion tokens so far)
   std::vector<token_id> recent;    //!< trailing tokens for the repetition penalty (when it is on)
   std::vector<uint32_t> copy_in;   //!< blocks to copy from the prefill worker's pool first (KV handoff by copy)
+
+  //! One token after the first draw: a decode; anything else computes prompt (or recompute).
+  bool decode() const { return tokens.size() == 1 && sample && draw > 0; }
 };
 
 struct step {
@@ -35,6 +38,11 @@ struct step {
   uint32_t n_tokens() const {
     uint32_t n = 0;
     for (const auto& s : seqs) n += static_cast<uint32_t>(s.tokens.size());
+    return n;
+  }
+  uint32_t n_tokens_decode() const {
+    uint32_t n = 0;
+    for (const auto& s : seqs) n += s.decode() ? 1 : 0;
     return n;
   }
 };

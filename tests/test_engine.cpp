@@ -51,7 +51,17 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
       CHECK(o.terminal.at(ids[i]).kind == event_kind::done);
       CHECK(o.tokens_of(ids[i]) == expected[i]);
     }
-    CHECK(e->gauges().kv.used == 0);
+    const auto g = e->gauges();
+    CHECK(g.kv.used == 0);
+    // Every step reached the metrics, with its shape: the sums match the scheduler's counters.
+    const step_metrics steps = e->metrics().steps;
+    CHECK(steps.seqs.count == g.steps);
+    CHECK(steps.seqs.max <= 32);
+    CHECK(steps.prefill_tokens.mean * static_cast<double>(g.steps) == Approx(g.prefill_tokens));
+    CHECK(steps.decode_tokens.mean * static_cast<double>(g.steps) == Approx(g.decode_tokens));
+    CHECK(steps.prefill_tokens.max <= b.tokens);
+    CHECK(steps.decode_tokens.max <= 32);
+    CHECK(steps.step_ms.p50 > 0);
   }
 }
 

@@ -354,3 +354,28 @@ TEST_CASE("stop strings end generation before the match and hide it", "[schedule
   CHECK(events.back().finish == finish_reason::stop);
   CHECK(streamed == text.substr(0, text.find(r.stop[0])));
 }
+
+TEST_CASE("TTFT splits into queue wait, earlier prefill chunks and the step that drew the first token",
+          "[scheduler_core]") {
+  const auto m = engine_model::make();
+  auto hp = read_hparams(m->file);
+  REQUIRE(hp.ok());
+  auto be = null_backend::create(*hp, 64, 16, 100);
+  REQUIRE(be.ok());
+  // 40 prompt tokens in chunks of 16: steps planned at 10, 20, 30 ms, each completing 5 ms later.
+  engine_config cfg{.max_batched_tokens = 64, .max_seqs = 4, .long_prefill_threshold = 16};
+  scheduler_core core(cfg, *m->tok, 512, 64, 16, make_policy("fcfs"));
+  core.add(1, make_request(std::vector<token_id>(40, 7), 3, 1), 0);
+  step_runner runner(**be);
+  std::vector<request_event> events;
+  for (double t = 0.010; core.has_work(); t += 0.010) {
+    const step st = core.plan(t);
+    core.complete(st, runner.run(st), t + 0.005, events);
+  }
+  REQUIRE(events.back().kind == event_kind::done);
+  const timings& tm = events.back().time;
+  CHECK(tm.queue_ms == Approx(10));
+  CHECK(tm.prefill_ms == Approx(20));
+  CHECK(tm.first_step_ms == Approx(5));
+  CHECK(tm.ttft_ms == Approx(tm.queue_ms + tm.prefill_ms + tm.first_step_ms));
+}

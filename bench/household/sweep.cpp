@@ -1,0 +1,223 @@
+#include "bench/household/sweep.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
+#include "bench/household/svg.hpp"
+
+namespace hearth::household {
+
+namespace {
+
+bool same_knobs(const engine_config& a, const engine_config& b) {
+  return a.max_seqs == b.max_seqs && a.max_batched_tokens == b.max_batched_tokens &&
+         a.long_prefill_threshold == b.long_prefill_threshold && a.policy == b.policy && a.mode == b.mode;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engine_config& base,
+                                             uint32_t longest_prompt) {
+  std::vector<sweep_config> out;
+  engine_config b = base;
+  b.max_seqs = grid.max_seqs.empty() ? base.max_seqs : grid.max_seqs.front();
+  b.max_batched_tokens = longest_prompt + b.max_seqs;  // any prompt in one step, beside every decode
+  b.long_prefill_threshold = 0;
+  b.policy = "fcfs";
+  b.mode = placement_mode::colocated;
+  out.push_back({"baseline: " + describe(b), b, true});
+  for (uint32_t seqs : grid.max_seqs) {
+    for (uint32_t tokens : grid.max_batched_tokens) {
+      for (uint32_t chunk : grid.long_prefill_threshold) {
+        for (const std::string& policy : grid.policy) {
+          for (placement_mode mode : grid.mode) {
+            engine_config c = base;
+            c.max_seqs = seqs;
+            c.max_batched_tokens = tokens;
+            c.long_prefill_threshold = chunk;
+            c.policy = policy;
+            c.mode = mode;
+            if (mode == placement_mode::disaggregated) {
+              c.worker_cpus = grid.prefill_cpus;
+              c.decode_cpus = grid.decode_cpus;
+            }
+            if (!check(c) || same_knobs(c, b)) continue;
+            out.push_back({describe(c), c, false});
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const search_options& search,
+                               const trial_runner& run_trial,
+                               const std::function<void(const std::string&)>& log) {
+  sweep_result out;
+  for (const sweep_config& c : configs) {
+    sweep_config_result r;
+    r.config = c;
+    std::optional<error> failed;
+    r.capacity = find_capacity(
+        [&](double rate) {
+          if (failed) return 0.0;
+          auto t = run_trial(c, rate);
+          if (!t) {
+            failed = t.error();
+            return 0.0;
+          }
+          if (!r.trials.empty()) t->run = {};  // only the first run's records are plotted
+          const double a = t->report.overall.attainment;
+          log(c.name + ": " + fmt("%.3g", rate) + " req/s -> " + fmt("%.1f", 100 * a) + " % within SLO");
+          r.trials.push_back(std::move(*t));
+          return a;
+        },
+        search);
+    if (failed) return error{failed->code, c.name + ": " + failed->message};
+    log(c.name + ": capacity " + fmt("%.3g", r.capacity.capacity) + " req/s" +
+        (r.capacity.bracketed ? "" : " (a lower bound)"));
+    out.configs.push_back(std::move(r));
+  }
+  const double base = out.configs.empty() ? 0 : out.configs.front().capacity.capacity;
+  for (size_t i = 0; i < out.configs.size(); ++i) {
+    auto& r = out.configs[i];
+    r.ratio_to_baseline = base > 0 ? r.capacity.capacity / base : 0;
+    if (r.capacity.capacity > out.configs[out.best].capacity.capacity) out.best = i;
+  }
+  return out;
+}
+
+std::string sweep_trials_csv(const sweep_result& s) {
+  std::string csv =
+      "config,baseline,max_seqs,max_batched_tokens,long_prefill_threshold,policy,mode,rate_rps,attainment,"
+      "goodput_rps,"
+      "ttft_p50_ms,ttft_p90_ms,itl_p50_ms,itl_p90_ms,e2e_p90_ms,done,issued\n";
+  for (const auto& r : s.configs) {
+    const engine_config& c = r.config.cfg;
+    for (const auto& t : r.trials) {
+      const group_report& g = t.report.overall;
+      csv += "\"" + r.config.name + "\"," + (r.config.baseline ? "1," : "0,") + std::to_string(c.max_seqs) +
+             "," + std::to_string(c.max_batched_tokens) + "," + std::to_string(c.long_prefill_threshold) +
+             "," + c.policy + "," + mode_name(c.mode) + "," + fmt("%.6g", t.rate) + "," +
+             fmt("%.4f", g.attainment) + "," + fmt("%.6g", g.goodput) + "," + fmt("%.1f", g.ttft_ms.p50) +
+             "," + fmt("%.1f", g.ttft_ms.p90) + "," + fmt("%.1f", g.itl_ms.p50) + "," +
+             fmt("%.1f", g.itl_ms.p90) + "," + fmt("%.1f", g.e2e_ms.p90) + "," + std::to_string(g.done) +
+             "," + std::to_string(g.issued) + "\n";
+    }
+  }
+  return csv;
+}
+
+std::string sweep_capacity_csv(const sweep_result& s) {
+  std::string csv = "config,baseline,best,capacity_rps,bracketed,ratio_to_baseline,trials\n";
+  for (size_t i = 0; i < s.configs.size(); ++i) {
+    const auto& r = s.configs[i];
+    csv += "\"" + r.config.name + "\"," + (r.config.baseline ? "1," : "0,") + (i == s.best ? "1," : "0,") +
+           fmt("%.6g", r.capacity.capacity) + "," + (r.capacity.bracketed ? "1," : "0,") +
+           fmt("%.4f", r.ratio_to_baseline) + "," + std::to_string(r.trials.size()) + "\n";
+  }
+  return csv;
+}
+
+std::string frontier_svg(const sweep_result& s) {
+  chart c{"SLO attainment against arrival rate",
+          "total arrival rate, requests/s",
+          "requests within SLO",
+          {},
+          0,
+          1,
+          0.9};
+  for (const auto& r : s.configs) {
+    chart_series ser{r.config.name, {}, true};
+    for (const auto& t : r.capacity.trials) ser.points.emplace_back(t.rate, t.attainment);
+    std::ranges::sort(ser.points);
+    c.series.push_back(std::move(ser));
+  }
+  return render_svg(std::span(&c, 1));
+}
+
+std::string cdf_svg(const sweep_result& s, const workload& w, bool itl) {
+  std::vector<chart> panels;
+  if (s.configs.empty()) return render_svg(panels);
+  std::vector<const sweep_config_result*> shown{&s.configs.front()};
+  if (s.best != 0) shown.push_back(&s.configs[s.best]);
+  for (uint32_t cls = 0; cls < w.classes.size(); ++cls) {
+    chart c{w.classes[cls].name + (itl ? ": ITL" : ": TTFT"),
+            itl ? "gap between tokens, ms" : "time to first token, ms",
+            "share of requests",
+            {},
+            0,
+            1,
+            NAN};
+    for (const auto* r : shown) {
+      if (r->trials.empty()) continue;
+      std::vector<double> x;
+      for (const bench_record& rec : r->trials.front().run.records) {
+        if (rec.cls != cls || rec.token_s.empty()) continue;
+        if (itl) {
+          for (double g : rec.gaps_ms()) x.push_back(g);
+        } else {
+          x.push_back(rec.ttft_ms());
+        }
+      }
+      c.series.push_back(
+          {(r->config.baseline ? "baseline" : "best: " + r->config.name), cdf_points(std::move(x)), false});
+    }
+    panels.push_back(std::move(c));
+  }
+  return render_svg(panels);
+}
+
+nlohmann::json to_json(const sweep_result& s) {
+  nlohmann::json configs = nlohmann::json::array();
+  for (size_t i = 0; i < s.configs.size(); ++i) {
+    const auto& r = s.configs[i];
+    nlohmann::json trials = nlohmann::json::array();
+    for (const auto& t : r.trials) {
+      nlohmann::json tenants = nlohmann::json::array();
+      for (const auto& g : t.report.classes) {
+        tenants.push_back({{"name", g.name},
+                           {"attainment", g.attainment},
+                           {"goodput_rps", g.goodput},
+                           {"ttft_ms", to_json(g.ttft_ms)},
+                           {"itl_ms", to_json(g.itl_ms)}});
+      }
+      const group_report& g = t.report.overall;
+      trials.push_back({{"rate_rps", t.rate},
+                        {"attainment", g.attainment},
+                        {"goodput_rps", g.goodput},
+                        {"issued", g.issued},
+                        {"done", g.done},
+                        {"ttft_ms", to_json(g.ttft_ms)},
+                        {"itl_ms", to_json(g.itl_ms)},
+                        {"tpot_ms", to_json(g.tpot_ms)},
+                        {"e2e_ms", to_json(g.e2e_ms)},
+                        {"preemptions", g.preemptions},
+                        {"tenants", tenants},
+                        {"steps",
+                         {{"seqs", to_json(t.report.server.seqs)},
+                          {"prefill_tokens", to_json(t.report.server.prefill_tokens)},
+                          {"decode_tokens", to_json(t.report.server.decode_tokens)},
+                          {"step_ms", to_json(t.report.server.step_ms)}}}});
+    }
+    configs.push_back({{"name", r.config.name},
+                       {"baseline", r.config.baseline},
+                       {"best", i == s.best},
+                       {"engine", to_json(r.config.cfg)},
+                       {"capacity_rps", r.capacity.capacity},
+                       {"bracketed", r.capacity.bracketed},
+                       {"ratio_to_baseline", r.ratio_to_baseline},
+                       {"trials", trials}});
+  }
+  return {{"configs", configs}, {"best", s.configs.empty() ? "" : s.configs[s.best].config.name}};
+}
+
+}  // namespace hearth::household

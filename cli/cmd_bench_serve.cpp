@@ -1,0 +1,87 @@
+// hearth bench serve: replays a household workload (or a trace) against an engine in open loop
+// and reports TTFT (with its split), ITL, TPOT, E2E, throughput, goodput and SLO attainment per
+// tenant, the iterations beside the configured limits, and queue and KV gauges over time.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "bench/household/report.hpp"
+#include "bench/household/runner.hpp"
+#include "cli/cmd_bench_household.hpp"
+#include "cli/commands.hpp"
+
+namespace hearth::cli {
+namespace {
+
+struct bench_serve_args {
+  household_args h;
+  std::string trace;
+  std::string json_path;
+  double rate_scale = 1;
+};
+
+int run_bench_serve(const bench_serve_args& a) {
+  auto w = load_household_workload(a.h);
+  if (!w) return fail(w.error().message);
+  std::vector<household::trace_entry> trace;
+  if (!a.trace.empty()) {
+    auto t = household::load_trace(a.trace);
+    if (!t) return fail(t.error().message);
+    trace = std::move(*t);
+  }
+  auto m = load_household_model(a.h);
+  if (!m) return fail(m.error().message);
+  household::schedule_builder builder(*w, *m->tok, m->n_ctx);
+  auto s = trace.empty() ? builder.generate(a.rate_scale, w->duration_s) : builder.replay(trace);
+  if (!s) return fail(s.error().message);
+  const engine_config cfg = household_engine(a.h);
+  auto target = household::engine_target::start(cfg, *w, m->tok, m->factory());
+  if (!target) return fail(target.error().message);
+  std::fprintf(stderr, "hearth bench serve: %zu requests over %.0f s (%s), %s\n", s->requests.size(),
+               s->requests.empty() ? 0.0 : s->requests.back().at_s,
+               a.trace.empty() ? w->name.c_str() : a.trace.c_str(), household::describe(cfg).c_str());
+  const bool bar = !a.h.no_progress && isatty(fileno(stderr));
+  const auto run = household::run_open_loop(**target, s->requests, s->cls,
+                                            {.drain_s = w->drain_s, .progress = bar ? stderr : nullptr});
+  target->reset();  // stops the engine: requests left unfinished end, unrecorded
+  const auto report = household::make_report(*w, *s, run);
+  household::print_report(report, stdout);
+  if (a.json_path.empty()) return 0;
+  nlohmann::json config = household_config_json(a.h, *w);
+  config["command"] = "serve";
+  config["engine"] = household::to_json(cfg);
+  config["rate_scale"] = a.rate_scale;
+  config["trace"] = a.trace;
+  config["requests"] = s->requests.size();
+  const nlohmann::json j = {{"config", config}, {"report", household::to_json(report, *w, run)}};
+  std::ofstream out(a.json_path);
+  out << j.dump(1) << '\n';
+  if (!out) return fail("cannot write " + a.json_path);
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_serve_command(CLI::App& bench, int& exit_code) {
+  auto* cmd = bench.add_subcommand(
+      "serve", "Replay a household workload in open loop; latency, goodput and SLOs per tenant");
+  auto a = std::make_shared<bench_serve_args>();
+  add_household_options(cmd, a->h);
+  engine_config& e = a->h.engine;
+  cmd->add_option("--trace", a->trace, "JSONL trace to replay instead of the workload's arrivals");
+  cmd->add_option("--rate-scale", a->rate_scale, "Multiply every class's arrival rate")
+      ->capture_default_str();
+  cmd->add_option("--json", a->json_path, "Write every figure and the exact configuration to this file");
+  cmd->add_option("--max-seqs", e.max_seqs, "Sequences per step")->capture_default_str();
+  cmd->add_option("--max-batched-tokens", e.max_batched_tokens, "Tokens per step")->capture_default_str();
+  cmd->add_option("--long-prefill-threshold", e.long_prefill_threshold, "Prefill chunk per request (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--policy", e.policy, "Scheduling policy")->capture_default_str();
+  cmd->add_option("--mode", a->h.mode, "Placement")
+      ->check(CLI::IsMember({"colocated", "disaggregated"}))
+      ->capture_default_str();
+  cmd->callback([a, &exit_code] { exit_code = run_bench_serve(*a); });
+}
+
+}  // namespace hearth::cli

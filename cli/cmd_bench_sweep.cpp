@@ -1,0 +1,150 @@
+// hearth bench sweep: the goodput capacity of each engine configuration of a grid (the baseline
+// always among them) over multiples of the workload's rates; CSV, JSON and SVG plots in a folder.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "bench/household/runner.hpp"
+#include "bench/household/sweep.hpp"
+#include "cli/cmd_bench_household.hpp"
+#include "cli/commands.hpp"
+
+namespace hearth::cli {
+namespace {
+
+struct bench_sweep_args {
+  household_args h;
+  household::sweep_grid grid;
+  std::vector<std::string> modes{"colocated"};
+  std::string out_dir = "bench-sweep";
+  household::search_options search{.start = 0, .target = 0.9, .resolution = 0.25, .max_runs = 5};
+  bool quick = false;
+};
+
+status<> write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) return error{errc::io, "cannot write " + path.string()};
+  return {};
+}
+
+int run_bench_sweep(bench_sweep_args& a) {
+  if (a.quick) {
+    if (a.h.duration_s <= 0) a.h.duration_s = 15;
+    if (a.h.drain_s < 0) a.h.drain_s = 15;
+    a.search.max_runs = std::min(a.search.max_runs, 4);
+  }
+  if (a.h.duration_s <= 0) a.h.duration_s = 30;
+  if (a.h.drain_s < 0) a.h.drain_s = 30;
+  auto w = load_household_workload(a.h);
+  if (!w) return fail(w.error().message);
+  auto m = load_household_model(a.h);
+  if (!m) return fail(m.error().message);
+  a.grid.mode.clear();
+  for (const auto& mode : a.modes) {
+    a.grid.mode.push_back(mode == "disaggregated" ? placement_mode::disaggregated
+                                                  : placement_mode::colocated);
+  }
+  uint32_t longest = 0;
+  for (const auto& c : w->classes) longest = std::max(longest, std::min(c.prompt.max, m->n_ctx));
+  const auto configs = household::make_sweep_configs(a.grid, household_engine(a.h), longest);
+  if (a.search.start <= 0) a.search.start = w->total_rate();
+  std::error_code ec;
+  std::filesystem::create_directories(a.out_dir, ec);
+  if (ec) return fail("cannot create " + a.out_dir + ": " + ec.message());
+  std::fprintf(
+      stderr,
+      "hearth bench sweep: %zu configurations, %.0f s of arrivals per trial, at most %d trials each\n",
+      configs.size(), w->duration_s, a.search.max_runs);
+
+  household::schedule_builder builder(*w, *m->tok, m->n_ctx);
+  const bool bar = !a.h.no_progress && isatty(fileno(stderr));
+  auto trial = [&](const household::sweep_config& c, double rate) -> result<household::sweep_trial> {
+    auto s = builder.generate(rate / w->total_rate(), w->duration_s);
+    if (!s) return s.error();
+    auto target = household::engine_target::start(c.cfg, *w, m->tok, m->factory());
+    if (!target) return target.error();
+    household::sweep_trial t;
+    t.rate = rate;
+    t.run = household::run_open_loop(**target, s->requests, s->cls,
+                                     {.drain_s = w->drain_s, .progress = bar ? stderr : nullptr});
+    t.report = household::make_report(*w, *s, t.run);
+    return t;
+  };
+  auto sweep = household::run_sweep(
+      configs, a.search, trial, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+  if (!sweep) return fail(sweep.error().message);
+
+  std::printf("%-64s %12s %10s\n", "configuration", "capacity/s", "x baseline");
+  for (size_t i = 0; i < sweep->configs.size(); ++i) {
+    const auto& r = sweep->configs[i];
+    std::printf("%-64s %11.3f%s %10.2f%s\n", r.config.name.c_str(), r.capacity.capacity,
+                r.capacity.bracketed ? " " : "+", r.ratio_to_baseline, i == sweep->best ? "  best" : "");
+  }
+  std::printf(
+      "(capacity: the highest total arrival rate with >= %.0f %% of requests within SLO; + a lower bound)\n",
+      100 * a.search.target);
+  nlohmann::json config = household_config_json(a.h, *w);
+  config["command"] = "sweep";
+  config["search"] = {{"start_rps", a.search.start},
+                      {"target", a.search.target},
+                      {"resolution", a.search.resolution},
+                      {"max_runs", a.search.max_runs}};
+  const std::filesystem::path dir = a.out_dir;
+  for (const auto& [name, text] :
+       {std::pair{"sweep.json",
+                  nlohmann::json{{"config", config}, {"sweep", household::to_json(*sweep)}}.dump(1) + "\n"},
+        std::pair{"trials.csv", household::sweep_trials_csv(*sweep)},
+        std::pair{"capacity.csv", household::sweep_capacity_csv(*sweep)},
+        std::pair{"frontier.svg", household::frontier_svg(*sweep)},
+        std::pair{"ttft_cdf.svg", household::cdf_svg(*sweep, *w, false)},
+        std::pair{"itl_cdf.svg", household::cdf_svg(*sweep, *w, true)}}) {
+    if (auto st = write_file(dir / name, text); !st) return fail(st.error().message);
+  }
+  std::printf("wrote %s/{sweep.json,trials.csv,capacity.csv,frontier.svg,ttft_cdf.svg,itl_cdf.svg}\n",
+              a.out_dir.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_sweep_command(CLI::App& bench, int& exit_code) {
+  auto* cmd =
+      bench.add_subcommand("sweep", "Goodput capacity of each configuration of a grid, against the baseline");
+  auto a = std::make_shared<bench_sweep_args>();
+  add_household_options(cmd, a->h);
+  auto& g = a->grid;
+  g.policy = {"fcfs", "household"};
+  cmd->add_option("--max-seqs", g.max_seqs, "Grid: sequences per step")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--max-batched-tokens", g.max_batched_tokens, "Grid: tokens per step")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--long-prefill-threshold", g.long_prefill_threshold, "Grid: prefill chunk (0: none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--policy", g.policy, "Grid: scheduling policies")->delimiter(',')->capture_default_str();
+  cmd->add_option("--mode", a->modes, "Grid: placements")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"colocated", "disaggregated"}))
+      ->capture_default_str();
+  cmd->add_option("--disagg-prefill-cpus", g.prefill_cpus, "Disaggregated: the prefill worker's cpuset")
+      ->capture_default_str();
+  cmd->add_option("--disagg-decode-cpus", g.decode_cpus, "Disaggregated: the decode worker's cpuset")
+      ->capture_default_str();
+  cmd->add_option("--start-rate", a->search.start, "First total rate tried, req/s (default: the workload's)");
+  cmd->add_option("--target", a->search.target, "Share of requests within SLO a rate must reach")
+      ->capture_default_str();
+  cmd->add_option("--resolution", a->search.resolution, "Relative width of the final rate bracket")
+      ->capture_default_str();
+  cmd->add_option("--max-runs", a->search.max_runs, "Trials per configuration at most")
+      ->capture_default_str();
+  cmd->add_option("-o,--out", a->out_dir, "Folder for sweep.json, CSV and SVG")->capture_default_str();
+  cmd->add_flag("--quick", a->quick, "15 s trials, 15 s drain, at most 4 trials per configuration");
+  cmd->callback([a, &exit_code] { exit_code = run_bench_sweep(*a); });
+}
+
+}  // namespace hearth::cli

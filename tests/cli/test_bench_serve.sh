@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# `hearth bench serve` and `hearth bench sweep` on the tiny model, briefly: the JSON report holds
+# every figure per tenant and overall, a trace replays, a small sweep writes its CSV and plots,
+# and bad input ends with one line naming the problem. Usage: test_bench_serve.sh PATH/TO/hearth
+source "$(dirname "$0")/lib.sh"
+hearth=$1
+common=(--compute f32 --threads 1 --no-progress --kv-tokens 8192)
+
+"$hearth" model make --preset tiny --dtype f32 --seed 5 -o "$dir/tiny.gguf" >/dev/null
+table=$("$hearth" bench serve --model "$dir/tiny.gguf" "${common[@]}" --duration 4 --drain 60 --rate-scale 4 \
+        --json "$dir/serve.json")
+for want in "SLO %" "TTFT" "queue wait" "first-token step" "ITL" "TPOT" "E2E" "per iteration" "queue depth"; do
+  grep -q "$want" <<<"$table" || fail "table lacks '$want': $table"
+done
+
+python3 - "$dir/serve.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+c, r = j["config"], j["report"]
+assert c["command"] == "serve" and c["engine"]["policy"] == "fcfs", c
+assert [t["name"] for t in c["workload"]["classes"]] == ["chat", "rag", "background"], c["workload"]
+dist = {"count", "mean", "p50", "p90", "p99", "max"}
+for g in r["tenants"] + [r["overall"]]:
+    for k in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
+        assert set(g[k]) == dist, (g["name"], k)
+    for k in ("queue", "prefill", "first_step"):
+        assert set(g["ttft_split_ms"][k]) == dist, (g["name"], k)
+    for k in ("attainment", "goodput_rps", "request_throughput_rps", "prompt_throughput_tps",
+              "output_throughput_tps", "rejected", "preemptions", "slo"):
+        assert k in g, (g["name"], k)
+o = r["overall"]
+assert o["issued"] >= 4 and o["done"] == o["issued"], o  # a light load on an idle engine: all end
+assert o["ttft_ms"]["count"] == o["done"] and o["ttft_ms"]["p50"] > 0, o["ttft_ms"]
+assert 0 <= o["attainment"] <= 1 and o["goodput_rps"] <= o["request_throughput_rps"] + 1e-9
+# TTFT's parts as the server measured them add up to no more than the client's TTFT.
+for q in r["requests"]:
+    s = q["server_ms"]
+    assert s["queue"] + s["prefill"] + s["first_step"] <= q["ttft_ms"] + 1, q
+steps = r["server"]["steps"]
+assert steps["count"] > 0 and steps["seqs"]["max"] <= r["server"]["limits"]["max_seqs"], steps
+assert steps["prefill_tokens"]["max"] <= r["server"]["limits"]["max_batched_tokens"], steps
+assert len(r["gauges"]["series"]) > 0 and r["gauges"]["kv_used_pct"]["max"] > 0, r["gauges"]
+PY
+
+cat >"$dir/trace.jsonl" <<'JSONL'
+{"time": 0.0, "tenant": "chat", "prompt": "Lights off in the kitchen?", "max_tokens": 8}
+{"time": 0.3, "tenant": "rag", "prompt_tokens": 300, "max_tokens": 8}
+JSONL
+"$hearth" bench serve --model "$dir/tiny.gguf" "${common[@]}" --trace "$dir/trace.jsonl" --drain 60 \
+  --json "$dir/trace.json" >/dev/null
+python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))['report']
+assert [q['tenant'] for q in r['requests']] == ['chat', 'rag'], r['requests']
+assert r['requests'][1]['prompt_tokens'] == 300 and r['overall']['done'] == 2, r['overall']
+" "$dir/trace.json"
+
+"$hearth" bench sweep --model "$dir/tiny.gguf" "${common[@]}" --duration 2 --drain 30 --max-runs 2 --policy fcfs \
+  --start-rate 1 -o "$dir/sweep" >"$dir/sweep.txt" 2>"$dir/sweep.err" || fail "sweep: $(cat "$dir/sweep.err")"
+grep -q "baseline" "$dir/sweep.txt" || fail "sweep table lacks the baseline: $(cat "$dir/sweep.txt")"
+for f in sweep.json trials.csv capacity.csv frontier.svg ttft_cdf.svg itl_cdf.svg; do
+  [ -s "$dir/sweep/$f" ] || fail "sweep did not write $f"
+done
+python3 - "$dir/sweep" <<'PY'
+import csv, json, sys, xml.dom.minidom
+d = sys.argv[1]
+s = json.load(open(d + "/sweep.json"))["sweep"]
+assert len(s["configs"]) == 2 and s["configs"][0]["baseline"], s["configs"]
+assert s["configs"][0]["engine"]["long_prefill_threshold"] == 0
+for c in s["configs"]:
+    assert 1 <= len(c["trials"]) <= 2, c
+rows = list(csv.DictReader(open(d + "/capacity.csv")))
+assert len(rows) == 2 and rows[0]["baseline"] == "1", rows
+for f in ("frontier.svg", "ttft_cdf.svg", "itl_cdf.svg"):
+    xml.dom.minidom.parse(d + "/" + f)  # well-formed
+PY
+
+expect_one_line_error "missing model" "none.gguf" "$hearth" bench serve --model "$dir/none.gguf"
+echo 'name = "w"' >"$dir/bad.toml"
+expect_one_line_error "bad workload" "bad.toml:1: class is missing" "$hearth" bench serve --model "$dir/tiny.gguf" --workload "$dir/bad.toml"
+echo '{"time": 0, "tenant": "tv", "prompt": "x", "max_tokens": 1}' >"$dir/bad.jsonl"
+expect_one_line_error "unknown tenant" "'tv'" "$hearth" bench serve --model "$dir/tiny.gguf" "${common[@]}" --trace "$dir/bad.jsonl"
+echo "bench serve/sweep: all checks passed"
