@@ -99,6 +99,53 @@ TEST_CASE("8 clients stream at once, each getting its own tokens", "[gateway]") 
   CHECK(s.idle());
 }
 
+TEST_CASE("one thread reads many streams at once through wait() and ready()", "[gateway]") {
+  auto s = served::start({}, {.max_seqs = 8});
+  auto c = connect(s.options());
+  std::vector<client::stream> streams;
+  std::vector<std::vector<int32_t>> got(4), expected;
+  for (int i = 0; i < 4; ++i) {
+    const std::string prompt = "stream " + std::to_string(i) + " of one thread";
+    expected.push_back(oracle(raw_prompt(prompt), 16));
+    auto st = c->start(greedy(prompt, 16));
+    REQUIRE(st.ok());
+    streams.push_back(std::move(*st));
+  }
+  auto refused = c->start({.prompt = "x", .temperature = -1});  // bad_request, before any `accepted`
+  REQUIRE(refused.ok());
+  const auto all_ended = [&] {
+    return refused->ended() && std::all_of(streams.begin(), streams.end(), [](const auto& x) { return x.ended(); });
+  };
+  for (int rounds = 0; !all_ended() && rounds < 2000; ++rounds) {
+    c->wait(10ms);
+    for (size_t i = 0; i < streams.size(); ++i)
+      while (!streams[i].ended() && streams[i].ready())
+        if (auto t = streams[i].next()) got[i].push_back(t->id);
+    if (!refused->ended() && refused->ready()) CHECK_FALSE(refused->next());
+  }
+  REQUIRE(all_ended());
+  for (size_t i = 0; i < streams.size(); ++i) {
+    CHECK(got[i] == expected[i]);
+    REQUIRE(streams[i].result().ok());
+    CHECK(streams[i].accepted());
+    const client::completion& d = streams[i].result().value();
+    CHECK(d.first_step_ms > 0);
+    CHECK(d.queue_ms + d.prefill_ms + d.first_step_ms <= d.ttft_ms + 1);
+  }
+  CHECK_FALSE(refused->accepted());
+  CHECK(refused->result().error().code == "bad_request");
+  // stats: what the iterations ran, beside the configured limits.
+  const auto stats = c->stats();
+  REQUIRE(stats.ok());
+  const auto& engine = (*stats)["engine"];
+  CHECK(engine["per_step"]["seqs"]["count"].get<uint64_t>() > 0);
+  CHECK(engine["per_step"]["seqs"]["max"].get<double>() <= 8);
+  CHECK(engine["per_step"]["decode_tokens"]["count"] == engine["per_step"]["seqs"]["count"]);
+  CHECK(engine["limits"]["max_seqs"] == 8);
+  CHECK(engine["limits"]["mode"] == "colocated");
+  CHECK(s.idle());
+}
+
 TEST_CASE("a cancel mid-stream ends the stream with `cancelled` and frees its blocks", "[gateway]") {
   auto s = served::start({}, {}, 5ms);
   auto c = connect(s.options());
