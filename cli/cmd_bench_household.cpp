@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "actors/engine.hpp"
 #include "clients/cpp/keys.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "model/gguf.hpp"
@@ -114,6 +115,8 @@ result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a
   s->target_ = std::move(*t);
   return s;
 }
+
+bench_server::bench_server() = default;
 
 bench_server::~bench_server() {
   target_.reset();

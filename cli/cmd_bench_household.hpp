@@ -12,12 +12,15 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/worker.hpp"
-#include "actors/engine.hpp"
 #include "bench/household/zmq_target.hpp"
 #include "bench/household/report.hpp"
 #include "bench/household/schedule.hpp"
 #include "cli/common_options.hpp"
 #include "server/gateway.hpp"
+
+namespace hearth {
+class engine;  // (not actors/engine.hpp here: <caf/all.hpp> is slow to compile)
+}
 
 namespace hearth::cli {
 
@@ -60,7 +63,7 @@ class bench_server {
   household::bench_target& target() { return *target_; }
 
  private:
-  bench_server() = default;
+  bench_server();
   std::filesystem::path dir_;
   std::unique_ptr<engine> engine_;
   std::unique_ptr<server::gateway> gateway_;
