@@ -60,7 +60,7 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
     if (!decode_info) return decode_info.error();
     if (decode_info->n_blocks != e->info_.n_blocks) return error{errc::invalid_argument, "engine: the decode worker's pool differs"};
   }
-  e->handoff_ = resolved.kv_handoff;
+  e->cfg_ = resolved;
   const auto& w = e->info_;
   e->metrics_ = spawn_metrics(sys);
   e->admission_ = spawn_admission(

@@ -56,7 +56,10 @@ class engine {
   const tokenizer& tok() const { return *tok_; }
   const worker_info& worker() const { return info_; }
   //! Disaggregated: how KV blocks reach the decode worker (automatic resolved to share or copy).
-  kv_handoff_mode handoff() const { return handoff_; }
+  kv_handoff_mode handoff() const { return cfg_.kv_handoff; }
+  //! The configuration it started with (kv_handoff resolved). Policy and tenants are as started:
+  //! set_policy and set_tenants do not change them here.
+  const engine_config& config() const { return cfg_; }
 
  private:
   explicit engine(std::shared_ptr<const tokenizer> tok);
@@ -68,7 +71,7 @@ class engine {
 
   caf::actor worker_, decode_worker_, metrics_, admission_, scheduler_;
   worker_info info_;
-  kv_handoff_mode handoff_ = kv_handoff_mode::share;
+  engine_config cfg_;
   std::atomic<request_id> next_id_{1};
   bool stopped_ = false;
 };

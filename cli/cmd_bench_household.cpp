@@ -1,12 +1,19 @@
 #include "cli/cmd_bench_household.hpp"
 
+#include <cstdlib>
+
+#include "actors/engine.hpp"
+#include "clients/cpp/keys.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "model/gguf.hpp"
+#include "model/hparams.hpp"
 
 namespace hearth::cli {
 
 void add_household_options(CLI::App* cmd, household_args& a) {
-  cmd->add_option("-m,--model", a.model, "GGUF model file (the bench starts its own engines on it)")
+  cmd->add_option("-m,--model", a.model,
+                  "GGUF model file: the bench starts its own servers on it (with --server: the served "
+                  "model's file, for its tokenizer)")
       ->required();
   cmd->add_option("--workload", a.workload, "Workload TOML (default: the shipped household mix)");
   cmd->add_option("--duration", a.duration_s, "Seconds of arrivals (default: the workload's)");
@@ -20,6 +27,12 @@ void add_household_options(CLI::App* cmd, household_args& a) {
   cmd->add_option("--decode-cpus", e.decode_cpus, "Disaggregated: the decode worker's cpuset");
   add_compute_options(cmd, a.compute);
   cmd->add_flag("--no-progress", a.no_progress, "No progress bar");
+}
+
+void add_server_options(CLI::App* cmd, household_args& a) {
+  cmd->add_option("--server", a.server, "Drive the `hearth serve` at this endpoint instead of starting one");
+  cmd->add_option("--server-key", a.server_key, "--server's public key (Z85), as `hearth serve` prints it (CURVE)");
+  cmd->add_option("--key", a.key_file, "This client's key file from `hearth keygen` (CURVE)");
 }
 
 backend_factory household_model::factory() const {
@@ -41,6 +54,11 @@ result<household_model> load_household_model(const household_args& a) {
   if (!f) return f.error().to_error();
   auto tok = tokenizer::from_gguf(*f);
   if (!tok) return tok.error();
+  if (!a.server.empty()) {
+    auto hp = read_hparams(*f);
+    if (!hp) return hp.error();
+    return household_model{std::make_shared<const tokenizer>(std::move(*tok)), hp->n_ctx_train, nullptr};
+  }
   const compute_type ct = apply_compute_args(a.compute);
   auto be = cpu_backend::load(
       *f, {.compute = ct, .kv = kv_dtype_for(ct), .block_size = 16, .kv_tokens = a.kv_tokens});
@@ -59,9 +77,59 @@ engine_config household_engine(const household_args& a) {
   return c;
 }
 
+result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a, const engine_config& cfg,
+                                                         const household::workload& w, const household_model& m) {
+  std::unique_ptr<bench_server> s(new bench_server());
+  client::options opt{.endpoint = a.server};
+  if (!a.server_key.empty() || !a.key_file.empty()) {
+    if (a.server.empty() || a.server_key.empty() || a.key_file.empty())
+      return error{errc::invalid_argument, "CURVE needs --server, --server-key and --key"};
+    auto keys = client::read_key_file(a.key_file);
+    if (!keys) return keys.error();
+    opt.server_key = a.server_key;
+    opt.keys = *keys;
+  }
+  if (a.server.empty()) {
+    engine_config c = cfg;
+    c.tenants.clear();
+    for (const household::workload_class& k : w.classes)
+      c.tenants.push_back({.name = k.name, .cls = k.priority, .weight = k.weight, .slo = {k.ttft_ms, k.itl_ms}});
+    auto e = engine::start(c, m.tok, m.factory());
+    if (!e) return e.error();
+    s->engine_ = std::move(*e);
+    std::string dir = (std::filesystem::temp_directory_path() / "hearth-bench-XXXXXX").string();
+    if (!mkdtemp(dir.data())) return error{errc::io, "cannot create a temporary folder for the ipc:// endpoint"};
+    s->dir_ = dir;
+    auto g = server::gateway::start(
+        *s->engine_, {.endpoint = "ipc://" + (s->dir_ / "hearth.sock").string(),
+                      .tenants = c.tenants,
+                      .model = {std::filesystem::path(a.model).stem().string(), "", "", m.n_ctx,
+                                static_cast<uint32_t>(m.tok->n_vocab())},
+                      .policy = c.policy});
+    if (!g) return g.error();
+    s->gateway_ = std::move(*g);
+    opt.endpoint = s->gateway_->endpoint();
+  }
+  auto t = household::zmq_target::connect(opt);
+  if (!t) return t.error();
+  s->target_ = std::move(*t);
+  return s;
+}
+
+bench_server::bench_server() = default;
+
+bench_server::~bench_server() {
+  target_.reset();
+  if (gateway_) gateway_->stop(std::chrono::milliseconds(0));
+  gateway_.reset();
+  engine_.reset();  // requests left unfinished end, unrecorded
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
 nlohmann::json household_config_json(const household_args& a, const household::workload& w) {
   return {{"model", a.model},
-          {"target", "in-process engine"},
+          {"target", a.server.empty() ? "its own server (engine and gateway), over ipc://" : a.server},
           {"workload_file", a.workload.empty() ? "(built in)" : a.workload},
           {"workload", household::to_json(w)},
           {"kv_tokens", a.kv_tokens},

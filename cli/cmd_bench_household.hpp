@@ -1,23 +1,33 @@
 #pragma once
 // What `hearth bench serve` and `hearth bench sweep` share: the workload (file or the shipped
-// household mix) and trace, the model loaded once, and engines started from it for each run.
+// household mix) and trace, the model loaded once, and the server each run drives through the
+// ZeroMQ client: a running one (--server), or an engine and gateway started here on an ipc://
+// endpoint in a temporary folder.
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "actors/worker.hpp"
-#include "bench/household/engine_target.hpp"
+#include "bench/household/zmq_target.hpp"
 #include "bench/household/report.hpp"
 #include "bench/household/schedule.hpp"
 #include "cli/common_options.hpp"
+#include "server/gateway.hpp"
+
+namespace hearth {
+class engine;  // (not actors/engine.hpp here: <caf/all.hpp> is slow to compile)
+}
 
 namespace hearth::cli {
 
 struct household_args {
   std::string model;
+  std::string server;  //!< a running server's endpoint; empty: start one per run
+  std::string server_key, key_file;  //!< CURVE, with --server
   std::string workload;  //!< empty: the shipped household mix
   std::string mode = "colocated";
   compute_args compute;
@@ -29,13 +39,35 @@ struct household_args {
 };
 
 void add_household_options(CLI::App* cmd, household_args& a);
+//! --server, --server-key, --key: `bench serve` only (a sweep changes the server's configuration).
+void add_server_options(CLI::App* cmd, household_args& a);
 
 //! The model, loaded once: every engine of a sweep shares its converted weights and KV pool.
+//! With --server only its tokenizer and context (prompts are synthesized to token counts).
 struct household_model {
   std::shared_ptr<const tokenizer> tok;
   uint32_t n_ctx = 0;
-  std::shared_ptr<backend> prototype;
+  std::shared_ptr<backend> prototype;  //!< null with --server
   backend_factory factory() const;
+};
+
+//! What one run drives. Destroyed in order: the target (cancelling what is in flight), the
+//! gateway, the engine, then the temporary folder of the ipc:// endpoint.
+class bench_server {
+ public:
+  //! --server: connects to it. Otherwise starts an engine with `cfg`, whose tenants are the
+  //! workload's classes (priority, weight, SLOs, so the policies see them), and a gateway.
+  static result<std::unique_ptr<bench_server>> open(const household_args& a, const engine_config& cfg,
+                                                     const household::workload& w, const household_model& m);
+  ~bench_server();
+  household::bench_target& target() { return *target_; }
+
+ private:
+  bench_server();
+  std::filesystem::path dir_;
+  std::unique_ptr<engine> engine_;
+  std::unique_ptr<server::gateway> gateway_;
+  std::unique_ptr<household::zmq_target> target_;
 };
 
 result<household::workload> load_household_workload(const household_args& a);

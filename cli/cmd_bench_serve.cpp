@@ -1,6 +1,7 @@
-// hearth bench serve: replays a household workload (or a trace) against an engine in open loop
-// and reports TTFT (with its split), ITL, TPOT, E2E, throughput, goodput and SLO attainment per
-// tenant, the iterations beside the configured limits, and queue and KV gauges over time.
+// hearth bench serve: replays a household workload (or a trace) in open loop against a server
+// (its own, or --server) through the ZeroMQ client, and reports TTFT (with its split), ITL, TPOT,
+// E2E, throughput, goodput and SLO attainment per tenant, the iterations beside the configured
+// limits, and queue and KV gauges over time.
 #include <unistd.h>
 
 #include <cstdio>
@@ -36,21 +37,22 @@ int run_bench_serve(const bench_serve_args& a) {
   auto s = trace.empty() ? builder.generate(a.rate_scale, w->duration_s) : builder.replay(trace);
   if (!s) return fail(s.error().message);
   const engine_config cfg = household_engine(a.h);
-  auto target = household::engine_target::start(cfg, *w, m->tok, m->factory());
-  if (!target) return fail(target.error().message);
+  auto server = bench_server::open(a.h, cfg, *w, *m);
+  if (!server) return fail(server.error().message);
   std::fprintf(stderr, "hearth bench serve: %zu requests over %.0f s (%s), %s\n", s->requests.size(),
                s->requests.empty() ? 0.0 : s->requests.back().at_s,
-               a.trace.empty() ? w->name.c_str() : a.trace.c_str(), household::describe(cfg).c_str());
+               a.trace.empty() ? w->name.c_str() : a.trace.c_str(),
+               a.h.server.empty() ? household::describe(cfg).c_str() : a.h.server.c_str());
   const bool bar = !a.h.no_progress && isatty(fileno(stderr));
-  const auto run = household::run_open_loop(**target, s->requests, s->cls,
+  const auto run = household::run_open_loop((*server)->target(), s->requests, s->cls,
                                             {.drain_s = w->drain_s, .progress = bar ? stderr : nullptr});
-  target->reset();  // stops the engine: requests left unfinished end, unrecorded
+  server->reset();
   const auto report = household::make_report(*w, *s, run);
   household::print_report(report, stdout);
   if (a.json_path.empty()) return 0;
   nlohmann::json config = household_config_json(a.h, *w);
   config["command"] = "serve";
-  config["engine"] = household::to_json(cfg);
+  if (a.h.server.empty()) config["engine"] = household::to_json(cfg);
   config["rate_scale"] = a.rate_scale;
   config["trace"] = a.trace;
   config["requests"] = s->requests.size();
@@ -68,6 +70,7 @@ void add_bench_serve_command(CLI::App& bench, int& exit_code) {
       "serve", "Replay a household workload in open loop; latency, goodput and SLOs per tenant");
   auto a = std::make_shared<bench_serve_args>();
   add_household_options(cmd, a->h);
+  add_server_options(cmd, a->h);
   engine_config& e = a->h.engine;
   cmd->add_option("--trace", a->trace, "JSONL trace to replay instead of the workload's arrivals");
   cmd->add_option("--rate-scale", a->rate_scale, "Multiply every class's arrival rate")

@@ -64,11 +64,11 @@ int run_bench_sweep(bench_sweep_args& a) {
   auto trial = [&](const household::sweep_config& c, double rate) -> result<household::sweep_trial> {
     auto s = builder.generate(rate / w->total_rate(), w->duration_s);
     if (!s) return s.error();
-    auto target = household::engine_target::start(c.cfg, *w, m->tok, m->factory());
-    if (!target) return target.error();
+    auto server = bench_server::open(a.h, c.cfg, *w, *m);
+    if (!server) return server.error();
     household::sweep_trial t;
     t.rate = rate;
-    t.run = household::run_open_loop(**target, s->requests, s->cls,
+    t.run = household::run_open_loop((*server)->target(), s->requests, s->cls,
                                      {.drain_s = w->drain_s, .progress = bar ? stderr : nullptr});
     t.report = household::make_report(*w, *s, t.run);
     return t;

@@ -26,4 +26,8 @@ status<> check(const engine_config& c) {
   return {};
 }
 
+const char* to_string(placement_mode m) {
+  return m == placement_mode::colocated ? "colocated" : "disaggregated";
+}
+
 }  // namespace hearth

@@ -39,6 +39,9 @@ struct engine_config {
   uint32_t threads_per_worker = 0;       //!< 0 = one per cpu in its set (or all cores)
 };
 
+//! "colocated" or "disaggregated".
+const char* to_string(placement_mode m);
+
 //! errc::invalid_argument naming the first inconsistent field.
 status<> check(const engine_config& c);
 

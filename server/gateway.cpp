@@ -330,7 +330,7 @@ struct gateway::impl {
     metrics_snapshot m = eng.metrics();
     m.gauges = eng.gauges();  // the scheduler's own, current even between steps
     const std::string tenant = auth ? *auth : s.tenant.value_or(std::string(dev_tenant));
-    send(peer, wire::encode(stats_reply(s.id, m, tenant, opt.policy)));
+    send(peer, wire::encode(stats_reply(s.id, m, tenant, eng.config(), opt.policy)));
   }
 
   void handle(const std::string& peer, const std::optional<std::string>&, wire::models_request& m) {

@@ -265,7 +265,11 @@ std::string encode_done(std::string_view id, std::string_view finish, const usag
               {"completion_tokens", use.completion_tokens},
               {"cached_tokens", use.cached_tokens}}},
             {"timings",
-             {{"queue_ms", time.queue_ms}, {"ttft_ms", time.ttft_ms}, {"mean_itl_ms", time.mean_itl_ms},
+             {{"queue_ms", time.queue_ms},
+              {"ttft_ms", time.ttft_ms},
+              {"prefill_ms", time.prefill_ms},
+              {"first_step_ms", time.first_step_ms},
+              {"mean_itl_ms", time.mean_itl_ms},
               {"e2e_ms", time.e2e_ms}}},
             {"preemptions", preemptions}};
   if (text) j["text"] = *text;

@@ -43,8 +43,9 @@ json pong_reply(const std::string& id, const std::optional<std::string>& tenant)
 }
 
 json stats_reply(const std::string& id, const metrics_snapshot& m, const std::string& tenant,
-                 const std::string& policy) {
+                 const engine_config& cfg, const std::string& policy) {
   const scheduler_gauges& g = m.gauges;
+  const step_metrics& st = m.steps;
   const json engine = {{"waiting", g.waiting},
                        {"running", g.running},
                        {"preemptions", g.preemptions},
@@ -55,7 +56,19 @@ json stats_reply(const std::string& id, const metrics_snapshot& m, const std::st
                        {"kv_blocks_total", g.kv.n_blocks},
                        {"prefix_hits", g.kv.hits},
                        {"prefix_lookups", g.kv.lookups},
-                       {"policy", policy}};
+                       {"policy", policy},
+                       {"per_step",
+                        {{"seqs", latency(st.seqs)},
+                         {"prefill_tokens", latency(st.prefill_tokens)},
+                         {"decode_tokens", latency(st.decode_tokens)},
+                         {"step_ms", latency(st.step_ms)}}},
+                       {"limits",
+                        {{"max_seqs", cfg.max_seqs},
+                         {"max_batched_tokens", cfg.max_batched_tokens},
+                         {"long_prefill_threshold", cfg.long_prefill_threshold},
+                         {"max_partial_prefills", cfg.max_partial_prefills},
+                         {"max_waiting", cfg.max_waiting},
+                         {"mode", to_string(cfg.mode)}}}};
   return {{"type", "stats"},
           {"id", id},
           {"uptime_s", m.uptime_s},

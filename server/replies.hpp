@@ -8,15 +8,17 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/metrics_types.hpp"
+#include "engine/config.hpp"
 #include "server/gateway.hpp"
 
 namespace hearth::server {
 
 //! `tenant`: the authenticated tenant (null in development mode).
 nlohmann::json pong_reply(const std::string& id, const std::optional<std::string>& tenant);
-//! The engine's gauges and `tenant`'s own counters (never another's).
+//! The engine's gauges, iterations and configured limits (`cfg`; `policy` is the one in force),
+//! and `tenant`'s own counters (never another's).
 nlohmann::json stats_reply(const std::string& id, const metrics_snapshot& m, const std::string& tenant,
-                           const std::string& policy);
+                           const engine_config& cfg, const std::string& policy);
 nlohmann::json models_reply(const std::string& id, const model_card& card);
 
 }  // namespace hearth::server

@@ -8,12 +8,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <future>
+#include <map>
+#include <mutex>
 
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "bench/household/zmq_target.hpp"
 #include "gateway_fixture.hpp"
 #include "protocol_corpus.hpp"
 
@@ -96,6 +100,104 @@ TEST_CASE("8 clients stream at once, each getting its own tokens", "[gateway]") 
       return done ? done->tokens : std::vector<int32_t>{-2};
     }));
   for (int i = 0; i < 8; ++i) CHECK(results[i].get() == expected[i]);
+  CHECK(s.idle());
+}
+
+TEST_CASE("one thread reads many streams at once through wait() and ready()", "[gateway]") {
+  auto s = served::start({}, {.max_seqs = 8});
+  auto c = connect(s.options());
+  std::vector<client::stream> streams;
+  std::vector<std::vector<int32_t>> got(4), expected;
+  for (int i = 0; i < 4; ++i) {
+    const std::string prompt = "stream " + std::to_string(i) + " of one thread";
+    expected.push_back(oracle(raw_prompt(prompt), 16));
+    auto st = c->start(greedy(prompt, 16));
+    REQUIRE(st.ok());
+    streams.push_back(std::move(*st));
+  }
+  auto refused = c->start({.prompt = "x", .temperature = -1});  // bad_request, before any `accepted`
+  REQUIRE(refused.ok());
+  const auto all_ended = [&] {
+    return refused->ended() && std::all_of(streams.begin(), streams.end(), [](const auto& x) { return x.ended(); });
+  };
+  for (int rounds = 0; !all_ended() && rounds < 2000; ++rounds) {
+    c->wait(10ms);
+    for (size_t i = 0; i < streams.size(); ++i)
+      while (!streams[i].ended() && streams[i].ready())
+        if (auto t = streams[i].next()) got[i].push_back(t->id);
+    if (!refused->ended() && refused->ready()) CHECK_FALSE(refused->next());
+  }
+  REQUIRE(all_ended());
+  for (size_t i = 0; i < streams.size(); ++i) {
+    CHECK(got[i] == expected[i]);
+    REQUIRE(streams[i].result().ok());
+    CHECK(streams[i].accepted());
+    const client::completion& d = streams[i].result().value();
+    CHECK(d.first_step_ms > 0);
+    CHECK(d.queue_ms + d.prefill_ms + d.first_step_ms <= d.ttft_ms + 1);
+  }
+  CHECK_FALSE(refused->accepted());
+  CHECK(refused->result().error().code == "bad_request");
+  // stats: what the iterations ran, beside the configured limits.
+  const auto stats = c->stats();
+  REQUIRE(stats.ok());
+  const auto& engine = (*stats)["engine"];
+  CHECK(engine["per_step"]["seqs"]["count"].get<uint64_t>() > 0);
+  CHECK(engine["per_step"]["seqs"]["max"].get<double>() <= 8);
+  CHECK(engine["per_step"]["decode_tokens"]["count"] == engine["per_step"]["seqs"]["count"]);
+  CHECK(engine["limits"]["max_seqs"] == 8);
+  CHECK(engine["limits"]["mode"] == "colocated");
+  CHECK(s.idle());
+}
+
+TEST_CASE("the bench's ZeroMQ target streams every request and maps refusals to their reason", "[gateway]") {
+  struct sink final : household::bench_sink {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<size_t, size_t> tokens;
+    std::map<size_t, household::bench_outcome> ends;
+    void on_token(size_t i) override {
+      std::lock_guard lock(mu);
+      ++tokens[i];
+    }
+    void on_end(size_t i, const household::bench_outcome& o) override {
+      std::lock_guard lock(mu);
+      ends[i] = o;
+      cv.notify_all();
+    }
+  };
+  auto s = served::start({}, {.max_seqs = 8});
+  auto t = household::zmq_target::connect(s.options(""));
+  REQUIRE(t.ok());
+  auto events = std::make_shared<sink>();
+  const std::vector<std::string> tenants = {"chat", "rag", "background"};
+  for (size_t i = 0; i < 3; ++i)
+    (*t)->submit({.index = i, .tenant = tenants[i], .prompt = "request " + std::to_string(i), .max_tokens = 12}, events);
+  (*t)->submit({.index = 3, .tenant = "chat", .prompt = "too long", .max_tokens = 600}, events);  // > n_ctx 512
+  {
+    std::unique_lock lock(events->mu);
+    REQUIRE(events->cv.wait_for(lock, 20s, [&] { return events->ends.size() == 4; }));
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    const household::bench_outcome& o = events->ends[i];
+    CHECK(o.kind == event_kind::done);
+    CHECK(o.use.completion_tokens >= events->tokens[i]);
+    CHECK(events->tokens[i] == oracle(raw_prompt("request " + std::to_string(i)), 12).size());
+    CHECK(o.time.first_step_ms > 0);
+  }
+  CHECK(events->ends[3].kind == event_kind::rejected);
+  CHECK(events->ends[3].reason == reject_reason::too_long);
+  const household::target_gauges g = (*t)->gauges();
+  CHECK(g.kv_total > 0);
+  const household::server_figures f = (*t)->figures();
+  CHECK(f.has_steps);
+  CHECK(f.seqs.count == f.steps);
+  CHECK(f.max_seqs == 8);
+  // Each request went as its class's tenant (development mode).
+  for (const auto& name : tenants) {
+    auto c = connect(s.options(name));
+    CHECK((*c->stats())["tenant"]["done"] == 1);
+  }
   CHECK(s.idle());
 }
 

@@ -163,21 +163,17 @@ nlohmann::json to_json(const engine_config& c) {
           {"policy", c.policy},
           {"max_waiting", c.max_waiting},
           {"max_waiting_tokens", c.max_waiting_tokens},
-          {"mode", mode_name(c.mode)},
+          {"mode", to_string(c.mode)},
           {"worker_cpus", c.worker_cpus},
           {"decode_cpus", c.decode_cpus},
           {"threads_per_worker", c.threads_per_worker}};
-}
-
-const char* mode_name(placement_mode m) {
-  return m == placement_mode::colocated ? "colocated" : "disaggregated";
 }
 
 std::string describe(const engine_config& c) {
   return "seqs " + std::to_string(c.max_seqs) + ", tokens " + std::to_string(c.max_batched_tokens) +
          ", chunk " +
          (c.long_prefill_threshold ? std::to_string(c.long_prefill_threshold) : std::string("none")) + ", " +
-         c.policy + ", " + mode_name(c.mode);
+         c.policy + ", " + to_string(c.mode);
 }
 
 bench_report make_report(const workload& w, const schedule& s, const run_result& r) {

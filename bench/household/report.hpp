@@ -30,7 +30,6 @@ void print_report(const bench_report& r, std::FILE* out);
 nlohmann::json to_json(const bench_report& r, const workload& w, const run_result& run);
 nlohmann::json to_json(const workload& w);
 nlohmann::json to_json(const engine_config& c);
-const char* mode_name(placement_mode m);
 //! One line: "seqs 64, tokens 256, chunk 128, fcfs, colocated".
 std::string describe(const engine_config& c);
 nlohmann::json to_json(const dist_summary& d);

@@ -106,7 +106,7 @@ std::string sweep_trials_csv(const sweep_result& s) {
       const group_report& g = t.report.overall;
       csv += "\"" + r.config.name + "\"," + (r.config.baseline ? "1," : "0,") + std::to_string(c.max_seqs) +
              "," + std::to_string(c.max_batched_tokens) + "," + std::to_string(c.long_prefill_threshold) +
-             "," + c.policy + "," + mode_name(c.mode) + "," + fmt("%.6g", t.rate) + "," +
+             "," + c.policy + "," + to_string(c.mode) + "," + fmt("%.6g", t.rate) + "," +
              fmt("%.4f", g.attainment) + "," + fmt("%.6g", g.goodput) + "," + fmt("%.1f", g.ttft_ms.p50) +
              "," + fmt("%.1f", g.ttft_ms.p90) + "," + fmt("%.1f", g.itl_ms.p50) + "," +
              fmt("%.1f", g.itl_ms.p90) + "," + fmt("%.1f", g.e2e_ms.p90) + "," + std::to_string(g.done) +

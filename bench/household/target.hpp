@@ -1,6 +1,6 @@
 #pragma once
 // What the bench drives: a server it sends requests to and reads gauges from. Implemented over
-// the in-process engine (engine_target.hpp) and, through the C++ client, over ZeroMQ. The bench
+// ZeroMQ through the C++ client (zmq_target.hpp); tests may implement it in process. The bench
 // takes every timestamp itself, when the target reports a token or an end (client-side times).
 
 #include <array>
@@ -21,7 +21,7 @@ struct bench_request {
   double at_s = 0;     //!< arrival, seconds from the start of the run
   std::string prompt;  //!< the text, as sent over the wire
   std::vector<token_id>
-      prompt_tokens;  //!< the same text encoded (BOS as the model adds it), for in-process targets
+      prompt_tokens = {};  //!< the same text encoded (BOS as the model adds it), as the server counts it
   uint32_t max_tokens = 0;
 };
 

@@ -2,6 +2,8 @@
 
 #include <zmq_addon.hpp>
 
+#include <algorithm>
+
 namespace hearth::client {
 
 namespace {
@@ -58,7 +60,7 @@ stream::stream(client* c, std::string id, const generate_params& p)
 stream::stream(stream&& o) noexcept
     : c_(std::exchange(o.c_, nullptr)), id_(std::move(o.id_)), first_token_timeout_(o.first_token_timeout_),
       idle_timeout_(o.idle_timeout_), started_(o.started_), last_message_(o.last_message_),
-      first_token_(o.first_token_), ended_(o.ended_), done_(std::move(o.done_)), result_(std::move(o.result_)) {}
+      first_token_(o.first_token_), ended_(o.ended_), accepted_(o.accepted_), done_(std::move(o.done_)), result_(std::move(o.result_)) {}
 
 stream::~stream() {
   if (c_ && !ended_) {
@@ -77,15 +79,31 @@ void stream::cancel() {
   if (c_ && !ended_) (void)c_->cancel(id_);
 }
 
+clock_type::time_point stream::deadline() const {
+  // Idle counts from the last message about this stream or, while the server says it is
+  // there (a heartbeat: the request waits in its queue), from the last message at all.
+  auto deadline = no_deadline;
+  if (idle_timeout_.count() > 0) deadline = std::max(last_message_, c_->last_heard_) + idle_timeout_;
+  if (!first_token_ && first_token_timeout_.count() > 0) deadline = std::min(deadline, started_ + first_token_timeout_);
+  return deadline;
+}
+
+bool stream::ready() const {
+  if (!c_ || ended_) return true;
+  // `accepted` alone does not make it ready: next() would read past it and wait.
+  const auto it = c_->inbox_.find(id_);
+  const bool buffered = it != c_->inbox_.end() && std::any_of(it->second.begin(), it->second.end(), [](const json& m) {
+    const std::string type = m.value("type", std::string());
+    return type == "token" || type == "done" || type == "error";
+  });
+  return buffered || clock_type::now() >= deadline();
+}
+
 std::optional<token> stream::next() {
   while (c_ && !ended_) {
     auto& box = c_->inbox_[id_];
     if (box.empty()) {
-      // Idle counts from the last message about this stream or, while the server says it is
-      // there (a heartbeat: the request waits in its queue), from the last message at all.
-      auto deadline = no_deadline;
-      if (idle_timeout_.count() > 0) deadline = std::max(last_message_, c_->last_heard_) + idle_timeout_;
-      if (!first_token_ && first_token_timeout_.count() > 0) deadline = std::min(deadline, started_ + first_token_timeout_);
+      const auto deadline = this->deadline();
       if (clock_type::now() >= deadline) {
         // Nothing in time: cancel on the server and stop listening for this id.
         (void)c_->cancel(id_);
@@ -110,6 +128,8 @@ std::optional<token> stream::next() {
     }
     if (type == "error") {
       end(error_of(msg));
+    } else if (type == "accepted") {
+      accepted_ = true;
     } else if (type == "done") {
       const json& use = msg.value("usage", json::object());
       const json& time = msg.value("timings", json::object());
@@ -121,6 +141,8 @@ std::optional<token> stream::next() {
       d.cached_tokens = use.value("cached_tokens", 0u);
       d.queue_ms = time.value("queue_ms", 0.0);
       d.ttft_ms = time.value("ttft_ms", 0.0);
+      d.prefill_ms = time.value("prefill_ms", 0.0);
+      d.first_step_ms = time.value("first_step_ms", 0.0);
       d.mean_itl_ms = time.value("mean_itl_ms", 0.0);
       d.e2e_ms = time.value("e2e_ms", 0.0);
       d.preemptions = msg.value("preemptions", 0u);
@@ -128,7 +150,7 @@ std::optional<token> stream::next() {
       d.client_e2e_ms = ms_since(started_);
       end(std::move(d));
     }
-    // `accepted` and types this client does not know are skipped.
+    // Types this client does not know are skipped.
   }
   return std::nullopt;
 }
@@ -202,19 +224,24 @@ void client::dispatch(const zmq::message_t& body) {
   if (it != inbox_.end()) it->second.push_back(std::move(msg));
 }
 
-void client::receive(clock_type::time_point deadline) {
+bool client::receive(clock_type::time_point deadline) {
   zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
   const auto now = clock_type::now();
   const auto wait = deadline == no_deadline ? std::chrono::milliseconds(-1)
                                             : std::chrono::ceil<std::chrono::milliseconds>(std::max(deadline, now) - now);
   zmq::poll(&item, 1, wait);
   std::vector<zmq::message_t> frames;
+  bool any = false;
   while (zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
     last_heard_ = clock_type::now();
+    any = true;
     if (frames.size() == 2 && frames[0].to_string_view() == marker) dispatch(frames[1]);
     frames.clear();
   }
+  return any;
 }
+
+bool client::wait(std::chrono::milliseconds timeout) { return receive(clock_type::now() + timeout); }
 
 void client::abandon(const std::string& id) {
   inbox_.erase(id);
@@ -224,7 +251,7 @@ void client::abandon(const std::string& id) {
 outcome<stream> client::start(const generate_params& p) {
   std::string id = next_id();
   inbox_[id];  // messages for it are kept from now on
-  if (auto st = send(request_json(id, p, opt_.tenant)); !st) {
+  if (auto st = send(request_json(id, p, p.tenant.empty() ? opt_.tenant : p.tenant)); !st) {
     inbox_.erase(id);
     return st.error();
   }

@@ -10,7 +10,8 @@
 //
 // Threads: a client and its streams belong to one thread at a time (ZeroMQ sockets are
 // single-threaded); use one client per thread. Several streams of one client may be read in any
-// order from that thread: reading one buffers the messages of the others.
+// order from that thread: reading one buffers the messages of the others. To serve many streams
+// from one thread without blocking on any: client::wait(), then next() on the streams ready().
 // Timeouts: connect (the server must answer a ping), replies, a stream's first token and the
 // gap between its messages. A stream that times out is cancelled on the server.
 
@@ -72,6 +73,7 @@ struct generate_params {
   uint64_t seed = 0;
   std::vector<std::string> stop = {};
   bool stream = true;
+  std::string tenant = {};  //!< development mode: this request's tenant instead of options.tenant
   std::chrono::milliseconds first_token_timeout{0};  //!< start to the first token (or the end)
   //! Longest wait for the next message; heartbeats count while the request waits in the queue.
   std::chrono::milliseconds idle_timeout{0};
@@ -89,6 +91,7 @@ struct completion {
   std::vector<int32_t> tokens;
   uint32_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
   double queue_ms = 0, ttft_ms = 0, mean_itl_ms = 0, e2e_ms = 0;  //!< the server's timings
+  double prefill_ms = 0, first_step_ms = 0;  //!< with queue_ms, the parts of ttft_ms (protocol.md)
   uint32_t preemptions = 0;
   double client_ttft_ms = 0;  //!< measured here, from start() to the first token
   double client_e2e_ms = 0;   //!< from start() to the terminal message
@@ -108,6 +111,11 @@ class stream {
   //! After next() gave nullopt: the completion, or why it failed.
   const outcome<completion>& result() const { return result_; }
   bool ended() const { return ended_; }
+  //! Whether next() would return without waiting: a message is buffered, the stream has ended,
+  //! or a timeout has passed.
+  bool ready() const;
+  //! Whether the server admitted it (an `accepted` came); an error before that is a refusal.
+  bool accepted() const { return accepted_; }
   //! Asks the server to end it; next() then drains to its terminal message (`cancelled`).
   void cancel();
   const std::string& id() const { return id_; }
@@ -116,12 +124,13 @@ class stream {
   friend class client;
   stream(client* c, std::string id, const generate_params& p);
   void end(outcome<completion> r);
+  std::chrono::steady_clock::time_point deadline() const;
 
   client* c_;
   std::string id_;
   std::chrono::milliseconds first_token_timeout_, idle_timeout_;
   std::chrono::steady_clock::time_point started_, last_message_;
-  bool first_token_ = false, ended_ = false;
+  bool first_token_ = false, ended_ = false, accepted_ = false;
   completion done_;
   outcome<completion> result_ = error{"pending", "the stream has not ended"};
 };
@@ -139,6 +148,9 @@ class client {
   outcome<stream> start(const generate_params& p);
   //! Generates to the end, calling on_token for each token; on_token returning false cancels.
   outcome<completion> generate(const generate_params& p, const std::function<bool(const token&)>& on_token = {});
+  //! Waits up to `timeout` for messages and sorts whatever arrives into the streams' inboxes;
+  //! returns whether any message arrived. Then next() on each stream that is ready().
+  bool wait(std::chrono::milliseconds timeout);
   //! Cancels the request `id` sent on this connection (protocol `cancel`; no reply).
   status<error> cancel(const std::string& id);
 
@@ -156,8 +168,8 @@ class client {
   friend class stream;
   explicit client(options opt);
   status<error> send(const nlohmann::json& msg);
-  //! Waits until messages arrive (or `deadline`) and sorts them into their inboxes.
-  void receive(std::chrono::steady_clock::time_point deadline);
+  //! Waits until messages arrive (or `deadline`) and sorts them into their inboxes; whether any came.
+  bool receive(std::chrono::steady_clock::time_point deadline);
   void dispatch(const zmq::message_t& body);
   outcome<nlohmann::json> call(nlohmann::json msg);
   std::string next_id();

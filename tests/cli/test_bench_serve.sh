@@ -55,6 +55,32 @@ assert [q['tenant'] for q in r['requests']] == ['chat', 'rag'], r['requests']
 assert r['requests'][1]['prompt_tokens'] == 300 and r['overall']['done'] == 2, r['overall']
 " "$dir/trace.json"
 
+# --server: a running `hearth serve`, driven over its ipc:// endpoint.
+"$hearth" serve --model "$dir/tiny.gguf" --threads 1 --compute f32 --endpoint "ipc://$dir/serve.sock" \
+  --policy household >"$dir/serve.out" 2>"$dir/serve.err" &
+serve_pid=$!
+trap 'kill -9 "$serve_pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
+for _ in $(seq 1 200); do
+  grep -q "on ipc://" "$dir/serve.out" && break
+  kill -0 "$serve_pid" 2>/dev/null || fail "serve exited: $(cat "$dir/serve.err")"
+  sleep 0.1
+done
+"$hearth" bench serve --model "$dir/tiny.gguf" --server "ipc://$dir/serve.sock" --no-progress --duration 2 --drain 60 \
+  --rate-scale 4 --json "$dir/remote.json" >/dev/null 2>"$dir/remote.err" || fail "bench --server: $(cat "$dir/remote.err")"
+python3 - "$dir/remote.json" "ipc://$dir/serve.sock" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+c, r = j["config"], j["report"]
+assert c["target"] == sys.argv[2] and "engine" not in c, c
+o = r["overall"]
+assert o["issued"] >= 2 and o["done"] == o["issued"], o
+limits = r["server"]["limits"]
+assert limits["max_seqs"] == 64 and limits["policy"] == "household" and limits["mode"] == "colocated", limits
+assert r["server"]["steps"]["count"] > 0, r["server"]
+PY
+kill -TERM "$serve_pid"
+wait "$serve_pid" || fail "serve did not stop cleanly: $(cat "$dir/serve.err")"
+
 "$hearth" bench sweep --model "$dir/tiny.gguf" "${common[@]}" --duration 2 --drain 30 --max-runs 2 --policy fcfs \
   --start-rate 1 -o "$dir/sweep" >"$dir/sweep.txt" 2>"$dir/sweep.err" || fail "sweep: $(cat "$dir/sweep.err")"
 grep -q "baseline" "$dir/sweep.txt" || fail "sweep table lacks the baseline: $(cat "$dir/sweep.txt")"

@@ -93,9 +93,12 @@ class Usage:
 
 @dataclass(frozen=True)
 class Timings:
-    """Server-side, in ms, counted from the moment the server read the request."""
+    """Server-side, in ms, counted from the moment the server read the request. ttft_ms splits into
+    queue_ms, prefill_ms and first_step_ms (docs/protocol.md, `done`)."""
     queue_ms: float | None = None
     ttft_ms: float | None = None
+    prefill_ms: float | None = None
+    first_step_ms: float | None = None
     mean_itl_ms: float | None = None
     e2e_ms: float | None = None
 

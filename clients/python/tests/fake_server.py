@@ -35,7 +35,8 @@ def stream_replies(rid: str, texts: list[str], *, gap: float = 0.0, start: float
 def done_reply(rid: str, n: int, finish: str = "length", prompt_tokens: int = 5, **extra) -> dict:
     return {"type": "done", "id": rid, "finish_reason": finish,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n, "cached_tokens": 2},
-            "timings": {"queue_ms": 1.5, "ttft_ms": 10.0, "mean_itl_ms": 2.0, "e2e_ms": 20.0},
+            "timings": {"queue_ms": 1.5, "ttft_ms": 10.0, "prefill_ms": 5.0, "first_step_ms": 3.5,
+                        "mean_itl_ms": 2.0, "e2e_ms": 20.0},
             "preemptions": 0, **extra}
 
 

@@ -36,6 +36,7 @@ class StreamingTest(ServerCase):
         self.assertEqual((result.finish_reason, result.text), ("length", "the quick brown fox"))
         self.assertEqual(result.usage, hc.Usage(5, 4, 2))
         self.assertEqual(result.timings.ttft_ms, 10.0)
+        self.assertEqual((result.timings.prefill_ms, result.timings.first_step_ms), (5.0, 3.5))
         self.assertIs(stream.wait(), result)
         sent = self.server.types("generate")[0]
         self.assertEqual(sent, {"type": "generate", "id": stream.id, "prompt": "the quick brown fox", "max_tokens": 8,
