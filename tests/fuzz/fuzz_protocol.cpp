@@ -36,8 +36,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const char* dir = std::getenv("HEARTH_FUZZ_WRITE_SEEDS");
   if (dir == nullptr) return 0;
   const char* seeds[] = {
-      "hearth/1\n|\n{\"type\":\"generate\",\"id\":\"t\",\"prompt\":\"hi\",\"max_tokens\":8,\"temperature\":0.5,"
-      "\"top_k\":4,\"top_p\":0.9,\"stop\":[\"\\n\"],\"stream\":false,\"tenant\":\"voice\",\"seed\":3}",
+      ("hearth/1\n|\n{\"type\":\"generate\",\"id\":\"t\",\"prompt\":\"hi\",\"max_tokens\":8,\"temperature\":0.5,"
+       "\"top_k\":4,\"top_p\":0.9,\"stop\":[\"\\n\"],\"stream\":false,\"tenant\":\"voice\",\"seed\":3}"),
       "hearth/1\n|\n{\"type\":\"generate\",\"id\":\"u\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
       "hearth/1\n|\n{\"type\":\"admin\",\"id\":\"a\",\"action\":\"set_policy\",\"policy\":\"slo\"}",
       "hearth/1\n|\n{\"type\":\"stats\",\"id\":\"s\"}",
