@@ -1,7 +1,6 @@
 // hearth bench kernels: the machine's ceilings and the CPU backend against them, in one run
 // (bench/kernels_bench.hpp); a table on stdout, every figure as JSON with --json.
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -10,6 +9,7 @@
 #include "bench/kernels_bench.hpp"
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
+#include "common/text_file.hpp"
 
 namespace hearth::cli {
 namespace {
@@ -60,9 +60,7 @@ int run_bench_kernels(const bench_kernels_args& a) {
   if (!r) return fail(r.error().message);
   print_kernels_bench(*r, stdout);
   if (a.json_path.empty()) return 0;
-  std::ofstream out(a.json_path);
-  out << to_json(*r).dump(2) << '\n';
-  if (!out) return fail("cannot write " + a.json_path);
+  if (auto st = write_text_file(a.json_path, to_json(*r).dump(2) + '\n'); !st) return fail(st.error().message);
   return 0;
 }
 

@@ -1,12 +1,12 @@
 // hearth bench engine: the runtime's own cost per step against the real step time, in one run
 // (bench/engine_bench.hpp); a table on stdout, the figures as JSON with --json.
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/engine_bench.hpp"
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
+#include "common/text_file.hpp"
 
 namespace hearth::cli {
 namespace {
@@ -35,9 +35,7 @@ int run_bench_engine(bench_engine_args& a) {
                             {"prompt", a.opt.prompt}, {"gen", a.opt.gen},
                             {"null", to_json(r->null_run)}, {"model_run", to_json(r->real_run)},
                             {"overhead_share", r->overhead_share}};
-  std::ofstream out(a.json_path);
-  out << j.dump(2) << '\n';
-  if (!out) return fail("cannot write " + a.json_path);
+  if (auto st = write_text_file(a.json_path, j.dump(2) + '\n'); !st) return fail(st.error().message);
   return 0;
 }
 

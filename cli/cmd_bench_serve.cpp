@@ -5,12 +5,12 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 
 #include "bench/household/report.hpp"
 #include "bench/household/runner.hpp"
 #include "cli/cmd_bench_household.hpp"
 #include "cli/commands.hpp"
+#include "common/text_file.hpp"
 
 namespace hearth::cli {
 namespace {
@@ -57,9 +57,7 @@ int run_bench_serve(const bench_serve_args& a) {
   config["trace"] = a.trace;
   config["requests"] = s->requests.size();
   const nlohmann::json j = {{"config", config}, {"report", household::to_json(report, *w, run)}};
-  std::ofstream out(a.json_path);
-  out << j.dump(1) << '\n';
-  if (!out) return fail("cannot write " + a.json_path);
+  if (auto st = write_text_file(a.json_path, j.dump(1) + '\n'); !st) return fail(st.error().message);
   return 0;
 }
 

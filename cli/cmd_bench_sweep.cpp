@@ -4,12 +4,12 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "bench/household/runner.hpp"
 #include "bench/household/sweep.hpp"
 #include "cli/cmd_bench_household.hpp"
 #include "cli/commands.hpp"
+#include "common/text_file.hpp"
 
 namespace hearth::cli {
 namespace {
@@ -22,13 +22,6 @@ struct bench_sweep_args {
   household::search_options search{.start = 0, .target = 0.9, .resolution = 0.25, .max_runs = 5};
   bool quick = false;
 };
-
-status<> write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) return error{errc::io, "cannot write " + path.string()};
-  return {};
-}
 
 int run_bench_sweep(bench_sweep_args& a) {
   if (a.quick) {
@@ -101,7 +94,7 @@ int run_bench_sweep(bench_sweep_args& a) {
         std::pair{"frontier.svg", household::frontier_svg(*sweep)},
         std::pair{"ttft_cdf.svg", household::cdf_svg(*sweep, *w, false)},
         std::pair{"itl_cdf.svg", household::cdf_svg(*sweep, *w, true)}}) {
-    if (auto st = write_file(dir / name, text); !st) return fail(st.error().message);
+    if (auto st = write_text_file((dir / name).string(), text); !st) return fail(st.error().message);
   }
   std::printf("wrote %s/{sweep.json,trials.csv,capacity.csv,frontier.svg,ttft_cdf.svg,itl_cdf.svg}\n",
               a.out_dir.c_str());

@@ -3,13 +3,11 @@
 #include "server/serve_config.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <toml++/toml.h>
+
+#include "common/text_file.hpp"
 
 namespace hearth::server {
 
@@ -135,11 +133,9 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
 }
 
 result<serve_config> load_serve_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error{errc::io, path + ": cannot open: " + std::strerror(errno)};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_serve_config(text.str(), path);
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  return parse_serve_config(*text, path);
 }
 
 status<> check_tenant_keys(const serve_config& c) {

@@ -4,14 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 #include <toml++/toml.h>
+
+#include "common/text_file.hpp"
 
 namespace hearth {
 
@@ -233,12 +231,9 @@ result<std::vector<tenant_config>> parse_tenants(std::string_view toml_text, key
 }
 
 result<std::vector<tenant_config>> load_tenants(const std::string& path, key_rule keys) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error{errc::io, path + ": cannot open: " + std::strerror(errno)};
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return error{errc::io, path + ": cannot read: " + std::strerror(errno)};
-  return parse_tenants(text.str(), keys, path);
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  return parse_tenants(*text, keys, path);
 }
 
 }  // namespace hearth

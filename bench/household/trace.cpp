@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "common/text_file.hpp"
 
 namespace hearth::household {
 
@@ -77,11 +77,9 @@ result<std::vector<trace_entry>> parse_trace(std::string_view jsonl, std::string
 }
 
 result<std::vector<trace_entry>> load_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error{errc::io, "cannot read trace " + path};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_trace(text.str(), path);
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  return parse_trace(*text, path);
 }
 
 }  // namespace hearth::household

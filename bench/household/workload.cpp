@@ -5,10 +5,11 @@
 #include <toml++/toml.h>
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <span>
 #include <sstream>
+
+#include "common/text_file.hpp"
 
 namespace hearth::household {
 
@@ -227,11 +228,9 @@ result<workload> parse_workload(std::string_view toml_text, std::string_view sou
 }
 
 result<workload> load_workload(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error{errc::io, "cannot read workload " + path};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_workload(text.str(), path);
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  return parse_workload(*text, path);
 }
 
 }  // namespace hearth::household
