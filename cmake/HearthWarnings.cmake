@@ -17,6 +17,13 @@ if(HEARTH_SANITIZE)
   endif()
 endif()
 
+# hearth_optimise_when_sanitized(TARGET): under sanitizers, TARGET builds at -O1 (see CMakeLists.txt).
+function(hearth_optimise_when_sanitized target)
+  if(HEARTH_SANITIZE)
+    target_compile_options(${target} PRIVATE -O1)
+  endif()
+endfunction()
+
 if(HEARTH_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "HEARTH_FUZZ needs clang: configure with -DCMAKE_CXX_COMPILER=clang++")
