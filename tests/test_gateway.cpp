@@ -255,24 +255,32 @@ TEST_CASE("a client killed mid-stream has its requests cancelled and their block
   CHECK(done == 0);
 }
 
-TEST_CASE("a request waiting in the queue hears heartbeats, so the client's idle timeout waits", "[gateway]") {
-  // One sequence at a time: the second request waits ~1 s behind the first, longer than its
-  // idle timeout, and hears only the server's heartbeats (every 100 ms) until it starts.
+TEST_CASE("in the queue only the first-token timeout runs, and the idle timeout starts at the first token", "[gateway]") {
+  // One sequence at a time: the second and third requests wait ~1 s behind the first, hearing
+  // only the server's heartbeats (every 100 ms), each on its own connection.
   auto s = served::start({}, {.max_batched_tokens = 64, .max_seqs = 1}, 10ms);
   auto c = connect(s.options());
   auto first = c->start(greedy(long_prompt(), 100));
   REQUIRE(first.ok());
   REQUIRE(first->next());
-  auto params = greedy(long_prompt(), 5);
-  params.idle_timeout = 400ms;
-  auto other = connect(s.options());  // its connection carries nothing but this request's messages
-  auto second = other->start(params);
+  auto idle_only = greedy(long_prompt(), 5);
+  idle_only.idle_timeout = 400ms;
+  auto patient = connect(s.options());
+  auto second = patient->start(idle_only);
   REQUIRE(second.ok());
+  auto first_token_only = greedy(long_prompt(), 5);
+  first_token_only.first_token_timeout = 300ms;
+  auto hasty = connect(s.options());
+  auto third = hasty->start(first_token_only);
+  REQUIRE(third.ok());
+  CHECK_FALSE(third->next());
+  CHECK(third->result().error().code == "timeout");
+  CHECK_THAT(third->result().error().message, Contains("first-token timeout"));
   int n = 0;
   while (second->next()) ++n;
   REQUIRE(second->result().ok());
   CHECK(n == 5);
-  CHECK(second->result()->client_ttft_ms > 400);  // it did wait longer than its idle timeout
+  CHECK(second->result()->client_ttft_ms > 400);  // it waited longer than its idle timeout
   while (first->next()) {
   }
   CHECK(first->result().ok());

@@ -55,11 +55,11 @@ void set_key(zmq::socket_t& s, Option option, const std::string& z85) {
 
 stream::stream(client* c, std::string id, const generate_params& p)
     : c_(c), id_(std::move(id)), first_token_timeout_(p.first_token_timeout), idle_timeout_(p.idle_timeout),
-      started_(clock_type::now()), last_message_(started_) {}
+      started_(clock_type::now()), last_token_(started_) {}
 
 stream::stream(stream&& o) noexcept
     : c_(std::exchange(o.c_, nullptr)), id_(std::move(o.id_)), first_token_timeout_(o.first_token_timeout_),
-      idle_timeout_(o.idle_timeout_), started_(o.started_), last_message_(o.last_message_),
+      idle_timeout_(o.idle_timeout_), started_(o.started_), last_token_(o.last_token_),
       first_token_(o.first_token_), ended_(o.ended_), accepted_(o.accepted_), done_(std::move(o.done_)), result_(std::move(o.result_)) {}
 
 stream::~stream() {
@@ -80,12 +80,12 @@ void stream::cancel() {
 }
 
 clock_type::time_point stream::deadline() const {
-  // Idle counts from the last message about this stream or, while the server says it is
-  // there (a heartbeat: the request waits in its queue), from the last message at all.
-  auto deadline = no_deadline;
-  if (idle_timeout_.count() > 0) deadline = std::max(last_message_, c_->last_heard_) + idle_timeout_;
-  if (!first_token_ && first_token_timeout_.count() > 0) deadline = std::min(deadline, started_ + first_token_timeout_);
-  return deadline;
+  // The same rule as the Python client's: until the first token (with stream = false, until
+  // `done`) the first-token deadline, from the start; then the idle deadline, from the latest
+  // token. `accepted` and heartbeats move neither: a heartbeat is about the connection, and a
+  // request waiting in the queue is what the first-token timeout is for.
+  if (!first_token_) return first_token_timeout_.count() > 0 ? started_ + first_token_timeout_ : no_deadline;
+  return idle_timeout_.count() > 0 ? last_token_ + idle_timeout_ : no_deadline;
 }
 
 bool stream::ready() const {
@@ -108,7 +108,8 @@ std::optional<token> stream::next() {
         // Nothing in time: cancel on the server and stop listening for this id.
         (void)c_->cancel(id_);
         c_->abandon(id_);
-        end(error{"timeout", "no message for request '" + id_ + "' in time"});
+        end(error{"timeout", first_token_ ? "no token for request '" + id_ + "' within its idle timeout"
+                                          : "no first token for request '" + id_ + "' within its first-token timeout"});
         break;
       }
       c_->receive(deadline);
@@ -116,9 +117,9 @@ std::optional<token> stream::next() {
     }
     const json msg = std::move(box.front());
     box.pop_front();
-    last_message_ = clock_type::now();
     const std::string type = msg.value("type", std::string());
     if (type == "token") {
+      last_token_ = clock_type::now();
       token t{msg.value("index", 0u), msg.value("token", 0), msg.value("text", std::string())};
       if (!first_token_) done_.client_ttft_ms = ms_since(started_);
       first_token_ = true;
@@ -233,7 +234,6 @@ bool client::receive(clock_type::time_point deadline) {
   std::vector<zmq::message_t> frames;
   bool any = false;
   while (zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
-    last_heard_ = clock_type::now();
     any = true;
     if (frames.size() == 2 && frames[0].to_string_view() == marker) dispatch(frames[1]);
     frames.clear();

@@ -74,9 +74,9 @@ struct generate_params {
   std::vector<std::string> stop = {};
   bool stream = true;
   std::string tenant = {};  //!< development mode: this request's tenant instead of options.tenant
-  std::chrono::milliseconds first_token_timeout{0};  //!< start to the first token (or the end)
-  //! Longest wait for the next message; heartbeats count while the request waits in the queue.
-  std::chrono::milliseconds idle_timeout{0};
+  //! Start to the first token (with stream = false, to the end); time in the queue counts.
+  std::chrono::milliseconds first_token_timeout{0};
+  std::chrono::milliseconds idle_timeout{0};  //!< from one token to the next
 };
 
 struct token {
@@ -129,7 +129,7 @@ class stream {
   client* c_;
   std::string id_;
   std::chrono::milliseconds first_token_timeout_, idle_timeout_;
-  std::chrono::steady_clock::time_point started_, last_message_;
+  std::chrono::steady_clock::time_point started_, last_token_;
   bool first_token_ = false, ended_ = false, accepted_ = false;
   completion done_;
   outcome<completion> result_ = error{"pending", "the stream has not ended"};
@@ -182,7 +182,6 @@ class client {
   uint64_t counter_ = 0;
   std::map<std::string, std::deque<nlohmann::json>> inbox_;  // by request id, while someone waits
   std::set<std::string> abandoned_;
-  std::chrono::steady_clock::time_point last_heard_ = {};  // the last message of any kind
 };
 
 }  // namespace hearth::client
