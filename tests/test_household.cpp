@@ -224,7 +224,7 @@ TEST_CASE("workload errors name the line, the class and the field", "[household]
   CHECK_FALSE(load_workload("/nonexistent/w.toml").ok());
 }
 
-TEST_CASE("traces replay in time order; bad lines are refused with their number", "[household]") {
+TEST_CASE("traces replay in time order, and bad lines are refused with their number", "[household]") {
   auto t = parse_trace(
       "{\"time\": 2, \"tenant\": \"chat\", \"prompt\": \"Hi\", \"max_tokens\": 4}\n\n"
       "{\"time\": 0.5, \"tenant\": \"rag\", \"prompt_tokens\": 300, \"max_tokens\": 16}\n",
@@ -339,8 +339,11 @@ TEST_CASE("a sweep always runs the baseline first, and compares every capacity t
   grid.long_prefill_threshold = {128};
   grid.policy = {"fcfs", "household"};
   grid.mode = {placement_mode::colocated};
-  const auto configs = make_sweep_configs(grid, engine_config{}, 4096);
+  std::vector<std::string> refused;
+  const auto configs = make_sweep_configs(grid, engine_config{}, 4096, &refused);
   REQUIRE(configs.size() == 1 + 4);
+  REQUIRE(refused.size() == 4);  // 8 tokens at 16 and at 64 sequences, under both policies
+  for (const auto& r : refused) CHECK_THAT(r, Catch::Contains("max_batched_tokens (8) must be >= max_seqs"));
   const engine_config& b = configs[0].cfg;
   CHECK(configs[0].baseline);
   CHECK(b.policy == "fcfs");

@@ -24,7 +24,7 @@ std::string fmt(const char* f, double v) {
 }  // namespace
 
 std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engine_config& base,
-                                             uint32_t longest_prompt) {
+                                             uint32_t longest_prompt, std::vector<std::string>* refused) {
   std::vector<sweep_config> out;
   engine_config b = base;
   b.max_seqs = grid.max_seqs.empty() ? base.max_seqs : grid.max_seqs.front();
@@ -48,7 +48,11 @@ std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engin
               c.worker_cpus = grid.prefill_cpus;
               c.decode_cpus = grid.decode_cpus;
             }
-            if (!check(c) || same_knobs(c, b)) continue;
+            if (same_knobs(c, b)) continue;
+            if (auto st = check(c); !st) {
+              if (refused) refused->push_back(describe(c) + ": " + st.error().message);
+              continue;
+            }
             out.push_back({describe(c), c, false});
           }
         }

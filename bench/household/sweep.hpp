@@ -33,9 +33,10 @@ struct sweep_config {
 
 //! The baseline (fcfs, no chunking: a budget of longest_prompt + max_seqs tokens and no prefill
 //! cap, colocated, the grid's first max_seqs) and then every combination of the grid; `base`
-//! gives the other fields. Combinations check() refuses, or equal to the baseline, are left out.
+//! gives the other fields. Combinations equal to the baseline are left out, and so are those
+//! check() refuses, each with its reason in `refused` when given.
 std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engine_config& base,
-                                             uint32_t longest_prompt);
+                                             uint32_t longest_prompt, std::vector<std::string>* refused = nullptr);
 
 //! One trial's outcome as the sweep keeps it.
 struct sweep_trial {
