@@ -176,7 +176,7 @@ TEST_CASE("shutdown ends every admitted request and refuses new ones", "[engine]
   CHECK(e->gauges().kv.used == 0);
 }
 
-TEST_CASE("the worker pins itself to its cpuset; a bad cpuset fails the start", "[engine]") {
+TEST_CASE("the worker pins itself to its cpuset, and a bad cpuset fails the start", "[engine]") {
   auto e = start_engine({.worker_cpus = "0"});
   CHECK(e->worker().cpus == "0");
   CHECK(e->worker().threads == 1);

@@ -142,7 +142,7 @@ TEST_CASE("tensors of every type round-trip with aligned, non-overlapping data",
   CHECK(f.find_tensor("missing") == nullptr);
 }
 
-TEST_CASE("set replaces a value in place; general.alignment re-lays the data", "[gguf]") {
+TEST_CASE("set replaces a value in place, and general.alignment re-lays the data", "[gguf]") {
   writer w;
   w.set("a", uint32_t{1});
   w.set("b", std::string("x"));

@@ -65,7 +65,7 @@ TEST_CASE("the prefix cache matches whole chained blocks of the same salt", "[kv
   CHECK(kv.stats().hits == 3);
 }
 
-TEST_CASE("shared blocks count references; unreferenced cached blocks are evicted oldest first", "[kv_cache]") {
+TEST_CASE("shared blocks count references, and unreferenced cached blocks are evicted oldest first", "[kv_cache]") {
   kv_cache kv(4, 2);
   const auto a = iota_tokens(4), b = iota_tokens(4, 100);
   const auto ta = fill(kv, a, 0);

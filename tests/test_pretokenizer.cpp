@@ -39,7 +39,7 @@ TEST_CASE("unicode classes and UTF-8 decoding", "[pretokenizer]") {
   CHECK(s == "\xF0\x9F\x98\x80");
 }
 
-TEST_CASE("names map to splitters; unknown names do not", "[pretokenizer]") {
+TEST_CASE("names map to splitters, and unknown names do not", "[pretokenizer]") {
   CHECK(pretokenizer_from_name("llama-bpe") == pretokenizer_kind::llama3);
   CHECK(pretokenizer_from_name("default") == pretokenizer_kind::gpt2);
   CHECK(pretokenizer_from_name("qwen2") == pretokenizer_kind::qwen2);

@@ -23,7 +23,7 @@ TEST_CASE("text that only looks like a stop string's start is released", "[stop_
   CHECK_FALSE(m.stopped());
 }
 
-TEST_CASE("the earliest of several stop strings wins; empty ones are ignored", "[stop_matcher]") {
+TEST_CASE("the earliest of several stop strings wins, and empty ones are ignored", "[stop_matcher]") {
   stop_matcher m({"", "cd", "bcd"});
   CHECK(m.push("abcde") == "a");
   stop_matcher none({});

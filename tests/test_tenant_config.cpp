@@ -121,7 +121,7 @@ TEST_CASE("every bad tenant field is named with its line", "[tenants]") {
   CHECK_THAT(error_for("quota = { rpm = 5 }"), Contains("quota.rpm is not a known field"));
 }
 
-TEST_CASE("names must be present, well-formed and unique; keys unique", "[tenants]") {
+TEST_CASE("names must be present, well-formed and unique, and keys unique", "[tenants]") {
   auto error_of = [](const std::string& text) {
     const auto r = parse_tenants(text, key_rule::optional, "home.toml");
     REQUIRE_FALSE(r.ok());
@@ -137,7 +137,7 @@ TEST_CASE("names must be present, well-formed and unique; keys unique", "[tenant
   CHECK_THAT(error_of("[tenant]\nname = \"a\"\n"), Contains("tenant must be an array of tables"));
 }
 
-TEST_CASE("tenants load from a file; a missing file is an io error", "[tenants]") {
+TEST_CASE("tenants load from a file, and a missing file is an io error", "[tenants]") {
   const std::string path = "test_tenant_config.toml";
   std::ofstream(path) << household_toml;
   const auto r = load_tenants(path, key_rule::required);

@@ -134,7 +134,7 @@ TEST_CASE("the first tenant ever to queue is not lifted", "[tenants]") {
   CHECK(c.counters()[0] == 0);
 }
 
-TEST_CASE("a reconfigured table keeps counters by tenant; a new tenant starts at the lift", "[tenants]") {
+TEST_CASE("a reconfigured table keeps counters by tenant, and a new tenant starts at the lift", "[tenants]") {
   service_counters c({1.0, 1.0, 1.0});  // a, b, default
   c.enqueue(0);
   c.enqueue(1);
