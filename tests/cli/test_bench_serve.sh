@@ -82,7 +82,7 @@ kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "serve did not stop cleanly: $(cat "$dir/serve.err")"
 
 "$hearth" bench sweep --model "$dir/tiny.gguf" "${common[@]}" --duration 2 --drain 30 --max-runs 2 --policy fcfs \
-  --start-rate 1 --min-requests 3 -o "$dir/sweep" >"$dir/sweep.txt" 2>"$dir/sweep.err" || fail "sweep: $(cat "$dir/sweep.err")"
+  --start-rate 1 --min-requests 2 -o "$dir/sweep" >"$dir/sweep.txt" 2>"$dir/sweep.err" || fail "sweep: $(cat "$dir/sweep.err")"
 grep -q "baseline" "$dir/sweep.txt" || fail "sweep table lacks the baseline: $(cat "$dir/sweep.txt")"
 for f in sweep.json trials.csv capacity.csv frontier.svg ttft_cdf.svg itl_cdf.svg; do
   [ -s "$dir/sweep/$f" ] || fail "sweep did not write $f"
@@ -91,7 +91,7 @@ python3 - "$dir/sweep" <<'PY'
 import csv, json, sys, xml.dom.minidom
 d = sys.argv[1]
 full = json.load(open(d + "/sweep.json"))
-assert full["config"]["search"]["min_requests"] == 3, full["config"]["search"]
+assert full["config"]["search"]["min_requests"] == 2, full["config"]["search"]
 s = full["sweep"]
 assert len(s["configs"]) == 2 and s["configs"][0]["baseline"], s["configs"]
 assert s["configs"][0]["engine"]["long_prefill_threshold"] == 0
