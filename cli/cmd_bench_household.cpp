@@ -93,7 +93,7 @@ result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a
     engine_config c = cfg;
     c.tenants.clear();
     for (const household::workload_class& k : w.classes)
-      c.tenants.push_back({.name = k.name, .cls = k.priority, .weight = k.weight, .slo = {k.ttft_ms, k.itl_ms}});
+      c.tenants.push_back({.name = k.name, .cls = k.priority, .weight = k.weight, .slo = {k.ttft_ms, k.itl_ms, w.itl_quantile}});
     auto e = engine::start(c, m.tok, m.factory());
     if (!e) return e.error();
     s->engine_ = std::move(*e);

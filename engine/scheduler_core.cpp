@@ -30,6 +30,7 @@ struct scheduler_core::sequence {
   uint32_t cached_tokens = 0;     // prompt tokens the prefix cache served at the first start
   uint32_t preemptions = 0;
   uint32_t draws = 0;             // completion tokens drawn, an end-of-generation token included
+  uint32_t itl_gaps = 0, itl_misses = 0;  // gaps between its tokens, and those over its ITL target
   bool running = false;
   bool busy = false;              // in a step that a worker is computing
   bool cancelled = false;
@@ -46,7 +47,7 @@ struct scheduler_core::plan_state {
   step out;
   step_kind kind;
   uint32_t budget;
-  uint32_t partial;  // requests mid-prefill, counting those that start in this step
+  uint32_t partial;  // chunks in this step that leave their prompt unfinished
   double now_s;
 };
 
@@ -97,10 +98,10 @@ void scheduler_core::index_tenants() {
   if (cfg_.tenants.empty()) return;
   for (const tenant_config& t : cfg_.tenants) {
     tenant_index_.emplace(t.name, static_cast<uint32_t>(tenants_.size()));
-    tenants_.push_back({t.name, t.cls, t.weight, t.slo.ttft_ms, t.slo.itl_ms, 0});
+    tenants_.push_back({t.name, t.cls, t.weight, t.slo.ttft_ms, t.slo.itl_ms, t.slo.itl_quantile, 0});
     max_concurrent_.push_back(t.quota.max_concurrent);
   }
-  tenants_.push_back({default_tenant, tenant_class::standard, 1.0, 0, 0, 0});
+  tenants_.push_back({default_tenant, tenant_class::standard, 1.0, 0, 0, 1, 0});
   max_concurrent_.push_back(0);
 }
 
@@ -169,6 +170,8 @@ request_view scheduler_core::view_of(const sequence& s) const {
   v.generated_tokens = s.generated();
   v.blocks = static_cast<uint32_t>(s.blocks.size());
   v.preemptions = s.preemptions;
+  v.itl_gaps = s.itl_gaps;
+  v.itl_misses = s.itl_misses;
   return v;
 }
 
@@ -193,8 +196,17 @@ scheduler_core::snapshot_views scheduler_core::views() {
   snapshot_views v;
   v.waiting.reserve(waiting_.size());
   v.running.reserve(running_.size());
-  for (const sequence* w : waiting_) v.waiting.push_back(view_of(*w));
-  for (const sequence* r : running_) v.running.push_back(view_of(*r));
+  for (sequence* w : waiting_) {
+    v.waiting.push_back(view_of(*w));
+    v.prefill.push_back(w);
+  }
+  v.n_queued = v.prefill.size();
+  for (sequence* r : running_) {
+    v.running.push_back(view_of(*r));
+    if (r->prefilled() || r->busy) continue;
+    v.waiting.push_back(v.running.back());
+    v.prefill.push_back(r);
+  }
   return v;
 }
 
@@ -210,13 +222,11 @@ policy_snapshot scheduler_core::snapshot(const snapshot_views& v, double now_s) 
 
 step scheduler_core::plan(double now_s, step_kind kind) {
   plan_state ps{{next_step_, kind, {}}, kind, cfg_.max_batched_tokens, 0, now_s};
-  for (const sequence* s : running_) ps.partial += s->prefilled() ? 0 : 1;
   if (kind != step_kind::prefill) plan_decodes(ps);
   if (kind != step_kind::decode) {
     // The policy may hold prefill back so the step stays short (decode protection).
     if (const auto cap = policy_->prefill_cap(snapshot(views(), now_s))) ps.budget = std::min(ps.budget, *cap);
-    plan_partial_prefills(ps);
-    plan_waiting(ps);
+    plan_prefills(ps);
   }
   if (!ps.out.seqs.empty()) {
     ++next_step_;
@@ -264,11 +274,9 @@ void scheduler_core::preempt(sequence& victim, plan_state& ps) {
   auto& seqs = ps.out.seqs;
   if (auto it = std::ranges::find(seqs, victim.id, &step_seq::id); it != seqs.end()) {
     ps.budget += static_cast<uint32_t>(it->tokens.size());
+    ps.partial -= it->sample ? 0 : 1;
     seqs.erase(it);
   }
-  // Victims are running before this step (those starting in it are planned after every
-  // preemption), so one mid-prefill was counted in ps.partial.
-  if (!victim.prefilled() && ps.partial > 0) --ps.partial;
   kv_.release(victim.blocks);
   victim.blocks.clear();
   victim.computed = 0;
@@ -295,41 +303,45 @@ void scheduler_core::plan_decodes(plan_state& ps) {
   }
 }
 
-void scheduler_core::plan_partial_prefills(plan_state& ps) {
-  const std::vector<sequence*> order = running_;
-  for (sequence* s : order) {
-    if (!s->running || s->busy || s->prefilled() || ps.budget == 0) continue;
-    if (ps.out.seqs.size() >= cfg_.max_seqs) break;
-    if (!ensure_blocks(*s, s->computed + 1, ps)) {
-      preempt(*s, ps);
-      continue;
-    }
-    uint32_t n = std::min<uint32_t>(ps.budget, static_cast<uint32_t>(s->tokens.size()) - s->computed);
-    if (cfg_.long_prefill_threshold > 0) n = std::min(n, cfg_.long_prefill_threshold);
-    grow(*s, s->computed + n);  // what the pool has; the chunk shrinks to the blocks held
-    n = std::min<uint32_t>(n, static_cast<uint32_t>(s->blocks.size()) * kv_.block_size() - s->computed);
-    add_chunk(*s, n, ps);
-  }
-}
-
-void scheduler_core::plan_waiting(plan_state& ps) {
-  if (waiting_.empty()) return;
+// Waiting requests and running ones mid-prefill share the prefill budget in the policy's order,
+// so a voice turn that arrives while a long document is being prefilled goes ahead of it.
+void scheduler_core::plan_prefills(plan_state& ps) {
   const snapshot_views v = views();
+  if (v.prefill.empty()) return;
   const auto order = policy_->order_waiting(snapshot(v, ps.now_s));
-  const std::vector<sequence*> queue = waiting_;  // start() edits waiting_
   std::vector<uint32_t> running(max_concurrent_.size(), 0);  // per tenant slot; none without tenants
   if (!running.empty())
     for (const sequence* r : running_) ++running[r->tenant];
+  bool starting = true;  // false once a waiting request found no room
   for (uint32_t i : order) {
-    if (ps.budget == 0 || ps.out.seqs.size() >= cfg_.max_seqs || running_.size() >= cfg_.max_seqs) break;
-    sequence& s = *queue[i];
+    if (ps.budget == 0 || ps.out.seqs.size() >= cfg_.max_seqs) break;
+    sequence& s = *v.prefill[i];
+    if (i >= v.n_queued) {  // running when the plan began
+      if (s.running) continue_prefill(s, ps);  // (not preempted meanwhile)
+      continue;
+    }
+    if (!starting || running_.size() >= cfg_.max_seqs) continue;
     // A tenant at its max_concurrent waits for one of its own to end; others go ahead of it.
     if (!running.empty() && max_concurrent_[s.tenant] > 0 && running[s.tenant] >= max_concurrent_[s.tenant]) continue;
     const start_result started = start(s, ps);
     // First come keeps its place: no one overtakes a request for which the pool has no room.
-    if (started == start_result::no_room) break;
+    if (started == start_result::no_room) starting = false;
     if (started == start_result::started && !running.empty()) ++running[s.tenant];
   }
+}
+
+void scheduler_core::continue_prefill(sequence& s, plan_state& ps) {
+  const auto total = static_cast<uint32_t>(s.tokens.size());
+  uint32_t n = std::min<uint32_t>(ps.budget, total - s.computed);
+  if (cfg_.long_prefill_threshold > 0) n = std::min(n, cfg_.long_prefill_threshold);
+  if (s.computed + n < total && ps.partial >= cfg_.max_partial_prefills) return;
+  if (!ensure_blocks(s, s.computed + 1, ps)) {
+    preempt(s, ps);
+    return;
+  }
+  grow(s, s.computed + n);  // what the pool has; the chunk shrinks to the blocks held
+  n = std::min<uint32_t>(n, static_cast<uint32_t>(s.blocks.size()) * kv_.block_size() - s.computed);
+  add_chunk(s, n, ps);
 }
 
 scheduler_core::start_result scheduler_core::start(sequence& s, plan_state& ps) {
@@ -367,7 +379,6 @@ scheduler_core::start_result scheduler_core::start(sequence& s, plan_state& ps) 
   s.running = true;
   leave_waiting(s);
   running_.push_back(&s);
-  ps.partial += partial ? 1 : 0;
   add_chunk(s, n, ps);
   return start_result::started;
 }
@@ -399,6 +410,7 @@ void scheduler_core::add_chunk(sequence& s, uint32_t n, plan_state& ps) {
     }
   }
   ps.budget -= n;
+  ps.partial += e.sample ? 0 : 1;
   ps.out.seqs.push_back(std::move(e));
 }
 
@@ -441,6 +453,7 @@ void scheduler_core::accept_token(sequence& s, token_id t, double now_s, std::ve
   }
   ++s.draws;
   if (s.first_token_s < 0) s.first_token_s = now_s;
+  if (s.last_token_s >= 0) count_gap(s, now_s);
   s.last_token_s = now_s;
   s.token_ms.push_back(static_cast<float>(1e3 * (now_s - s.arrival_s)));
   if (tok_->is_end_of_generation(t)) {
@@ -460,6 +473,13 @@ void scheduler_core::accept_token(sequence& s, token_id t, double now_s, std::ve
   } else if (s.generated() >= s.req.max_tokens || s.tokens.size() >= n_ctx_) {
     finish(s, event_kind::done, finish_reason::length, reject_reason::none, {}, now_s, events);
   }
+}
+
+// What an SLO-aware policy needs to spend a stream's ITL quantile: its gaps, and those missed.
+void scheduler_core::count_gap(sequence& s, double now_s) {
+  ++s.itl_gaps;
+  const double target_ms = tenants_.empty() ? 0 : tenants_[s.tenant].itl_ms;
+  if (target_ms > 0 && 1e3 * (now_s - s.last_token_s) > target_ms) ++s.itl_misses;
 }
 
 void scheduler_core::finish(sequence& s, event_kind kind, finish_reason fin, reject_reason why, std::string message,

@@ -6,11 +6,12 @@
 //
 // A step, in the order budget is handed out (Sarathi-Serve):
 //   1. every running request past its prompt gets its decode token;
-//   2. requests mid-prefill get their next chunk;
-//   3. waiting requests start, in the policy's order, while budget and sequence slots allow
-//      (passing over those of a tenant at its quota.max_concurrent);
-//      a prompt that would stay unfinished also needs one of max_partial_prefills slots, and
-//      when none is free, prompts that finish in this step go ahead of it.
+//   2. the rest is prefill, in the policy's order over the waiting requests and the running
+//      ones mid-prefill together (so a voice turn overtakes a long document's next chunk):
+//      a request mid-prefill gets its next chunk, a waiting one starts, while budget and
+//      sequence slots allow (passing over those of a tenant at its quota.max_concurrent).
+//      A chunk that leaves its prompt unfinished takes one of the step's max_partial_prefills
+//      slots; when none is free, prompts that finish in this step go ahead of it.
 // A chunk is at most long_prefill_threshold tokens, so one long prompt cannot take a whole step.
 // Disaggregated with KV handoff by copy, each worker has its own pool and a block id names the
 // same slot in both: a decode step lists the blocks the decode worker must first copy in from
@@ -124,13 +125,14 @@ class scheduler_core {
   void preempt(sequence& victim, plan_state& ps);
   std::optional<uint32_t> pick_victim(const sequence& needy, const plan_state& ps);
   void plan_decodes(plan_state& ps);
-  void plan_partial_prefills(plan_state& ps);
-  void plan_waiting(plan_state& ps);
+  void plan_prefills(plan_state& ps);
+  void continue_prefill(sequence& s, plan_state& ps);
   enum class start_result { started, skipped, no_room };
   start_result start(sequence& s, plan_state& ps);
   void add_chunk(sequence& s, uint32_t n, plan_state& ps);
   void offer_full_blocks(sequence& s);
   void accept_token(sequence& s, token_id t, double now_s, std::vector<request_event>& events);
+  void count_gap(sequence& s, double now_s);
   void finish(sequence& s, event_kind kind, finish_reason fin, reject_reason why, std::string message,
               double now_s, std::vector<request_event>& events);
   request_view view_of(const sequence& s) const;
@@ -138,8 +140,12 @@ class scheduler_core {
   uint32_t slot_of(const std::string& tenant) const;
   void enter_waiting(sequence& s, std::vector<sequence*>::iterator pos);
   void leave_waiting(sequence& s);
+  // What a policy sees. `waiting` holds every request with prompt left to compute: the waiting
+  // queue, then the running requests mid-prefill (also in `running`); prefill[i] is waiting[i]'s.
   struct snapshot_views {
     std::vector<request_view> waiting, running;
+    std::vector<sequence*> prefill;
+    size_t n_queued = 0;  // waiting[0, n_queued) is the waiting queue
   };
   snapshot_views views();
   policy_snapshot snapshot(const snapshot_views& v, double now_s) const;

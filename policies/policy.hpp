@@ -1,7 +1,7 @@
 #pragma once
 // The scheduling policy seam. A policy sees a read-only snapshot of the engine (waiting and
 // running requests, their tenants with SLOs and service counters, the clock, the measured
-// step-time model) and decides: the order in which waiting requests get prefill budget, which
+// step-time model) and decides: the order in which requests get prefill budget, which
 // running request gives up its KV blocks when the pool runs dry, and optionally a cap on the
 // prefill tokens of the next step. It keeps no state between calls and does no I/O, so it is
 // unit-testable in microseconds and can be switched between two steps. State that fairness
@@ -29,6 +29,7 @@ struct tenant_view {
   double weight = 1.0;             //!< share relative to other tenants (> 0)
   double ttft_ms = 0;              //!< SLO targets; 0 = none
   double itl_ms = 0;
+  double itl_quantile = 1;         //!< the share of a stream's gaps that must keep itl_ms
   double service = 0;              //!< VTC virtual counter: weighted tokens served / weight
 };
 
@@ -51,10 +52,14 @@ struct request_view {
   uint32_t generated_tokens = 0;
   uint32_t blocks = 0;             //!< KV blocks held
   uint32_t preemptions = 0;
+  uint32_t itl_gaps = 0;           //!< gaps between its tokens so far
+  uint32_t itl_misses = 0;         //!< of which longer than its tenant's itl_ms
 };
 
 struct policy_snapshot {
-  std::span<const request_view> waiting;  //!< not yet started, or preempted
+  //! Every request with prompt left to compute: not yet started, preempted, or running and
+  //! mid-prefill (computed_tokens > 0; those are also in `running`).
+  std::span<const request_view> waiting;
   std::span<const request_view> running;  //!< holding KV blocks
   double now_s = 0;
   std::span<const tenant_view> tenants = {};  //!< empty: the engine runs without tenant configuration

@@ -17,8 +17,15 @@ constexpr double no_target = std::numeric_limits<double>::infinity();
 // The decodes of the next step and the ITL target they must keep.
 struct decode_load {
   uint32_t decodes = 0;
-  double tightest_itl_ms = no_target;  //!< among interactive sequences
+  double tightest_itl_ms = no_target;  //!< among streams that cannot afford a long gap
 };
+
+// Whether one more long gap keeps r within its quantile even if every gap after it is short:
+// the stream has earned it with the short gaps behind it.
+bool can_afford_long_gap(const request_view& r, const tenant_view& t) {
+  const double allowed = (1 - t.itl_quantile) * (r.itl_gaps + 1);
+  return r.itl_misses + 1 <= allowed + 1e-9;
+}
 
 decode_load decode_load_of(const policy_snapshot& s) {
   decode_load load;
@@ -26,7 +33,7 @@ decode_load decode_load_of(const policy_snapshot& s) {
     if (r.generated_tokens == 0) continue;  // still in its prompt: no tokens to space out yet
     ++load.decodes;
     const tenant_view& t = tenant_of(s, r);
-    if (t.cls == tenant_class::interactive && t.itl_ms > 0) load.tightest_itl_ms = std::min(load.tightest_itl_ms, t.itl_ms);
+    if (t.itl_ms > 0 && !can_afford_long_gap(r, t)) load.tightest_itl_ms = std::min(load.tightest_itl_ms, t.itl_ms);
   }
   return load;
 }

@@ -8,10 +8,14 @@ namespace hearth {
 //!   requests of tenants without a TTFT target follow, in arrival order.
 //! - Victim: the running request whose tenant has the loosest ITL target (none is loosest),
 //!   latest arrival first.
-//! - prefill_cap: while interactive sequences decode, the next step's prefill tokens are capped
-//!   so the predicted step time, step_time.predict_ms(decodes + prefill, running + 1), stays
-//!   within the tightest ITL target among them. The cap never goes below `min_prefill_tokens`,
-//!   so prefill always progresses even when the decodes alone already exceed the target.
+//! - prefill_cap: while streams with an ITL target decode, the next step's prefill tokens are
+//!   capped so the predicted step time, step_time.predict_ms(decodes + prefill, running + 1),
+//!   stays within the tightest ITL target among them. A target is a quantile (itl_quantile of
+//!   a stream's gaps must keep it), and a stream whose short gaps so far leave room for one more
+//!   long one (misses + 1 <= (1 - quantile) * (gaps + 1)) does not hold the step back: when no
+//!   stream does, the step takes its full budget, and a long prompt gets a chunk at full speed.
+//!   The cap never goes below `min_prefill_tokens`, so prefill always progresses even when the
+//!   decodes alone already exceed the target.
 class slo_policy final : public policy {
  public:
   //! 32 tokens: two 16-position KV blocks, a chunk small enough to cost little next to the

@@ -31,7 +31,7 @@ constexpr size_t max_name_chars = 64;
 
 constexpr std::string_view tenant_fields[] = {"name", "key", "class", "weight", "slo", "quota", "share_prefix",
                                                  "admin"};
-constexpr std::string_view slo_fields[] = {"ttft_ms", "itl_ms"};
+constexpr std::string_view slo_fields[] = {"ttft_ms", "itl_ms", "itl_quantile"};
 constexpr std::string_view quota_fields[] = {"max_concurrent", "max_queued", "max_prompt_tokens", "tokens_per_minute"};
 
 // Whether `key` is Z85 text of a 32-byte key: 40 characters of the alphabet, and every group of
@@ -157,6 +157,8 @@ class tenant_reader {
     only_known(*t, slo_fields, "slo.");
     slo.ttft_ms = number(*t, "slo.", "ttft_ms", 0, false);
     slo.itl_ms = number(*t, "slo.", "itl_ms", 0, false);
+    slo.itl_quantile = number(*t, "slo.", "itl_quantile", slo.itl_quantile, true);
+    if (slo.itl_quantile > 1) fail(t->get("itl_quantile"), "slo.itl_quantile", "must be at most 1");
   }
 
   void read_quota(tenant_quota& q) const {
@@ -212,6 +214,7 @@ status<> check_tenants(const std::vector<tenant_config>& tenants) {
     if (!t.key.empty() && !is_z85_key(t.key)) return bad(t, "key must be a CURVE public key in Z85 text (40 characters)");
     if (!std::isfinite(t.weight) || t.weight <= 0) return bad(t, "weight must be a number > 0");
     if (!target(t.slo.ttft_ms) || !target(t.slo.itl_ms)) return bad(t, "slo targets must be numbers >= 0");
+    if (!(t.slo.itl_quantile > 0 && t.slo.itl_quantile <= 1)) return bad(t, "slo.itl_quantile must be > 0 and <= 1");
     for (size_t j = 0; j < i; ++j) {
       if (tenants[j].name == t.name) return bad(t, "name is used twice");
       if (!t.key.empty() && tenants[j].key == t.key) return bad(t, "key is already used by tenant '" + tenants[j].name + "'");

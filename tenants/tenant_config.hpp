@@ -18,6 +18,9 @@ namespace hearth {
 struct tenant_slo {
   double ttft_ms = 0;  //!< arrival to first token
   double itl_ms = 0;   //!< between two tokens of a stream
+  //! The share of a stream's gaps that must keep itl_ms: 0.9 lets one gap in ten run long (a
+  //! prefill chunk), as the household bench judges a stream (its 90th percentile gap).
+  double itl_quantile = 0.9;
 };
 
 //! Limits admission enforces per tenant; 0 = unlimited.

@@ -234,6 +234,47 @@ TEST_CASE("slo caps prefill so the predicted step keeps the tightest interactive
   }
 }
 
+TEST_CASE("slo stops capping for streams whose short gaps earned a long one", "[policies]") {
+  const auto p = make_policy("slo");
+  tenant_view tenants[] = {household[0], household[1], household[2]};
+  tenants[0].itl_quantile = 0.9;  // voice: 100 ms for 90 % of the gaps
+  auto stream = [](request_id id, uint32_t tenant, uint32_t gaps, uint32_t misses) {
+    request_view r = decoding(id, tenant);
+    r.itl_gaps = gaps;
+    r.itl_misses = misses;
+    return r;
+  };
+  // 9 short gaps earn the 10th; 19 gaps with one miss earn the 20th (2 of 20 = 10 %).
+  std::vector<request_view> running = {stream(1, 0, 9, 0), stream(2, 0, 19, 1)};
+  policy_snapshot s{.waiting = {}, .running = running, .now_s = 10.0, .tenants = tenants,
+                    .step_time = {.base_ms = 10, .per_token_ms = 0.05, .per_seq_ms = 0.5}, .max_batched_tokens = 8192};
+  CHECK_FALSE(p->prefill_cap(s));  // nobody holds the step back: the whole budget
+
+  auto capped_at = [&](double itl_ms) {
+    const auto cap = p->prefill_cap(s);
+    REQUIRE(cap);
+    const double decodes = static_cast<double>(running.size()), seqs = decodes + 1;
+    CHECK(s.step_time.predict_ms(decodes + *cap, seqs) <= itl_ms + 1e-9);
+    CHECK(s.step_time.predict_ms(decodes + *cap + 1, seqs) > itl_ms);
+  };
+  SECTION("8 short gaps have not earned one") {
+    running.push_back(stream(3, 0, 8, 0));
+    s.running = running;
+    capped_at(100);
+  }
+  SECTION("a stream of any class with a target holds the step to it") {
+    tenants[1].itl_ms = 250;
+    tenants[1].itl_quantile = 0.9;
+    running.push_back(stream(3, 1, 30, 3));  // docs, 4 of 31 would be 12.9 %
+    s.running = running;
+    capped_at(250);
+  }
+  SECTION("at quantile 1 every gap keeps the target") {
+    tenants[0].itl_quantile = 1;
+    capped_at(100);
+  }
+}
+
 TEST_CASE("household serves classes in order and VTC within a class", "[policies]") {
   const auto p = make_policy("household");
   const tenant_view tenants[] = {{.name = "voice", .cls = tenant_class::interactive, .service = 900},

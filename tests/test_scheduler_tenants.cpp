@@ -215,3 +215,71 @@ TEST_CASE("vtc keeps backlogged tenants within the paper's service bound, across
   run(800, true);
   check_bound();
 }
+
+TEST_CASE("under slo a voice turn's chunk goes ahead of a long document's, taking a partial slot",
+          "[scheduler_tenants]") {
+  // Two documents hold both partial-prefill slots when a voice turn longer than a chunk
+  // arrives. Budget and slots go in the policy's order over waiting and mid-prefill requests
+  // together: slo puts the voice turn's earlier deadline first; fcfs the documents' arrival.
+  auto voice_start_step = [](const char* policy) {
+    engine_config cfg{.max_batched_tokens = 64, .max_seqs = 8, .long_prefill_threshold = 32,
+                      .max_partial_prefills = 2, .policy = policy};
+    cfg.tenants = {{.name = "voice", .cls = tenant_class::interactive, .slo = {.ttft_ms = 1000}},
+                   {.name = "docs", .slo = {.ttft_ms = 8000}}};
+    rig r(cfg, 256, make_policy(policy));
+    r.add(1, "docs", 400, 4);
+    r.add(2, "docs", 400, 4);
+    r.step_once();  // each document takes a 32-token chunk and a slot
+    r.add(3, "voice", 80, 4);
+    uint64_t started = 0;
+    while (r.core->has_work() && started == 0)
+      r.step_once([&](request_id id, const std::string&) { started = id == 3 ? r.steps : started; });
+    return started;
+  };
+  CHECK(voice_start_step("slo") == 2);   // the next step
+  CHECK(voice_start_step("fcfs") > 12);  // after a document's 400 tokens, 32 a step
+}
+
+namespace {
+
+// slo, recording what each plan shows of the running requests' gaps.
+class recording_slo final : public policy {
+ public:
+  std::string_view name() const override { return "recording"; }
+  std::vector<uint32_t> order_waiting(const policy_snapshot& s) const override { return inner_->order_waiting(s); }
+  uint32_t pick_victim(const policy_snapshot& s, std::span<const uint32_t> c) const override {
+    return inner_->pick_victim(s, c);
+  }
+  std::optional<uint32_t> prefill_cap(const policy_snapshot& s) const override {
+    for (const request_view& r : s.running) (*seen_)[r.id] = {r.itl_gaps, r.itl_misses};
+    return inner_->prefill_cap(s);
+  }
+  std::shared_ptr<std::map<request_id, std::pair<uint32_t, uint32_t>>> seen_ =
+      std::make_shared<std::map<request_id, std::pair<uint32_t, uint32_t>>>();
+
+ private:
+  std::unique_ptr<policy> inner_ = make_policy("slo");
+};
+
+}  // namespace
+
+TEST_CASE("the scheduler counts each stream's gaps and those over its tenant's ITL target", "[scheduler_tenants]") {
+  engine_config cfg{.max_batched_tokens = 64, .max_seqs = 8};
+  cfg.tenants = {{.name = "voice", .cls = tenant_class::interactive, .slo = {.itl_ms = 100}}, {.name = "nightly"}};
+  auto pol = std::make_unique<recording_slo>();
+  const auto seen = pol->seen_;
+  rig r(cfg, 256, std::move(pol));
+  r.add(1, "voice", 8, 12);
+  r.add(2, "nightly", 8, 12);  // no ITL target: no gap is a miss
+  // Step k draws token k of both streams; the gaps before tokens 4 and 8 take 250 ms, the others 50.
+  std::vector<request_event> events;
+  double now = 0;
+  for (int k = 1; r.core->has_work(); ++k) {
+    const step st = r.core->plan(now);
+    now += k == 4 || k == 8 ? 0.25 : 0.05;
+    r.core->complete(st, r.runner->run(st), now, events);
+  }
+  // The plan of the last step saw 11 tokens: 10 gaps, 2 of them long.
+  CHECK(seen->at(1) == std::pair(10u, 2u));
+  CHECK(seen->at(2) == std::pair(10u, 0u));
+}

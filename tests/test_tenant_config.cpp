@@ -25,7 +25,7 @@ name = "voice"
 key = ")" + key_a + R"("
 class = "interactive"
 weight = 2.0
-slo = { ttft_ms = 300, itl_ms = 100 }
+slo = { ttft_ms = 300, itl_ms = 100, itl_quantile = 0.95 }
 quota = { max_concurrent = 4, max_queued = 8, max_prompt_tokens = 2048, tokens_per_minute = 20000 }
 admin = true
 
@@ -60,6 +60,7 @@ TEST_CASE("tenants load from TOML with every field and the defaults", "[tenants]
   CHECK(voice.weight == 2.0);
   CHECK(voice.slo.ttft_ms == 300);
   CHECK(voice.slo.itl_ms == 100);
+  CHECK(voice.slo.itl_quantile == 0.95);
   CHECK(voice.quota.max_concurrent == 4);
   CHECK(voice.quota.max_queued == 8);
   CHECK(voice.quota.max_prompt_tokens == 2048);
@@ -70,6 +71,7 @@ TEST_CASE("tenants load from TOML with every field and the defaults", "[tenants]
   CHECK(nightly.cls == tenant_class::background);
   CHECK(nightly.weight == 1.0);  // an integer is a number too
   CHECK(nightly.slo.ttft_ms == 0);
+  CHECK(nightly.slo.itl_quantile == 0.9);
   CHECK(nightly.quota.tokens_per_minute == 0);
   CHECK(nightly.quota.max_queued == 100);  // a [tenant.quota] sub-table works like the inline one
   CHECK_FALSE(nightly.share_prefix);
@@ -114,7 +116,9 @@ TEST_CASE("every bad tenant field is named with its line", "[tenants]") {
   CHECK_THAT(error_for("slo = 300"), Contains("slo must be a table"));
   CHECK_THAT(error_for("slo = { ttft_ms = -1 }"), Contains(":3: tenant 'voice': slo.ttft_ms must be a number >= 0"));
   CHECK_THAT(error_for("slo = { itl_ms = inf }"), Contains("slo.itl_ms must be a number >= 0"));
-  CHECK_THAT(error_for("slo = { ttft = 300 }"), Contains("slo.ttft is not a known field (known: ttft_ms, itl_ms)"));
+  CHECK_THAT(error_for("slo = { ttft = 300 }"), Contains("slo.ttft is not a known field (known: ttft_ms, itl_ms, itl_quantile)"));
+  CHECK_THAT(error_for("slo = { itl_quantile = 0 }"), Contains(":3: tenant 'voice': slo.itl_quantile must be a number > 0"));
+  CHECK_THAT(error_for("slo = { itl_quantile = 1.5 }"), Contains("slo.itl_quantile must be at most 1"));
   CHECK_THAT(error_for("quota = { max_queued = -1 }"), Contains(":3: tenant 'voice': quota.max_queued must be from 0"));
   CHECK_THAT(error_for("quota = { max_concurrent = 1.5 }"), Contains("quota.max_concurrent must be a whole number"));
   CHECK_THAT(error_for("quota = { tokens_per_minute = 5000000000 }"), Contains("quota.tokens_per_minute must be from 0"));

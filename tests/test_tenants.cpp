@@ -164,6 +164,8 @@ TEST_CASE("tenant tables built in code are checked like the file's", "[tenants]"
   CHECK_THAT(message({.name = "docs", .weight = 0}), Catch::Contains("weight"));
   CHECK_THAT(message({.name = "docs", .weight = NAN}), Catch::Contains("weight"));
   CHECK_THAT(message({.name = "docs", .slo = {.itl_ms = -1}}), Catch::Contains("slo"));
+  CHECK_THAT(message({.name = "docs", .slo = {.itl_quantile = 0}}), Catch::Contains("slo.itl_quantile"));
+  CHECK_THAT(message({.name = "docs", .slo = {.itl_quantile = 1.01}}), Catch::Contains("slo.itl_quantile"));
   CHECK_THAT(message({.name = "docs", .key = "short"}), Catch::Contains("'docs': key"));
   CHECK(check_tenants({}).ok());
 }
