@@ -4,6 +4,7 @@
 // memory as in a real decode step. Reports GB/s of K/V read against the triad ceiling, and FMA
 // throughput against the core's FMA peak: with 4 query heads per kv head, decode attention does
 // 4 multiply-adds per bf16 element read, so on AVX2 it is compute-bound before memory-bound.
+// Then prefill chunks at small's heads, against the FMA peak: a chunk deep in a long prompt.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -81,6 +82,39 @@ void bench_decode(uint32_t ctx, uint32_t n_seqs, double ceiling, double fma_peak
       ctx, n_seqs, per_call * 1e6, gbps, 100.0 * gbps / ceiling, gfma, 100.0 * gfma / fma_peak);
 }
 
+//! A prefill chunk of `rows` rows of one sequence at start_pos, small's heads (12 of 64, MHA):
+//! the chunk a household step adds to a long document's prompt.
+void bench_prefill(uint32_t start_pos, uint32_t rows, double fma_peak) {
+  const uint32_t n_head = 12, hd = 64, bs = 16, n_layer = 4;
+  const kv_layout layout{.n_layer = n_layer, .n_head_kv = n_head, .head_dim = hd, .block_size = bs, .dtype = kv_dtype::bf16};
+  const uint32_t n_blocks = kv_pool::blocks_for_tokens(layout, start_pos + rows);
+  auto pool = kv_pool::create(layout, n_blocks).value();
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint16_t> bits(0x3c00, 0x3f80);
+  for (uint32_t b = 0; b < pool.n_blocks(); ++b) {
+    auto bytes = pool.block(b);
+    auto* p = reinterpret_cast<uint16_t*>(bytes.data());
+    for (size_t i = 0; i < bytes.size() / 2; ++i) p[i] = bits(rng);
+  }
+  std::vector<uint32_t> ids(n_blocks);
+  std::iota(ids.begin(), ids.end(), 0u);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  const std::vector<ops::seq_rows> seqs{{0, rows, start_pos, ids}};
+  std::vector<float> q(size_t{rows} * n_head * hd, 0.1f), out(q.size());
+  double keys = 0;
+  for (uint32_t r = 0; r < rows; ++r) keys += start_pos + r + 1;
+  const double fma = 2.0 * keys * n_head * hd;  // q.k and p * v
+  const int calls = std::max(8, static_cast<int>(2e9 / fma));
+  const auto t0 = clock_type::now();
+  for (int i = 0; i < calls; ++i) {
+    ops::paged_attention(pool, static_cast<uint32_t>(i) % n_layer, n_head, {q.data(), size_t{n_head} * hd},
+                         {out.data(), size_t{n_head} * hd}, seqs);
+  }
+  const double per_call = seconds_since(t0) / calls;
+  std::printf("prefill %3u rows at %5u: %8.1f us/layer, %5.1f GFMA/s = %3.0f%% of peak\n", rows, start_pos,
+              per_call * 1e6, fma / per_call / 1e9, 100.0 * fma / per_call / 1e9 / fma_peak);
+}
+
 }  // namespace
 
 int main() {
@@ -90,5 +124,8 @@ int main() {
   std::printf("triad bandwidth: %.1f GB/s, FMA peak: %.1f GFMA/s (one core)\n", ceiling, fma_peak);
   for (uint32_t ctx : {1024u, 4096u}) bench_decode(ctx, 1, ceiling, fma_peak);
   bench_decode(1024, 8, ceiling, fma_peak);
+  for (uint32_t start : {0u, 2048u}) bench_prefill(start, 32, fma_peak);
+  bench_prefill(0, 256, fma_peak);
+  bench_prefill(1024, 256, fma_peak);
   return 0;
 }

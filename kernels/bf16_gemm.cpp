@@ -1,7 +1,6 @@
 #include "kernels/bf16_gemm.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <new>
 #include <vector>
 
@@ -111,20 +110,6 @@ void gemm_panel(const bf16_matrix& w, uint32_t p, const float* x, uint32_t m, fl
   }
 }
 
-//! out (n_in, ld) columns [c, c + n) = panel p widened, n <= 16.
-HEARTH_SIMD_CLONES
-void widen_panel(const bf16_matrix& w, uint32_t p, float* out, size_t ld, uint32_t n) {
-  const uint16_t* panel = w.panel(p);
-  for (uint32_t k = 0; k < w.n_in(); ++k) {
-    float col[panel_rows];
-    vec lo, hi;
-    simd::widen_bf16_pairs(panel + size_t{k} * panel_rows, lo, hi);
-    simd::store(col, lo);
-    simd::store(col + simd::lanes, hi);
-    std::memcpy(out + k * ld, col, n * sizeof(float));
-  }
-}
-
 //! The calling thread's buffer for the rounded activations, grown as needed.
 float* activation_scratch(size_t n) {
   thread_local std::vector<float> buf;
@@ -153,14 +138,6 @@ void gemm_bf16w(const bf16_matrix& w, const float* x, float* y, uint32_t m, std:
   round_to_bf16(x, xr, size_t{m} * w.n_in());
   const float* b = bias.empty() ? nullptr : bias.data();
   parallel_for(w.n_panels(), [&](size_t p) { gemm_panel(w, static_cast<uint32_t>(p), xr, m, y, b); });
-}
-
-void widen_columns(const bf16_matrix& w, uint32_t first, uint32_t n, float* out) {
-  const uint32_t p0 = first / panel_rows, n_panels = (n + panel_rows - 1) / panel_rows;
-  parallel_for(n_panels, [&](size_t i) {
-    const auto c = static_cast<uint32_t>(i) * panel_rows;
-    widen_panel(w, p0 + static_cast<uint32_t>(i), out + c, n, std::min(panel_rows, n - c));
-  });
 }
 
 HEARTH_SIMD_CLONES

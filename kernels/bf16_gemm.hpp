@@ -52,10 +52,6 @@ class bf16_matrix {
 //! so the batch reads W from memory once. Results do not depend on the thread count.
 void gemm_bf16w(const bf16_matrix& w, const float* x, float* y, uint32_t m, std::span<const float> bias);
 
-//! out (n_in, n) f32 = W^T's columns [first, first + n), widened exactly: the plain layout of a
-//! f32 matmul's weights (n_in rows of n_out). first is a multiple of panel_rows; parallel.
-void widen_columns(const bf16_matrix& w, uint32_t first, uint32_t n, float* out);
-
 //! out (n,) = x rounded to bf16 (nearest even), as bf16 bits.
 void to_bf16(const float* x, uint16_t* out, size_t n);
 //! out (n,) = x rounded to bf16 and widened back: what a bf16 matmul sees.

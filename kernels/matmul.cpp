@@ -28,11 +28,11 @@
 // and every other m's primitive is created with that layout, so one reordered copy serves all.
 //
 // Emulated bf16 (no oneDNN bf16 matmul on this CPU): the weights are kept once, as bf16
-// (bf16_gemm.hpp), at 2 bytes per weight. Up to max_rows_own_kernel rows (decode batches) our
-// kernel multiplies them directly. A larger m (prefill) widens them to f32, a column panel of at
-// most panel_bytes at a time, and runs oneDNN's f32 matmul on each panel while it is in cache.
-// That is no slower than one f32 matmul over all the columns, and on the larger shapes faster:
-// gemm:jit blocks a large plain weights matrix poorly (docs/performance.md measures it).
+// (bf16_gemm.hpp), at 2 bytes per weight, and our kernel multiplies them at every m, in chunks
+// of max_rows_per_call rows so that the activations stay in cache. Widening column panels to f32
+// for oneDNN's f32 matmul (this path until 2026-11-30 for m > 32) costs a pass over every
+// weight per call: at m = 48-96, the chunked prefill's steps, it ran at 56-78 GFLOP/s against
+// our kernel's 92-122, and at m = 128-256 it was no faster (docs/threads.md).
 
 namespace hearth {
 namespace {
@@ -41,11 +41,6 @@ using dnnl_dt = dnnl::memory::data_type;
 using dnnl_tag = dnnl::memory::format_tag;
 
 constexpr uint32_t max_rows_per_call = 256;
-// Emulated bf16: the largest m our kernel takes (it beats the panel path up to m = 32, at one
-// thread on the model shapes of small and 1b; docs/performance.md), and the f32 size of one
-// widened column panel.
-constexpr uint32_t max_rows_own_kernel = 32;
-constexpr size_t panel_bytes = size_t{1} << 20;
 // A prefill-sized batch: the compute-bound case, where the blocked layout matters most.
 constexpr uint32_t layout_m = 64;
 // Rows dequantized at a time while loading (bounds the f32 temporary to ~256 KiB).
@@ -72,9 +67,8 @@ bool bf16_matmul_supported() {
   return supported;
 }
 
-// The calling thread's buffer number `Slot` of T, grown as needed (x converted to the compute
-// type; widened weights).
-template <class T, int Slot = 0>
+// The calling thread's buffer of T, grown as needed (x converted to the compute type).
+template <class T>
 T* scratch(size_t n) {
   thread_local std::vector<T> buf;
   if (buf.size() < n) buf.resize(n);
@@ -123,12 +117,11 @@ void for_each_row_block(std::span<const weight_part> parts, uint32_t n_in, Sink&
 
 }  // namespace
 
-// One oneDNN matmul: x (m, n_in) @ W (n_in, n) -> y (m, n), whose rows lie ldc floats apart.
+// One oneDNN matmul: x (m, n_in) @ W (n_in, n) -> y (m, n).
 struct dnnl_gemm {
   dnnl::memory::desc weights;
   uint32_t layout = 0;  // dnnl_ctx::intern_layout(weights)
   uint32_t n = 0;
-  uint32_t ldc = 0;
 };
 
 struct linear::impl {
@@ -141,11 +134,9 @@ struct linear::impl {
   dnnl_gemm whole;
   // m = 1, made at load: forward falls back to it row by row if a primitive cannot be created.
   std::shared_ptr<const dnnl::matmul> row_matmul;
-  // Emulated bf16: the only copy of the weights, and the column panels a large m is widened into:
-  // panels[0] every panel but the last, panels[1] the last.
+  // Emulated bf16: the only copy of the weights.
   bool emulated_bf16 = false;
   bf16_matrix packed;
-  dnnl_gemm panels[2];
 
   void create_native(std::span<const weight_part> parts);
   void create_emulated(std::span<const weight_part> parts);
@@ -162,13 +153,13 @@ struct linear::impl {
   void forward_native(const float* x, float* y, uint32_t m) const;
   void forward_emulated(const float* x, float* y, uint32_t m) const;
   size_t x_row_bytes() const { return size_t{n_in} * (src_dt == dnnl_dt::bf16 ? 2 : 4); }
-  const float* bias_at(uint32_t column) const { return bias.empty() ? nullptr : bias.data() + column; }
+  const float* bias_or_null() const { return bias.empty() ? nullptr : bias.data(); }
 };
 
 namespace {
 
 dnnl::memory::desc dst_desc(uint32_t m, const dnnl_gemm& g) {
-  return {dims2(m, g.n), dnnl_dt::f32, dims2(g.ldc, 1)};
+  return {dims2(m, g.n), dnnl_dt::f32, dnnl_tag::ab};
 }
 
 dnnl::memory::desc bias_desc(const dnnl_gemm& g) {
@@ -186,7 +177,7 @@ dnnl::matmul linear::impl::make_matmul(const dnnl_gemm& g, uint32_t m) const {
 
 std::shared_ptr<const dnnl::matmul> linear::impl::matmul_for(const dnnl_gemm& g, uint32_t m) const {
   // oneDNN partitions work by the creating thread's OpenMP thread count: part of the key.
-  const dnnl_ctx::matmul_key key{g.layout, m, !bias.empty(), omp_get_max_threads(), g.ldc};
+  const dnnl_ctx::matmul_key key{g.layout, m, !bias.empty(), omp_get_max_threads()};
   if (auto found = dnnl_ctx::find_matmul(key)) return found;
   try {
     return dnnl_ctx::store_matmul(key, make_matmul(g, m));
@@ -213,7 +204,7 @@ bool linear::impl::run_rows(const dnnl_gemm& g, const void* x, const dnnl::memor
     const uint32_t rows = std::min(max_rows_per_call, m - r);
     const auto prim = matmul_for(g, rows);
     if (!prim) return false;
-    execute(*prim, g, static_cast<const std::byte*>(x) + r * x_row_bytes(), w, b, y + size_t{r} * g.ldc,
+    execute(*prim, g, static_cast<const std::byte*>(x) + r * x_row_bytes(), w, b, y + size_t{r} * g.n,
             rows);
   }
   return true;
@@ -226,25 +217,18 @@ void linear::impl::forward_native(const float* x, float* y, uint32_t m) const {
     to_bf16(x, buf, size_t{m} * n_in);
     src = buf;
   }
-  if (!run_rows(whole, src, weights, bias_at(0), y, m)) {
+  if (!run_rows(whole, src, weights, bias_or_null(), y, m)) {
     for (uint32_t i = 0; i < m; ++i)
-      execute(*row_matmul, whole, static_cast<const std::byte*>(src) + i * x_row_bytes(), weights, bias_at(0),
+      execute(*row_matmul, whole, static_cast<const std::byte*>(src) + i * x_row_bytes(), weights, bias_or_null(),
               y + size_t{i} * n_out, 1);
   }
   dnnl_ctx::stream().wait();
 }
 
 void linear::impl::forward_emulated(const float* x, float* y, uint32_t m) const {
-  if (m <= max_rows_own_kernel) return gemm_bf16w(packed, x, y, m, bias);
-  float* xr = scratch<float>(size_t{m} * n_in);
-  round_to_bf16(x, xr, size_t{m} * n_in);
-  float* w = scratch<float, 1>(size_t{n_in} * panels[0].n);
-  for (uint32_t c = 0; c < n_out; c += panels[0].n) {
-    const dnnl_gemm& g = panels[c + panels[0].n < n_out ? 0 : 1];
-    widen_columns(packed, c, g.n, w);
-    const bool ran = run_rows(g, xr, dnnl::memory(g.weights, dnnl_ctx::engine(), w), bias_at(c), y + c, m);
-    dnnl_ctx::stream().wait();  // before the next panel overwrites w
-    if (!ran) return gemm_bf16w(packed, x, y, m, bias);
+  for (uint32_t i = 0; i < m; i += max_rows_per_call) {
+    const uint32_t rows = std::min(max_rows_per_call, m - i);
+    gemm_bf16w(packed, x + size_t{i} * n_in, y + size_t{i} * n_out, rows, bias);
   }
 }
 
@@ -295,25 +279,17 @@ void linear::impl::create_native(std::span<const weight_part> parts) {
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), dnnl_ctx::engine());
   weights = dnnl::memory(pd.weights_desc(), dnnl_ctx::engine());
   load_weights(parts, n_in, n_out, src_dt, weights);
-  whole = {pd.weights_desc(), dnnl_ctx::intern_layout(pd.weights_desc()), n_out, n_out};
+  whole = {pd.weights_desc(), dnnl_ctx::intern_layout(pd.weights_desc()), n_out};
   // The fallback must exist, and it proves the pinned layout serves the smallest m as well.
   row_matmul = std::make_shared<const dnnl::matmul>(make_matmul(whole, 1));
 }
 
-// Emulated bf16: the weights packed as bf16, and the panel shapes for widening them.
+// Emulated bf16: the weights packed as bf16.
 void linear::impl::create_emulated(std::span<const weight_part> parts) {
   packed = bf16_matrix(n_out, n_in);
   for_each_row_block(parts, n_in, [&](size_t row, size_t rows, const float* v) {
     packed.set_rows(static_cast<uint32_t>(row), static_cast<uint32_t>(rows), v);
   });
-  const size_t fit = panel_bytes / (sizeof(float) * n_in) / bf16_matrix::panel_rows * bf16_matrix::panel_rows;
-  const uint32_t cols = static_cast<uint32_t>(std::clamp<size_t>(fit, bf16_matrix::panel_rows, n_out));
-  const uint32_t last = n_out - (n_out - 1) / cols * cols;
-  for (int i = 0; i < 2; ++i) {
-    const uint32_t n = i == 0 ? cols : last;
-    const dnnl::memory::desc wei(dims2(n_in, n), dnnl_dt::f32, dnnl_tag::ab);
-    panels[i] = {wei, dnnl_ctx::intern_layout(wei), n, n_out};
-  }
 }
 
 result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in, compute_type ct) {

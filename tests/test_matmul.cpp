@@ -177,11 +177,11 @@ TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
   set_kernel_threads(threads_before);
 }
 
-TEST_CASE("linear widens bf16 weights in column panels for a large batch", "[matmul]") {
+TEST_CASE("bf16 linear takes prefill batches, over 256 rows in chunks", "[matmul]") {
   const uint64_t seed = std::random_device{}();
   CAPTURE(seed);
   rng r(seed);
-  // n_in 1000: a 1 MiB panel holds 256 f32 columns, so 300 rows make a full panel and a last one.
+  // 300 rows: a chunk of 256 and one of 44.
   check_against_reference(r, {make_part(r, tensor_type::bf16, 300, 1000, true)}, 1000, compute_type::bf16,
                           {33, 40, 300});
 }
@@ -223,24 +223,6 @@ TEST_CASE("gemm_bf16w matches a double reference for any shape and thread count"
     }
   }
   set_kernel_threads(threads_before);
-}
-
-TEST_CASE("widen_columns gives W^T's columns exactly", "[matmul]") {
-  rng r(11);
-  const uint32_t n_out = 37, n_in = 9;
-  const std::vector<test_part> parts{make_part(r, tensor_type::bf16, n_out, n_in, false)};
-  bf16_matrix w(n_out, n_in);
-  w.set_rows(0, n_out, parts[0].weights.data());
-  for (auto [first, n] : {std::pair{0u, 37u}, {16u, 21u}, {16u, 16u}, {32u, 5u}}) {
-    CAPTURE(first, n);
-    std::vector<float> out(size_t{n_in} * n, NAN);
-    widen_columns(w, first, n, out.data());
-    bool exact = true;
-    for (uint32_t k = 0; k < n_in; ++k)
-      for (uint32_t c = 0; c < n; ++c)
-        exact &= out[size_t{k} * n + c] == parts[0].weights[size_t{first + c} * n_in + k];
-    CHECK(exact);
-  }
 }
 
 TEST_CASE("linear rejects malformed parts", "[matmul]") {
