@@ -417,7 +417,8 @@ void scheduler_core::add_chunk(sequence& s, uint32_t n, plan_state& ps) {
 // ---- results ------------------------------------------------------------------------------
 
 void scheduler_core::complete(const step& st, const step_result& r, double now_s, std::vector<request_event>& events) {
-  if (r.compute_ms > 0) step_time_.add(st.n_tokens(), static_cast<uint32_t>(st.seqs.size()), r.compute_ms);
+  if (r.compute_ms > 0)
+    step_time_.add(st.n_tokens(), static_cast<uint32_t>(st.seqs.size()), st.attention_kpairs(), r.compute_ms);
   for (size_t i = 0; i < st.seqs.size(); ++i) {
     const step_seq& e = st.seqs[i];
     sequence* s = find(e.id);

@@ -45,6 +45,16 @@ struct step {
     for (const auto& s : seqs) n += s.decode() ? 1 : 0;
     return n;
   }
+  //! Thousands of (query, key) pairs the step's causal attention scores: a token at position p
+  //! attends to p + 1 keys, so a chunk deep in a long prompt costs more than one at its start.
+  double attention_kpairs() const {
+    double pairs = 0;
+    for (const auto& s : seqs) {
+      const double n = static_cast<double>(s.tokens.size());
+      pairs += n * s.start_pos + n * (n + 1) / 2;
+    }
+    return pairs / 1000;
+  }
 };
 
 struct step_result {

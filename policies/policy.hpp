@@ -33,12 +33,17 @@ struct tenant_view {
   double service = 0;              //!< VTC virtual counter: weighted tokens served / weight
 };
 
-//! The measured cost of a step: predict(tokens, seqs) = base + tokens * per_token + seqs * per_seq.
+//! The measured cost of a step: base + tokens * per_token + seqs * per_seq + kpairs * per_kpair,
+//! where kpairs counts thousands of (query, key) pairs its attention scores (step::attention_kpairs).
 struct step_time_model {
   double base_ms = 0;
   double per_token_ms = 0;
   double per_seq_ms = 0;
-  double predict_ms(double tokens, double seqs) const { return base_ms + tokens * per_token_ms + seqs * per_seq_ms; }
+  double per_kpair_ms = 0;
+  double error_ms = 0;  //!< root mean square of its recent prediction errors
+  double predict_ms(double tokens, double seqs, double kpairs = 0) const {
+    return base_ms + tokens * per_token_ms + seqs * per_seq_ms + kpairs * per_kpair_ms;
+  }
 };
 
 //! One request as a policy sees it.

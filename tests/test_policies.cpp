@@ -177,13 +177,15 @@ TEST_CASE("vtc gives two backlogged tenants service in proportion to their weigh
   CHECK(fcfs.share(1) == Approx(0.5).margin(0.05));
 }
 
-TEST_CASE("slo serves the earliest TTFT deadline first, tenants without a target last", "[policies]") {
+TEST_CASE("slo serves the earliest TTFT deadline still ahead first, missed ones next, no target last",
+          "[policies]") {
   const auto p = make_policy("slo");
-  // Deadlines: docs 9.0 + 2 s = 11.0; voice 10.5 + 0.3 s = 10.8; voice 8.0 + 0.3 s = 8.3 (missed,
-  // still first); nightly has no TTFT target and goes last despite arriving first.
-  const request_view waiting[] = {req(1, 1, 9.0), req(2, 0, 10.5), req(3, 2, 1.0), req(4, 0, 8.0)};
+  // Deadlines: docs 9.0 + 2 s = 11.0; voice 10.5 + 0.3 s = 10.8; voice 8.0 + 0.3 s = 8.3 and docs
+  // 6.0 + 2 s = 8.0 (missed: after those that can still make it, earliest first); nightly has no
+  // TTFT target and goes last despite arriving first.
+  const request_view waiting[] = {req(1, 1, 9.0), req(2, 0, 10.5), req(3, 2, 1.0), req(4, 0, 8.0), req(5, 1, 6.0)};
   const policy_snapshot s{.waiting = waiting, .running = {}, .now_s = 10.6, .tenants = household};
-  CHECK(p->order_waiting(s) == std::vector<uint32_t>{3, 1, 0, 2});
+  CHECK(p->order_waiting(s) == std::vector<uint32_t>{1, 0, 4, 3, 2});
 }
 
 TEST_CASE("slo preempts the loosest ITL target, latest arrival first", "[policies]") {
@@ -203,7 +205,7 @@ request_view decoding(request_id id, uint32_t tenant) {
 
 }  // namespace
 
-TEST_CASE("slo caps prefill so the predicted step keeps the tightest interactive ITL", "[policies]") {
+TEST_CASE("slo caps prefill so the predicted step keeps the tightest ITL target", "[policies]") {
   const auto p = make_policy("slo");
   // Three voice streams (ITL 100 ms) and a docs stream decode; a docs prompt is mid-prefill.
   const request_view running[] = {decoding(1, 0), decoding(2, 0), decoding(3, 0), decoding(4, 1),
@@ -224,13 +226,40 @@ TEST_CASE("slo caps prefill so the predicted step keeps the tightest interactive
     s.step_time.per_token_ms = 1e-4;
     CHECK(p->prefill_cap(s) == 4096u);
   }
-  SECTION("no cap without a decoding interactive sequence") {
-    s.running = std::span(running).subspan(3);
+  SECTION("without a decoding stream with an ITL target, half the tightest TTFT target") {
+    s.running = std::span(running).subspan(3);  // docs: no ITL target
+    const auto ceiling = p->prefill_cap(s);
+    REQUIRE(ceiling);
+    CHECK(s.step_time.predict_ms(1 + *ceiling, 3) <= 150.0 + 1e-9);  // voice: TTFT 300 ms
+    CHECK(s.step_time.predict_ms(1 + *ceiling + 1, 3) > 150.0);
+    const tenant_view no_ttft[] = {{.name = "voice", .itl_ms = 100}, {.name = "docs"}, {.name = "nightly"}};
+    s.tenants = no_ttft;
     CHECK_FALSE(p->prefill_cap(s));
+  }
+  SECTION("the model's recent error is kept in reserve") {
+    s.step_time.error_ms = 10;
+    const auto careful = p->prefill_cap(s);
+    REQUIRE(careful);
+    CHECK(s.step_time.predict_ms(decodes + *careful, seqs) <= 100.0 - 15.0 + 1e-9);
+    CHECK(s.step_time.predict_ms(decodes + *careful + 1, seqs) > 100.0 - 15.0);
   }
   SECTION("no cap without a measured step-time model") {
     s.step_time = {};
     CHECK_FALSE(p->prefill_cap(s));
+  }
+  SECTION("a chunk deep in a long prompt, and the decodes' contexts, count their attention") {
+    s.step_time.per_kpair_ms = 0.02;
+    // The docs prompt mid-prefill at position 512 is the only one waiting for prefill.
+    const request_view waiting[] = {running[4]};
+    s.waiting = waiting;
+    const double decode_kpairs = 4 * 71 / 1000.0;  // four decodes at position 70
+    auto cost = [&](double n) {
+      return s.step_time.predict_ms(decodes + n, seqs, decode_kpairs + (n * 512 + n * (n + 1) / 2) / 1000);
+    };
+    const auto deep = p->prefill_cap(s);
+    REQUIRE(deep);
+    CHECK(cost(*deep) <= 100.0 + 1e-9);
+    CHECK(cost(*deep + 1) > 100.0);
   }
 }
 
@@ -238,6 +267,7 @@ TEST_CASE("slo stops capping for streams whose short gaps earned a long one", "[
   const auto p = make_policy("slo");
   tenant_view tenants[] = {household[0], household[1], household[2]};
   tenants[0].itl_quantile = 0.9;  // voice: 100 ms for 90 % of the gaps
+  tenants[0].ttft_ms = tenants[1].ttft_ms = 0;  // no TTFT targets, so no ceiling on the step
   auto stream = [](request_id id, uint32_t tenant, uint32_t gaps, uint32_t misses) {
     request_view r = decoding(id, tenant);
     r.itl_gaps = gaps;
