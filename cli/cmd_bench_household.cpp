@@ -20,7 +20,7 @@ void add_household_options(CLI::App* cmd, household_args& a) {
   cmd->add_option("--drain", a.drain_s, "Seconds the last requests get to end (default: the workload's)");
   cmd->add_option("--kv-tokens", a.kv_tokens, "KV pool capacity in positions")->capture_default_str();
   engine_config& e = a.engine;
-  cmd->add_option("--max-partial-prefills", e.max_partial_prefills, "Prompts mid-prefill at once")
+  cmd->add_option("--max-partial-prefills", e.max_partial_prefills, "Chunks per step that leave their prompt unfinished")
       ->capture_default_str();
   cmd->add_option("--max-waiting", e.max_waiting, "Requests queued before queue_full")->capture_default_str();
   cmd->add_option("--worker-cpus", e.worker_cpus, "Cpuset of the (prefill) worker, hwloc list syntax");

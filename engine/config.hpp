@@ -23,7 +23,7 @@ struct engine_config {
   uint32_t max_batched_tokens = 256;     //!< tokens per step, decodes and prefill chunks together
   uint32_t max_seqs = 64;                //!< sequences per step (and running at once)
   uint32_t long_prefill_threshold = 128; //!< prefill tokens one request gets per step; 0 = no cap
-  uint32_t max_partial_prefills = 2;     //!< requests mid-prefill at once
+  uint32_t max_partial_prefills = 2;     //!< chunks per step that leave their prompt unfinished
   uint32_t max_preemptions = 3;          //!< then a request reserves all its blocks and is never preempted
   std::string policy = "fcfs";
   //! The household's services. Empty: no tenant configuration (every policy orders by arrival).

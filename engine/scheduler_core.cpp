@@ -35,6 +35,7 @@ struct scheduler_core::sequence {
   bool busy = false;              // in a step that a worker is computing
   bool cancelled = false;
   bool started_once = false;
+  uint64_t started_in = 0;        // the step that last started it
   stream_decoder decoder;
   stop_matcher stop;
   double arrival_s;
@@ -262,7 +263,10 @@ std::optional<uint32_t> scheduler_core::pick_victim(const sequence& needy, const
   std::vector<uint32_t> candidates;
   for (uint32_t i = 0; i < running_.size(); ++i) {
     const sequence& r = *running_[i];
-    if (&r != &needy && !r.busy && !r.pinned(cfg_.max_preemptions) && !r.blocks.empty()) candidates.push_back(i);
+    // Not one started in this very step: the policy ranked it ahead of whoever needs the block.
+    if (&r != &needy && !r.busy && !r.pinned(cfg_.max_preemptions) && !r.blocks.empty() &&
+        r.started_in != ps.out.number)
+      candidates.push_back(i);
   }
   if (candidates.empty()) return std::nullopt;
   const snapshot_views v = views();
@@ -341,6 +345,7 @@ void scheduler_core::continue_prefill(sequence& s, plan_state& ps) {
   }
   grow(s, s.computed + n);  // what the pool has; the chunk shrinks to the blocks held
   n = std::min<uint32_t>(n, static_cast<uint32_t>(s.blocks.size()) * kv_.block_size() - s.computed);
+  if (s.computed + n < total && ps.partial >= cfg_.max_partial_prefills) return;
   add_chunk(s, n, ps);
 }
 
@@ -377,6 +382,7 @@ scheduler_core::start_result scheduler_core::start(sequence& s, plan_state& ps) 
     dequeued_.push_back(s.id);
   }
   s.running = true;
+  s.started_in = ps.out.number;
   leave_waiting(s);
   running_.push_back(&s);
   add_chunk(s, n, ps);

@@ -6,7 +6,7 @@
 namespace hearth {
 
 void step_time_fit::add(uint32_t tokens, uint32_t seqs, double kpairs, double ms) {
-  if (++steps_ > warmed_up) {
+  if (solved_) {
     const double error = ms - model_.predict_ms(tokens, seqs, kpairs);
     error_weight_ = keep_ * error_weight_ + 1;
     error_sq_ = keep_ * error_sq_ + error * error;
@@ -54,6 +54,7 @@ std::optional<step_time_fit::coefficients> step_time_fit::solve_first(size_t n) 
 void step_time_fit::solve() {
   auto b = solve_first(n_terms);
   if (!b) b = solve_first(n_terms - 1);
+  solved_ = b.has_value();
   if (b) {
     model_ = {(*b)[0], (*b)[1], (*b)[2], (*b)[3]};
   } else {

@@ -19,9 +19,9 @@ class step_time_fit {
   explicit step_time_fit(double memory = 200) : keep_(1.0 - 1.0 / memory) {}
 
   void add(uint32_t tokens, uint32_t seqs, double kpairs, double ms);
-  //! The current fit, and the root mean square of its recent errors. Without the attention term while the steps seen cannot tell it apart
-  //! from the others; proportional to tokens alone until they can tell the first three apart;
-  //! all zero before the first step.
+  //! The current fit, and the root mean square of its recent errors. Without the attention term
+  //! while the steps seen cannot tell it apart from the others; proportional to tokens alone
+  //! until they can tell the first three apart; all zero before the first step.
   const step_time_model& model() const { return model_; }
 
  private:
@@ -34,9 +34,9 @@ class step_time_fit {
   std::array<double, n_terms * n_terms> xtx_{};  // sum of w * x x^T
   coefficients xty_{};                           // sum of w * x * ms
   step_time_model model_;
-  // The error of each prediction before its step joined the fit, once warmed_up steps are in.
-  static constexpr uint32_t warmed_up = 10;
-  uint32_t steps_ = 0;
+  // The error of each prediction before its step joined the fit, from the first fit that tells
+  // the terms apart (the proportional stand-in's early errors would inflate it for long).
+  bool solved_ = false;
   double error_weight_ = 0, error_sq_ = 0;  // sum of w, sum of w * error^2
 };
 

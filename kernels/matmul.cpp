@@ -18,7 +18,7 @@
 // Primitives, one per batch size. A matmul primitive is built for a fixed m: oneDNN's runtime-M
 // primitive (DNNL_RUNTIME_DIM_VAL) falls back to gemm:jit, which on AVX-512 machines is much
 // slower at the small m of decode (shared facts). Primitives are cached process-wide by
-// (weights layout, m, bias, threads, destination row stride) in dnnl_context, so the layers of
+// (weights layout, m, bias, threads) in dnnl_context, so the layers of
 // a model, which repeat a handful of shapes, share them. Exact m up to max_rows_per_call; a larger m runs in
 // chunks of max_rows_per_call rows plus one remainder, so a shape has at most max_rows_per_call primitives.
 // Measured (docs/threads.md, gemm:jit on AVX2): 256-row chunks cost 12-17% against exact m at
@@ -29,7 +29,7 @@
 //
 // Emulated bf16 (no oneDNN bf16 matmul on this CPU): the weights are kept once, as bf16
 // (bf16_gemm.hpp), at 2 bytes per weight, and our kernel multiplies them at every m, in chunks
-// of max_rows_per_call rows so that the activations stay in cache. Widening column panels to f32
+// of max_rows_per_call rows like oneDNN's (it reads each weight panel once per chunk). Widening column panels to f32
 // for oneDNN's f32 matmul (this path until 2026-11-30 for m > 32) costs a pass over every
 // weight per call: at m = 48-96, the chunked prefill's steps, it ran at 56-78 GFLOP/s against
 // our kernel's 92-122, and at m = 128-256 it was no faster (docs/threads.md).

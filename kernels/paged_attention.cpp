@@ -5,7 +5,7 @@
 // once per kv head. When a batch has too few items to keep every thread busy (one sequence,
 // few kv heads), items split the keys into ranges; each range's (m, l, acc) is merged after.
 //
-// An item with more than 4 queries (a prefill chunk's rows) folds each tile into 4 queries at a
+// An item of prefill rows with more than 4 queries folds each tile into 4 queries at a
 // time against the K tile transposed (fold_block_by_tiles): scores by broadcast FMAs, 8 keys to a
 // vector, with no horizontal sums, and each V row loaded once for the 4. Small's heads, one
 // core: 256 rows at position 1024 went from 58 % to 94 % of the FMA peak (bench/attention_bench).
@@ -447,7 +447,7 @@ HEARTH_SIMD_INLINE void attend(const attn_call& c, const attn_item& it) {
     const uint64_t base = uint64_t{b} * bs;
     const auto n_keys = static_cast<uint32_t>(std::min<uint64_t>(bs, end_pos - base));
     if (b + 1 < it.block1) prefetch_tiles(c.pool, s.blocks[b + 1], c.layer, it.kv_head);
-    if (nq > max_queries_per_fold) {  // (always f32_elems: see in_place)
+    if (it.n_rows > 1 && nq > max_queries_per_fold) {  // prefill rows (always f32_elems: see in_place)
       fold_block_by_tiles(c, it, w, s.blocks[b], base, n_keys, first_pos);
       continue;
     }

@@ -29,7 +29,7 @@ struct tenant_view {
   double weight = 1.0;             //!< share relative to other tenants (> 0)
   double ttft_ms = 0;              //!< SLO targets; 0 = none
   double itl_ms = 0;
-  double itl_quantile = 1;         //!< the share of a stream's gaps that must keep itl_ms
+  double itl_quantile = 1;         //!< share of a stream's gaps that must keep itl_ms (configured: 0.9)
   double service = 0;              //!< VTC virtual counter: weighted tokens served / weight
 };
 

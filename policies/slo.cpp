@@ -21,14 +21,16 @@ struct decode_load {
   double tightest_itl_ms = no_target;  //!< among streams that cannot afford a long gap
 };
 
-// Whether one more long gap keeps r within its quantile even if every gap after it is short:
-// the stream has earned it with the short gaps behind it.
 // Standard deviations of the step-time model's error kept in reserve: with normal errors, 93 %
 // of steps planned to the target keep it.
 constexpr double error_margin = 1.5;
 
+// Whether one more long gap keeps r within its quantile even if every gap after it is short:
+// the stream has earned it with the short gaps behind it. The bench judges a stream of n gaps by
+// its q-quantile interpolated at (n - 1) q, which ignores any size of the largest
+// floor((n - 1)(1 - q)) gaps: after this step n = gaps + 1.
 bool can_afford_long_gap(const request_view& r, const tenant_view& t) {
-  const double allowed = (1 - t.itl_quantile) * (r.itl_gaps + 1);
+  const double allowed = (1 - t.itl_quantile) * r.itl_gaps;
   return r.itl_misses + 1 <= allowed + 1e-9;
 }
 
@@ -48,10 +50,19 @@ decode_load decode_load_of(const policy_snapshot& s) {
 // per_token, and attends to every key before it (per_kpair per thousand).
 double chunk_that_fits(const step_time_model& m, double spare_ms, double depth) {
   if (spare_ms <= 0) return 0;
-  // cost(n) = n * per_token + per_kpair * (n * depth + n (n + 1) / 2) / 1000 = a n^2 + b n
+  // cost(n) = n * per_token + per_kpair * (n * depth + n (n + 1) / 2) / 1000 = a n^2 + b n; the
+  // root in the form that does not cancel when a is tiny (and is spare / b when a = 0).
   const double a = m.per_kpair_ms / 2000, b = m.per_token_ms + m.per_kpair_ms * (depth + 0.5) / 1000;
-  if (a <= 0) return spare_ms / b;
-  return (-b + std::sqrt(b * b + 4 * a * spare_ms)) / (2 * a);
+  return 2 * spare_ms / (b + std::sqrt(b * b + 4 * a * spare_ms));
+}
+
+// Half the tightest TTFT target among the tenants: a request that arrives while a step runs
+// waits for it before its own prefill can start.
+double step_ceiling_ms(const policy_snapshot& s) {
+  double tightest = no_target;
+  for (const tenant_view& t : s.tenants)
+    if (t.ttft_ms > 0) tightest = std::min(tightest, t.ttft_ms);
+  return tightest / 2;
 }
 
 }  // namespace
@@ -72,20 +83,12 @@ uint32_t slo_policy::pick_victim(const policy_snapshot& s, std::span<const uint3
   });
 }
 
-// Half the tightest TTFT target among the tenants: a request that arrives while a step runs
-// waits for it before its own prefill can start.
-double step_ceiling_ms(const policy_snapshot& s) {
-  double tightest = no_target;
-  for (const tenant_view& t : s.tenants)
-    if (t.ttft_ms > 0) tightest = std::min(tightest, t.ttft_ms);
-  return tightest / 2;
-}
-
 std::optional<uint32_t> slo_policy::prefill_cap(const policy_snapshot& s) const {
   const decode_load load = decode_load_of(s);
   const double step_ms = std::min(load.tightest_itl_ms, step_ceiling_ms(s));
   // Without a target to keep, or without a measured cost per token, there is nothing to solve.
-  if (step_ms == no_target || s.step_time.per_token_ms <= 0) return std::nullopt;
+  const bool measured = s.step_time.per_token_ms > 0 || s.step_time.per_kpair_ms > 0;
+  if (step_ms == no_target || !measured) return std::nullopt;
   // One sequence more than is running: the prefill may start a new request. The model's
   // recent error is kept in reserve, so that most steps, not half, keep the target.
   const double seqs = static_cast<double>(s.running.size()) + 1;
@@ -95,7 +98,8 @@ std::optional<uint32_t> slo_policy::prefill_cap(const policy_snapshot& s) const 
   // token attends to more keys.
   const double depth = s.waiting.empty() ? 0.0 : s.waiting[order_waiting(s).front()].computed_tokens;
   // The slack keeps a quotient like 1735.9999... (86.8 / 0.05) from losing a whole token.
-  const double tokens = std::floor(chunk_that_fits(s.step_time, spare_ms, depth) + 1e-9);
+  const double fits = chunk_that_fits(s.step_time, spare_ms, depth);
+  const double tokens = std::floor(fits + 1e-9 * std::max(1.0, fits));
   const double most = s.max_batched_tokens > 0 ? s.max_batched_tokens : std::numeric_limits<uint32_t>::max();
   return static_cast<uint32_t>(std::clamp(tokens, static_cast<double>(min_prefill_tokens_),
                                           std::max(most, static_cast<double>(min_prefill_tokens_))));

@@ -18,7 +18,7 @@ namespace hearth {
 //!   no step is planned beyond half the tightest, so that a request arriving mid-step can still
 //!   make its own. A target is a quantile (itl_quantile of
 //!   a stream's gaps must keep it), and a stream whose short gaps so far leave room for one more
-//!   long one (misses + 1 <= (1 - quantile) * (gaps + 1)) does not hold the step back: when no
+//!   long one (misses + 1 <= (1 - quantile) * gaps) does not hold the step back: when no
 //!   stream does, the step takes its full budget, and a long prompt gets a chunk at full speed.
 //!   The cap never goes below `min_prefill_tokens`, so prefill always progresses even when the
 //!   decodes alone already exceed the target.

@@ -274,8 +274,9 @@ TEST_CASE("slo stops capping for streams whose short gaps earned a long one", "[
     r.itl_misses = misses;
     return r;
   };
-  // 9 short gaps earn the 10th; 19 gaps with one miss earn the 20th (2 of 20 = 10 %).
-  std::vector<request_view> running = {stream(1, 0, 9, 0), stream(2, 0, 19, 1)};
+  // 10 short gaps earn the 11th; 20 gaps with one miss earn the 21st. (The bench interpolates
+  // the 90th percentile of n gaps at 0.9 (n - 1): 1 of 11 and 2 of 21 may be any length.)
+  std::vector<request_view> running = {stream(1, 0, 10, 0), stream(2, 0, 20, 1)};
   policy_snapshot s{.waiting = {}, .running = running, .now_s = 10.0, .tenants = tenants,
                     .step_time = {.base_ms = 10, .per_token_ms = 0.05, .per_seq_ms = 0.5}, .max_batched_tokens = 8192};
   CHECK_FALSE(p->prefill_cap(s));  // nobody holds the step back: the whole budget
@@ -287,15 +288,15 @@ TEST_CASE("slo stops capping for streams whose short gaps earned a long one", "[
     CHECK(s.step_time.predict_ms(decodes + *cap, seqs) <= itl_ms + 1e-9);
     CHECK(s.step_time.predict_ms(decodes + *cap + 1, seqs) > itl_ms);
   };
-  SECTION("8 short gaps have not earned one") {
-    running.push_back(stream(3, 0, 8, 0));
+  SECTION("9 short gaps have not earned one") {
+    running.push_back(stream(3, 0, 9, 0));
     s.running = running;
     capped_at(100);
   }
   SECTION("a stream of any class with a target holds the step to it") {
     tenants[1].itl_ms = 250;
     tenants[1].itl_quantile = 0.9;
-    running.push_back(stream(3, 1, 30, 3));  // docs, 4 of 31 would be 12.9 %
+    running.push_back(stream(3, 1, 30, 3));  // docs: 4 of 31 would be one too many
     s.running = running;
     capped_at(250);
   }

@@ -283,3 +283,27 @@ TEST_CASE("the scheduler counts each stream's gaps and those over its tenant's I
   CHECK(seen->at(1) == std::pair(10u, 2u));
   CHECK(seen->at(2) == std::pair(10u, 0u));
 }
+
+TEST_CASE("a request started in a step is never the victim of a preemption in that step", "[scheduler_tenants]") {
+  // A pool of 8 blocks of 16. The document holds 6 blocks mid-prefill when a voice turn arrives
+  // that needs the last 2: slo ranks the voice turn first, so it takes them, and when the
+  // document's next chunk finds no block, the document gives way, not the turn it let ahead.
+  engine_config cfg{.max_batched_tokens = 64, .max_seqs = 8, .long_prefill_threshold = 32, .policy = "slo"};
+  cfg.tenants = {{.name = "voice", .cls = tenant_class::interactive, .slo = {.ttft_ms = 1000}},
+                 {.name = "docs", .slo = {.ttft_ms = 8000}}};
+  rig r(cfg, 8, make_policy("slo"));
+  r.add(1, "docs", 100, 4);
+  for (int i = 0; i < 3; ++i) r.step_once();  // 96 positions: 6 blocks
+  REQUIRE(r.core->kv().stats().used == 6);
+  r.add(2, "voice", 30, 4);
+  const step st = r.core->plan(1.0);
+  REQUIRE(st.seqs.size() == 1);
+  CHECK(st.seqs[0].id == 2);
+  CHECK(st.seqs[0].tokens.size() == 30);
+  CHECK(r.core->gauges().preemptions == 1);  // the document's
+  std::vector<request_event> events;
+  r.core->complete(st, r.runner->run(st), 1.0, events);
+  while (r.core->has_work()) r.step_once();  // the document recomputes; both finish
+  CHECK(r.ended == std::set<request_id>{1, 2});
+  CHECK(r.core->kv().stats().used == 0);
+}
