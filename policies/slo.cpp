@@ -46,14 +46,26 @@ decode_load decode_load_of(const policy_snapshot& s) {
   return load;
 }
 
-// The most prefill tokens, starting at position `depth`, that fit in spare_ms: each costs
-// per_token, and attends to every key before it (per_kpair per thousand).
-double chunk_that_fits(const step_time_model& m, double spare_ms, double depth) {
-  if (spare_ms <= 0) return 0;
-  // cost(n) = n * per_token + per_kpair * (n * depth + n (n + 1) / 2) / 1000 = a n^2 + b n; the
-  // root in the form that does not cancel when a is tiny (and is spare / b when a = 0).
-  const double a = m.per_kpair_ms / 2000, b = m.per_token_ms + m.per_kpair_ms * (depth + 0.5) / 1000;
-  return 2 * spare_ms / (b + std::sqrt(b * b + 4 * a * spare_ms));
+// The prefill cost of n tokens starting at position `depth`: each costs per_token, and attends
+// to every key before it (per_kpair per thousand): a n^2 + b n.
+struct prefill_cost {
+  double a, b;
+  prefill_cost(const step_time_model& m, double depth)
+      : a(m.per_kpair_ms / 2000), b(m.per_token_ms + m.per_kpair_ms * (depth + 0.5) / 1000) {}
+  double ms(double n) const { return a * n * n + b * n; }
+  //! The most tokens that fit in spare_ms: the root in the form that does not cancel when a is
+  //! tiny (and is spare / b when a = 0).
+  double tokens_within(double spare_ms) const {
+    return spare_ms <= 0 ? 0 : 2 * spare_ms / (b + std::sqrt(b * b + 4 * a * spare_ms));
+  }
+};
+
+// Whether r can still get its first token by its deadline: its remaining prefill, at full speed
+// from now, ends before it.
+bool can_make(const policy_snapshot& s, const request_view& r, double deadline_s) {
+  const uint32_t total = r.prompt_tokens + r.generated_tokens;
+  const double left = total > r.computed_tokens ? total - r.computed_tokens : 0;
+  return s.now_s + prefill_cost(s.step_time, r.computed_tokens).ms(left) / 1000 <= deadline_s;
 }
 
 // Half the tightest TTFT target among the tenants: a request that arrives while a step runs
@@ -72,7 +84,7 @@ std::vector<uint32_t> slo_policy::order_waiting(const policy_snapshot& s) const 
     const double ttft_ms = tenant_of(s, r).ttft_ms;
     if (ttft_ms <= 0) return std::pair(2, r.arrival_s);
     const double deadline = r.arrival_s + ttft_ms / 1000.0;
-    return std::pair(deadline < s.now_s ? 1 : 0, deadline);
+    return std::pair(can_make(s, r, deadline) ? 0 : 1, deadline);
   });
 }
 
@@ -98,7 +110,7 @@ std::optional<uint32_t> slo_policy::prefill_cap(const policy_snapshot& s) const 
   // token attends to more keys.
   const double depth = s.waiting.empty() ? 0.0 : s.waiting[order_waiting(s).front()].computed_tokens;
   // The slack keeps a quotient like 1735.9999... (86.8 / 0.05) from losing a whole token.
-  const double fits = chunk_that_fits(s.step_time, spare_ms, depth);
+  const double fits = prefill_cost(s.step_time, depth).tokens_within(spare_ms);
   const double tokens = std::floor(fits + 1e-9 * std::max(1.0, fits));
   const double most = s.max_batched_tokens > 0 ? s.max_batched_tokens : std::numeric_limits<uint32_t>::max();
   return static_cast<uint32_t>(std::clamp(tokens, static_cast<double>(min_prefill_tokens_),

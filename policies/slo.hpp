@@ -4,9 +4,10 @@
 namespace hearth {
 
 //! slo: earliest TTFT deadline first, and decode protection.
-//! - Order: by deadline = arrival + the tenant's ttft_ms, those still ahead first: a request
-//!   past its deadline has lost its SLO, and serving it before one that can still meet its own
-//!   loses both (EDF's domino effect under overload). Missed deadlines follow, earliest first,
+//! - Order: by deadline = arrival + the tenant's ttft_ms, those that can still make it first: a
+//!   request past its deadline, or whose remaining prefill at full speed (the step-time model)
+//!   would end past it, has lost its SLO, and serving it before one that can still meet its own
+//!   loses both (EDF's domino effect under overload). Those follow, earliest deadline first,
 //!   then requests of tenants without a TTFT target, in arrival order.
 //! - Victim: the running request whose tenant has the loosest ITL target (none is loosest),
 //!   latest arrival first.

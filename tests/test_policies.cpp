@@ -188,6 +188,23 @@ TEST_CASE("slo serves the earliest TTFT deadline still ahead first, missed ones 
   CHECK(p->order_waiting(s) == std::vector<uint32_t>{1, 0, 4, 3, 2});
 }
 
+TEST_CASE("slo puts a request that cannot finish its prefill by its deadline after those that can",
+          "[policies]") {
+  const auto p = make_policy("slo");
+  // At 10.6 s, 1 ms per prompt token: docs (TTFT 2 s, deadline 11.0) and voice (TTFT 300 ms,
+  // arrived at 10.8, deadline 11.1, 40 tokens: in time).
+  request_view waiting[] = {req(1, 1, 9.0), req(2, 0, 10.8)};
+  waiting[1].prompt_tokens = 40;
+  policy_snapshot s{.waiting = waiting, .running = {}, .now_s = 10.6, .tenants = household,
+                    .step_time = {.per_token_ms = 1}};
+  waiting[0].prompt_tokens = 300;  // 0.3 s: ends at 10.9, in time, and its deadline is earlier
+  CHECK(p->order_waiting(s) == std::vector<uint32_t>{0, 1});
+  waiting[0].prompt_tokens = 1500;  // 1.5 s: ends at 12.1, lost; the voice turn goes first
+  CHECK(p->order_waiting(s) == std::vector<uint32_t>{1, 0});
+  waiting[0].computed_tokens = 1300;  // mid-prefill, 200 left: in time again
+  CHECK(p->order_waiting(s) == std::vector<uint32_t>{0, 1});
+}
+
 TEST_CASE("slo preempts the loosest ITL target, latest arrival first", "[policies]") {
   const auto p = make_policy("slo");
   const request_view running[] = {req(1, 0, 5.0), req(2, 1, 1.0), req(3, 2, 2.0), req(4, 0, 6.0)};
