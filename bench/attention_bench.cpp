@@ -45,35 +45,49 @@ double fma_peak_gflops() {
   return 10.0 * n * simd::lanes / dt / 1e9;
 }
 
-void bench_decode(uint32_t ctx, uint32_t n_seqs, double ceiling, double fma_peak) {
-  const uint32_t n_head = 32, n_head_kv = 8, hd = 128, bs = 16, n_layer = 16;
-  const kv_layout layout{
-      .n_layer = n_layer, .n_head_kv = n_head_kv, .head_dim = hd, .block_size = bs, .dtype = kv_dtype::bf16};
-  const uint32_t per_seq = kv_pool::blocks_for_tokens(layout, ctx);
-  auto pool = kv_pool::create(layout, per_seq * n_seqs).value();
-  std::mt19937 rng(42);
-  std::uniform_int_distribution<uint16_t> bits(0x3c00, 0x3f80);  // bf16 values in [2^-7, 1]
+//! A pool of n_blocks blocks of random bf16 values in [2^-7, 1], and its block ids shuffled: a
+//! sequence's blocks lie anywhere, as in a real pool.
+kv_pool random_pool(const kv_layout& layout, uint32_t n_blocks, uint32_t seed, std::vector<uint32_t>& ids) {
+  auto pool = kv_pool::create(layout, n_blocks).value();
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<uint16_t> bits(0x3c00, 0x3f80);
   for (uint32_t b = 0; b < pool.n_blocks(); ++b) {
     auto bytes = pool.block(b);
     auto* p = reinterpret_cast<uint16_t*>(bytes.data());
     for (size_t i = 0; i < bytes.size() / 2; ++i) p[i] = bits(rng);
   }
-  std::vector<uint32_t> ids(pool.n_blocks());
+  ids.resize(pool.n_blocks());
   std::iota(ids.begin(), ids.end(), 0u);
   std::shuffle(ids.begin(), ids.end(), rng);
+  return pool;
+}
+
+//! Seconds per paged_attention call over `seqs`, each call on the next layer of the pool.
+double seconds_per_call(const kv_pool& pool, uint32_t n_head, std::span<const ops::seq_rows> seqs, size_t rows,
+                        int calls) {
+  const uint32_t q_dim = n_head * pool.layout().head_dim;
+  std::vector<float> q(rows * q_dim, 0.1f), out(q.size());
+  const auto t0 = clock_type::now();
+  for (int i = 0; i < calls; ++i) {
+    ops::paged_attention(pool, static_cast<uint32_t>(i) % pool.layout().n_layer, n_head, {q.data(), q_dim},
+                         {out.data(), q_dim}, seqs);
+  }
+  return seconds_since(t0) / calls;
+}
+
+void bench_decode(uint32_t ctx, uint32_t n_seqs, double ceiling, double fma_peak) {
+  const uint32_t n_head = 32, n_head_kv = 8, hd = 128, bs = 16, n_layer = 16;
+  const kv_layout layout{
+      .n_layer = n_layer, .n_head_kv = n_head_kv, .head_dim = hd, .block_size = bs, .dtype = kv_dtype::bf16};
+  const uint32_t per_seq = kv_pool::blocks_for_tokens(layout, ctx);
+  std::vector<uint32_t> ids;
+  const kv_pool pool = random_pool(layout, per_seq * n_seqs, 42, ids);
   std::vector<ops::seq_rows> seqs;
   for (uint32_t s = 0; s < n_seqs; ++s) {
     seqs.push_back({s, 1, ctx - 1, std::span(ids).subspan(size_t{s} * per_seq, per_seq)});
   }
-  std::vector<float> q(size_t{n_seqs} * n_head * hd, 0.1f), out(q.size());
   const double bytes = 2.0 * 2 * ctx * n_head_kv * hd * n_seqs;  // K and V, bf16
-  const int calls = std::max(16, static_cast<int>(4e9 / bytes));
-  const auto t0 = clock_type::now();
-  for (int i = 0; i < calls; ++i) {
-    ops::paged_attention(pool, static_cast<uint32_t>(i) % n_layer, n_head, {q.data(), size_t{n_head} * hd},
-                         {out.data(), size_t{n_head} * hd}, seqs);
-  }
-  const double per_call = seconds_since(t0) / calls;
+  const double per_call = seconds_per_call(pool, n_head, seqs, n_seqs, std::max(16, static_cast<int>(4e9 / bytes)));
   const double gbps = bytes / per_call / 1e9;
   const double gfma = 2.0 * ctx * n_head * hd * n_seqs / per_call / 1e9;  // q.k and p * v
   std::printf(
@@ -86,31 +100,15 @@ void bench_decode(uint32_t ctx, uint32_t n_seqs, double ceiling, double fma_peak
 //! the chunk a household step adds to a long document's prompt.
 void bench_prefill(uint32_t start_pos, uint32_t rows, double fma_peak) {
   const uint32_t n_head = 12, hd = 64, bs = 16, n_layer = 4;
-  const kv_layout layout{.n_layer = n_layer, .n_head_kv = n_head, .head_dim = hd, .block_size = bs, .dtype = kv_dtype::bf16};
-  const uint32_t n_blocks = kv_pool::blocks_for_tokens(layout, start_pos + rows);
-  auto pool = kv_pool::create(layout, n_blocks).value();
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<uint16_t> bits(0x3c00, 0x3f80);
-  for (uint32_t b = 0; b < pool.n_blocks(); ++b) {
-    auto bytes = pool.block(b);
-    auto* p = reinterpret_cast<uint16_t*>(bytes.data());
-    for (size_t i = 0; i < bytes.size() / 2; ++i) p[i] = bits(rng);
-  }
-  std::vector<uint32_t> ids(n_blocks);
-  std::iota(ids.begin(), ids.end(), 0u);
-  std::shuffle(ids.begin(), ids.end(), rng);
+  const kv_layout layout{
+      .n_layer = n_layer, .n_head_kv = n_head, .head_dim = hd, .block_size = bs, .dtype = kv_dtype::bf16};
+  std::vector<uint32_t> ids;
+  const kv_pool pool = random_pool(layout, kv_pool::blocks_for_tokens(layout, start_pos + rows), 7, ids);
   const std::vector<ops::seq_rows> seqs{{0, rows, start_pos, ids}};
-  std::vector<float> q(size_t{rows} * n_head * hd, 0.1f), out(q.size());
   double keys = 0;
   for (uint32_t r = 0; r < rows; ++r) keys += start_pos + r + 1;
   const double fma = 2.0 * keys * n_head * hd;  // q.k and p * v
-  const int calls = std::max(8, static_cast<int>(2e9 / fma));
-  const auto t0 = clock_type::now();
-  for (int i = 0; i < calls; ++i) {
-    ops::paged_attention(pool, static_cast<uint32_t>(i) % n_layer, n_head, {q.data(), size_t{n_head} * hd},
-                         {out.data(), size_t{n_head} * hd}, seqs);
-  }
-  const double per_call = seconds_since(t0) / calls;
+  const double per_call = seconds_per_call(pool, n_head, seqs, rows, std::max(8, static_cast<int>(2e9 / fma)));
   std::printf("prefill %3u rows at %5u: %8.1f us/layer, %5.1f GFMA/s = %3.0f%% of peak\n", rows, start_pos,
               per_call * 1e6, fma / per_call / 1e9, 100.0 * fma / per_call / 1e9 / fma_peak);
 }
