@@ -314,23 +314,34 @@ HEARTH_SIMD_INLINE void transpose_tile(const kv_pool& pool, const std::byte* til
   }
 }
 
+//! Elements of a dot product summed in one chain before the chain joins the total: one chain
+//! over all of a 128-wide head lost enough to fail the 1e-5 check on peaky scores (exp turns a
+//! score's absolute error into a relative one).
+constexpr uint32_t dot_block = 16;
+
 //! s (NQ, bs) = q (NQ, hd) @ kt (hd, bs), keys [0, n): the queries broadcast element by element
 //! against W keys at a time, every load of kt shared by NQ queries; no horizontal sums.
 template <uint32_t NQ, uint32_t W>
 HEARTH_SIMD_INLINE uint32_t scores_by_columns(const float* q, const float* kt, uint32_t j, uint32_t n,
                                               uint32_t hd, uint32_t bs, float* s) {
   for (; j + W * simd::lanes <= n; j += W * simd::lanes) {
-    vec a[NQ][W] = {};
-    for (uint32_t d = 0; d < hd; ++d) {
-      vec k[W];
-      for (uint32_t x = 0; x < W; ++x) k[x] = simd::load(kt + size_t{d} * bs + j + x * simd::lanes);
+    for (uint32_t d0 = 0; d0 < hd; d0 += dot_block) {
+      vec a[NQ][W] = {};
+      for (uint32_t d = d0; d < std::min(d0 + dot_block, hd); ++d) {
+        vec k[W];
+        for (uint32_t x = 0; x < W; ++x) k[x] = simd::load(kt + size_t{d} * bs + j + x * simd::lanes);
+        for (uint32_t g = 0; g < NQ; ++g) {
+          const vec qd = simd::splat(q[g * size_t{hd} + d]);
+          for (uint32_t x = 0; x < W; ++x) a[g][x] += qd * k[x];
+        }
+      }
       for (uint32_t g = 0; g < NQ; ++g) {
-        const vec qd = simd::splat(q[g * size_t{hd} + d]);
-        for (uint32_t x = 0; x < W; ++x) a[g][x] += qd * k[x];
+        for (uint32_t x = 0; x < W; ++x) {
+          float* out = s + g * size_t{bs} + j + x * simd::lanes;
+          simd::store(out, d0 == 0 ? a[g][x] : simd::load(out) + a[g][x]);
+        }
       }
     }
-    for (uint32_t g = 0; g < NQ; ++g)
-      for (uint32_t x = 0; x < W; ++x) simd::store(s + g * size_t{bs} + j + x * simd::lanes, a[g][x]);
   }
   return j;
 }
@@ -343,7 +354,12 @@ HEARTH_SIMD_INLINE void scores_transposed(const float* q, const float* kt, uint3
   for (; j < n; ++j) {
     for (uint32_t g = 0; g < NQ; ++g) {
       float dot = 0;
-      for (uint32_t d = 0; d < hd; ++d) dot += q[g * size_t{hd} + d] * kt[size_t{d} * bs + j];
+      for (uint32_t d0 = 0; d0 < hd; d0 += dot_block) {
+        float part = 0;
+        for (uint32_t d = d0; d < std::min(d0 + dot_block, hd); ++d)
+          part += q[g * size_t{hd} + d] * kt[size_t{d} * bs + j];
+        dot += part;
+      }
       s[g * size_t{bs} + j] = dot;
     }
   }
