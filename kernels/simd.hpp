@@ -15,8 +15,14 @@
 // Hot loops are compiled for baseline x86-64, x86-64-v3 (AVX2 + FMA) and x86-64-v4 (AVX-512); the
 // dynamic loader picks the best the CPU has, so one binary runs on any x86-64 machine. Not under
 // ThreadSanitizer: the loader runs the (instrumented) resolvers before TSan's runtime starts.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HEARTH_NO_SIMD_CLONES) && \
-    !defined(__SANITIZE_THREAD__)
+// Clang (14 and later) makes the same clones: its sanitizer build then checks the code that runs.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HEARTH_TSAN 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(HEARTH_NO_SIMD_CLONES) && !defined(__SANITIZE_THREAD__) && \
+    !defined(HEARTH_TSAN)
 #define HEARTH_SIMD_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define HEARTH_SIMD_CLONES

@@ -8,7 +8,7 @@ packages=(
   catch2 libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev
   libcaf-dev libdnnl-dev ocl-icd-opencl-dev libtbb-dev libtbbbind-2-5 libhwloc-dev
   libzmq3-dev cppzmq-dev libcpp-httplib-dev python3-zmq
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev libomp-dev
 )
 
 missing=()

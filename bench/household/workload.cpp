@@ -24,7 +24,7 @@ constexpr std::string_view class_fields[] = {"name",   "priority", "weight", "ra
                                              "prompt", "output",   "slo",    "shared_prefix", "seed"};
 constexpr std::string_view length_fields[] = {"dist", "value", "min", "max", "mean", "cv"};
 constexpr std::string_view slo_fields[] = {"ttft_ms", "itl_ms"};
-constexpr uint32_t max_tokens = 1u << 20;
+constexpr uint32_t token_limit = 1u << 20;
 
 // Reads fields of one table; every message names the source, the line, who and the field.
 class reader {
@@ -115,13 +115,13 @@ length_dist read_length(const reader& r) {
   const std::string kind = r.text("dist", nullptr);
   if (kind == "fixed") {
     d.kind = length_kind::fixed;
-    d.min = d.max = static_cast<uint32_t>(r.whole("value", 1, max_tokens, 0));
+    d.min = d.max = static_cast<uint32_t>(r.whole("value", 1, token_limit, 0));
     if (d.min == 0) r.fail("value", "is missing");
     d.mean = d.min;
     return d;
   }
-  d.min = static_cast<uint32_t>(r.whole("min", 1, max_tokens, 1));
-  d.max = static_cast<uint32_t>(r.whole("max", 1, max_tokens, 0));
+  d.min = static_cast<uint32_t>(r.whole("min", 1, token_limit, 1));
+  d.max = static_cast<uint32_t>(r.whole("max", 1, token_limit, 0));
   if (!r.has("max")) r.fail("max", "is missing");
   if (d.max < d.min) r.fail("max", "must be >= min");
   if (kind == "uniform") {
@@ -129,7 +129,7 @@ length_dist read_length(const reader& r) {
     d.mean = (d.min + d.max) / 2.0;
   } else if (kind == "lognormal") {
     d.kind = length_kind::lognormal;
-    d.mean = r.number("mean", 1, max_tokens);
+    d.mean = r.number("mean", 1, token_limit);
     d.cv = r.number("cv", 0, 10);
   } else {
     r.fail("dist", "must be \"fixed\", \"uniform\" or \"lognormal\" (got \"" + kind + "\")");
@@ -172,7 +172,7 @@ workload_class read_class(std::string_view source, const toml::table& t, size_t 
     c.ttft_ms = s.number("ttft_ms", 0, 1e9, 0.0);
     c.itl_ms = s.number("itl_ms", 0, 1e9, 0.0);
   }
-  c.shared_prefix = static_cast<uint32_t>(r.whole("shared_prefix", 0, max_tokens, 0));
+  c.shared_prefix = static_cast<uint32_t>(r.whole("shared_prefix", 0, token_limit, 0));
   if (c.shared_prefix > 0 && c.shared_prefix >= c.prompt.min)
     r.fail("shared_prefix", "must be below the shortest prompt (" + std::to_string(c.prompt.min) + ")");
   c.seed = r.whole("seed", 0, std::numeric_limits<int64_t>::max(), index + 1);
