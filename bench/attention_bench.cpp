@@ -1,6 +1,6 @@
 // Decode attention over the paged KV cache (bf16, block 16, Llama-3-8B heads: 32 query heads on
-// 8 kv heads of 128) at several context lengths, against the memory bandwidth measured in the
-// same run. Each call reads a different layer of a pool larger than the caches, so K/V come from
+// 8 kv heads of 128; and small's, 12 of 64) at several context lengths, against the memory bandwidth measured
+// in the same run. Each call reads a different layer of a pool larger than the caches, so K/V come from
 // memory as in a real decode step. Reports GB/s of K/V read against the triad ceiling, and FMA
 // throughput against the core's FMA peak: with 4 query heads per kv head, decode attention does
 // 4 multiply-adds per bf16 element read, so on AVX2 it is compute-bound before memory-bound.
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -63,8 +64,8 @@ kv_pool random_pool(const kv_layout& layout, uint32_t n_blocks, uint32_t seed, s
 }
 
 //! Seconds per paged_attention call over `seqs`, each call on the next layer of the pool.
-double seconds_per_call(const kv_pool& pool, uint32_t n_head, std::span<const ops::seq_rows> seqs, size_t rows,
-                        int calls) {
+double seconds_per_call(const kv_pool& pool, uint32_t n_head, std::span<const ops::seq_rows> seqs,
+                        size_t rows, int calls) {
   const uint32_t q_dim = n_head * pool.layout().head_dim;
   std::vector<float> q(rows * q_dim, 0.1f), out(q.size());
   const auto t0 = clock_type::now();
@@ -75,8 +76,16 @@ double seconds_per_call(const kv_pool& pool, uint32_t n_head, std::span<const op
   return seconds_since(t0) / calls;
 }
 
-void bench_decode(uint32_t ctx, uint32_t n_seqs, double ceiling, double fma_peak) {
-  const uint32_t n_head = 32, n_head_kv = 8, hd = 128, bs = 16, n_layer = 16;
+//! Attention heads: query heads, kv heads, head_dim.
+struct heads {
+  const char* name;
+  uint32_t n_head, n_head_kv, hd;
+};
+constexpr heads llama3_8b{"llama3-8b", 32, 8, 128};
+constexpr heads small{"small", 12, 12, 64};
+
+void bench_decode(const heads& h, uint32_t ctx, uint32_t n_seqs, double ceiling, double fma_peak) {
+  const uint32_t n_head = h.n_head, n_head_kv = h.n_head_kv, hd = h.hd, bs = 16, n_layer = 16;
   const kv_layout layout{
       .n_layer = n_layer, .n_head_kv = n_head_kv, .head_dim = hd, .block_size = bs, .dtype = kv_dtype::bf16};
   const uint32_t per_seq = kv_pool::blocks_for_tokens(layout, ctx);
@@ -87,13 +96,15 @@ void bench_decode(uint32_t ctx, uint32_t n_seqs, double ceiling, double fma_peak
     seqs.push_back({s, 1, ctx - 1, std::span(ids).subspan(size_t{s} * per_seq, per_seq)});
   }
   const double bytes = 2.0 * 2 * ctx * n_head_kv * hd * n_seqs;  // K and V, bf16
-  const double per_call = seconds_per_call(pool, n_head, seqs, n_seqs, std::max(16, static_cast<int>(4e9 / bytes)));
+  const double per_call =
+      seconds_per_call(pool, n_head, seqs, n_seqs, std::max(16, static_cast<int>(4e9 / bytes)));
   const double gbps = bytes / per_call / 1e9;
   const double gfma = 2.0 * ctx * n_head * hd * n_seqs / per_call / 1e9;  // q.k and p * v
   std::printf(
-      "decode ctx %5u x %u seq: %8.1f us/layer, K/V %5.1f GB/s = %3.0f%% of triad, %5.1f GFMA/s = %3.0f%% of "
-      "peak\n",
-      ctx, n_seqs, per_call * 1e6, gbps, 100.0 * gbps / ceiling, gfma, 100.0 * gfma / fma_peak);
+      "decode %-9s ctx %5u x %u seq: %8.1f us/layer, K/V %5.1f GB/s = %3.0f%% of triad, %5.1f GFMA/s = "
+      "%3.0f%% "
+      "of peak\n",
+      h.name, ctx, n_seqs, per_call * 1e6, gbps, 100.0 * gbps / ceiling, gfma, 100.0 * gfma / fma_peak);
 }
 
 //! A prefill chunk of `rows` rows of one sequence at start_pos, small's heads (12 of 64, MHA):
@@ -108,20 +119,22 @@ void bench_prefill(uint32_t start_pos, uint32_t rows, double fma_peak) {
   double keys = 0;
   for (uint32_t r = 0; r < rows; ++r) keys += start_pos + r + 1;
   const double fma = 2.0 * keys * n_head * hd;  // q.k and p * v
-  const double per_call = seconds_per_call(pool, n_head, seqs, rows, std::max(8, static_cast<int>(2e9 / fma)));
+  const double per_call =
+      seconds_per_call(pool, n_head, seqs, rows, std::max(8, static_cast<int>(2e9 / fma)));
   std::printf("prefill %3u rows at %5u: %8.1f us/layer, %5.1f GFMA/s = %3.0f%% of peak\n", rows, start_pos,
               per_call * 1e6, fma / per_call / 1e9, 100.0 * fma / per_call / 1e9 / fma_peak);
 }
 
 }  // namespace
 
-int main() {
-  set_kernel_threads(1);
+int main(int argc, char** argv) {
+  set_kernel_threads(argc > 1 ? std::atoi(argv[1]) : 1);         // threads: one core unless told
   const double ceiling = stream_triad_gbps(size_t{8} << 20, 5);  // 3 x 64 MiB of doubles
   const double fma_peak = fma_peak_gflops();
   std::printf("triad bandwidth: %.1f GB/s, FMA peak: %.1f GFMA/s (one core)\n", ceiling, fma_peak);
-  for (uint32_t ctx : {1024u, 4096u}) bench_decode(ctx, 1, ceiling, fma_peak);
-  bench_decode(1024, 8, ceiling, fma_peak);
+  for (uint32_t ctx : {1024u, 4096u}) bench_decode(llama3_8b, ctx, 1, ceiling, fma_peak);
+  bench_decode(llama3_8b, 1024, 8, ceiling, fma_peak);
+  for (uint32_t ctx : {256u, 1024u}) bench_decode(small, ctx, 1, ceiling, fma_peak);
   for (uint32_t start : {0u, 2048u}) bench_prefill(start, 32, fma_peak);
   bench_prefill(0, 256, fma_peak);
   bench_prefill(1024, 256, fma_peak);
