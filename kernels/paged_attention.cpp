@@ -1,9 +1,15 @@
 // ops::paged_attention: causal attention over the paged KV cache, flash-attention style. Each work
-// item takes one sequence's chunk of query rows and all query heads of one kv head (GQA), walks
-// its range of the sequence's block table once, and folds every K/V tile into each query's
-// running softmax (max m, sum l, weighted values acc). So a decode step streams each K/V tile
+// item takes one sequence's chunk of query rows and all query heads of one or more kv heads
+// (GQA), walks its range of the sequence's block table once, and folds every K/V tile into each
+// query's running softmax (max m, sum l, weighted values acc). So a step streams each K/V tile
 // once per kv head. When a batch has too few items to keep every thread busy (one sequence,
 // few kv heads), items split the keys into ranges; each range's (m, l, acc) is merged after.
+//
+// A decode row's item takes every kv head (fewer only when the items would not keep the threads
+// busy): per block it reads the heads' K tiles, then their V tiles, each a contiguous run the
+// hardware prefetcher follows (small: 24 KiB, against 2 KiB per head). Small at context 1024, 2
+// threads, 12 layers: 4.8 -> 3.0 ms of attention per decode step. Prefetching the next block in
+// software, needed for 2 KiB tiles, then only slowed it (48 KiB per block, more than L1).
 //
 // An item of prefill rows with more than 4 queries folds each tile into 4 queries at a
 // time against the K tile transposed (fold_block_by_tiles): scores by broadcast FMAs, 8 keys to a
@@ -50,12 +56,14 @@ constexpr uint32_t max_ranges = 8;
 
 constexpr uint32_t whole_keys = UINT32_MAX;  // attn_item::partial of an item that is not split
 
-//! Query rows [row0, row0 + n_rows) of sequence `seq`, with all query heads of kv head `kv_head`,
-//! against the keys of blocks [block0, block1) of its table. `partial` is where its (acc, m, l)
-//! go in attn_call::partials when the keys are split, else whole_keys (it writes the output).
+//! Query rows [row0, row0 + n_rows) of sequence `seq`, with all query heads of kv heads
+//! [head0, head0 + n_heads), against the keys of blocks [block0, block1) of its table. `partial`
+//! is where its (acc, m, l) go in attn_call::partials when the keys are split, else whole_keys
+//! (it writes the output). Query (head h of the item, row i, head g of the group) is
+//! (h * n_rows + i) * group + g in the item's buffers.
 struct attn_item {
   uint32_t seq;
-  uint32_t kv_head;
+  uint32_t head0, n_heads;
   uint32_t row0;
   uint32_t n_rows;
   uint32_t block0, block1;
@@ -140,18 +148,6 @@ HEARTH_SIMD_INLINE const typename E::type* tile_as(const kv_pool& pool, uint32_t
   const size_t count = size_t{n} * pool.layout().head_dim;
   for (size_t i = 0; i < count; ++i) buf[i] = simd::bf16_to_f32(src[i]);
   return reinterpret_cast<const typename E::type*>(buf.data());
-}
-
-//! Asks for the cache lines of block's K and V tiles of one head ahead of their use: a sequence's
-//! blocks lie anywhere in the pool, so the hardware prefetcher cannot guess the next one, and a
-//! decode step otherwise waits on memory at the start of every 2 KiB tile.
-HEARTH_SIMD_INLINE void prefetch_tiles(const kv_pool& pool, uint32_t block, uint32_t layer, uint32_t head) {
-  constexpr size_t line = 64;
-  const size_t bytes = pool.layout().tile_bytes();
-  for (uint32_t kv = 0; kv < 2; ++kv) {
-    const std::byte* t = pool.tile(block, layer, kv, head);
-    for (size_t off = 0; off < bytes; off += line) __builtin_prefetch(t + off);
-  }
 }
 
 //! s[0, c) = scores of one query q (hd,) in tile order against C keys k (C, hd), C = 1 or 8: one
@@ -347,8 +343,8 @@ HEARTH_SIMD_INLINE uint32_t scores_by_columns(const float* q, const float* kt, u
 }
 
 template <uint32_t NQ>
-HEARTH_SIMD_INLINE void scores_transposed(const float* q, const float* kt, uint32_t n, uint32_t hd, uint32_t bs,
-                                          float* s) {
+HEARTH_SIMD_INLINE void scores_transposed(const float* q, const float* kt, uint32_t n, uint32_t hd,
+                                          uint32_t bs, float* s) {
   uint32_t j = scores_by_columns<NQ, 2>(q, kt, 0, n, hd, bs, s);
   j = scores_by_columns<NQ, 1>(q, kt, j, n, hd, bs, s);
   for (; j < n; ++j) {
@@ -370,8 +366,8 @@ HEARTH_SIMD_INLINE void scores_transposed(const float* q, const float* kt, uint3
 //! sees, the unseen weights zero.
 template <uint32_t NQ>
 HEARTH_SIMD_INLINE void fold_tile_transposed(const float* q, const float* kt, const float* v, uint32_t n,
-                                             const uint32_t* seen, uint32_t hd, uint32_t bs, float* m, float* l,
-                                             float* acc, float* p) {
+                                             const uint32_t* seen, uint32_t hd, uint32_t bs, float* m,
+                                             float* l, float* acc, float* p) {
   scores_transposed<NQ>(q, kt, n, hd, bs, p);
   float correction[NQ];
   for (uint32_t g = 0; g < NQ; ++g) {
@@ -385,39 +381,69 @@ HEARTH_SIMD_INLINE void fold_tile_transposed(const float* q, const float* kt, co
   tile_accumulate<f32_elems, NQ>(p, bs, v, n, hd, correction, acc);
 }
 
+//! The item's queries (attn_item) times scale into q, each in tile order.
+template <class E>
+HEARTH_SIMD_INLINE void load_queries(const attn_call& c, const attn_item& it, float* q) {
+  const uint32_t hd = c.pool.layout().head_dim;
+  const seq_rows& s = c.seqs[it.seq];
+  for (uint32_t h = 0; h < it.n_heads; ++h) {
+    for (uint32_t i = 0; i < it.n_rows; ++i) {
+      // The group's query heads are adjacent in the row: heads kv_head * group .. + group - 1.
+      const float* src = c.q.row(s.first_row + it.row0 + i) + size_t{it.head0 + h} * c.group * hd;
+      float* dst = q + size_t{h * it.n_rows + i} * c.group * hd;
+      for (uint32_t g = 0; g < c.group; ++g)
+        for (uint32_t d = 0; d < hd; ++d)
+          dst[size_t{g} * hd + tile_index<E>(d, hd)] = src[size_t{g} * hd + d] * c.scale;
+    }
+  }
+}
+
 //! out rows of the item = acc (nq, hd) in tile order / l (nq,).
 template <class E>
 HEARTH_SIMD_INLINE void write_output(const attn_call& c, const attn_item& it, const float* acc,
                                      const float* l) {
   const uint32_t hd = c.pool.layout().head_dim;
   const seq_rows& s = c.seqs[it.seq];
-  for (uint32_t i = 0; i < it.n_rows; ++i) {
-    float* dst = c.out.row(s.first_row + it.row0 + i) + size_t{it.kv_head} * c.group * hd;
-    for (uint32_t g = 0; g < c.group; ++g) {
-      const uint32_t qi = i * c.group + g;
-      const float inv_l = 1.0f / l[qi];  // l >= 1: the max score's own term is e^0
-      for (uint32_t d = 0; d < hd; ++d)
-        dst[size_t{g} * hd + d] = acc[size_t{qi} * hd + tile_index<E>(d, hd)] * inv_l;
+  for (uint32_t h = 0; h < it.n_heads; ++h) {
+    for (uint32_t i = 0; i < it.n_rows; ++i) {
+      float* dst = c.out.row(s.first_row + it.row0 + i) + size_t{it.head0 + h} * c.group * hd;
+      for (uint32_t g = 0; g < c.group; ++g) {
+        const uint32_t qi = (h * it.n_rows + i) * c.group + g;
+        const float inv_l = 1.0f / l[qi];  // l >= 1: the max score's own term is e^0
+        for (uint32_t d = 0; d < hd; ++d)
+          dst[size_t{g} * hd + d] = acc[size_t{qi} * hd + tile_index<E>(d, hd)] * inv_l;
+      }
     }
   }
 }
 
-//! Folds block `block` (keys [base, base + n_keys)) into every query of the item whose row sees
-//! any of it, four queries at a time against the transposed tile: the prefill path, where an
-//! item has many queries to share each tile. Queries and accumulators are in order (f32).
+//! Where one kv head's work on one block starts: its queries from q0 in the item's buffers.
+struct head_block {
+  uint32_t kv_head;
+  uint32_t q0;
+  uint32_t block;
+  uint64_t base;  // the block's first position
+  uint32_t n_keys;
+};
+
+//! Folds block hb.block (keys [base, base + n_keys)) into every query of one kv head of the item
+//! whose row sees any of it, four queries at a time against the transposed tile: the prefill
+//! path, where an item has many queries to share each tile. Queries and accumulators are in
+//! order (f32).
 HEARTH_SIMD_INLINE void fold_block_by_tiles(const attn_call& c, const attn_item& it, attn_scratch& w,
-                                            uint32_t block, uint64_t base, uint32_t n_keys, uint64_t first_pos) {
+                                            const head_block& hb, uint64_t first_pos) {
   const uint32_t hd = c.pool.layout().head_dim, bs = c.pool.layout().block_size;
-  transpose_tile(c.pool, c.pool.tile(block, c.layer, 0, it.kv_head), n_keys, hd, bs, w.kt.data());
-  const float* v = tile_as<f32_elems>(c.pool, block, c.layer, 1, it.kv_head, n_keys, w.v);
-  const auto first_row = static_cast<uint32_t>(base > first_pos ? base - first_pos : 0);
-  const uint32_t nq = it.n_rows * c.group;
-  for (uint32_t qi = first_row * c.group; qi < nq; qi += max_queries_per_fold) {
-    const uint32_t count = std::min(max_queries_per_fold, nq - qi);
+  const uint32_t n_keys = hb.n_keys;
+  transpose_tile(c.pool, c.pool.tile(hb.block, c.layer, 0, hb.kv_head), n_keys, hd, bs, w.kt.data());
+  const float* v = tile_as<f32_elems>(c.pool, hb.block, c.layer, 1, hb.kv_head, n_keys, w.v);
+  const auto first_row = static_cast<uint32_t>(hb.base > first_pos ? hb.base - first_pos : 0);
+  const uint32_t q1 = hb.q0 + it.n_rows * c.group;
+  for (uint32_t qi = hb.q0 + first_row * c.group; qi < q1; qi += max_queries_per_fold) {
+    const uint32_t count = std::min(max_queries_per_fold, q1 - qi);
     uint32_t seen[max_queries_per_fold];
     for (uint32_t g = 0; g < count; ++g) {
-      const uint64_t pos = first_pos + (qi + g) / c.group;
-      seen[g] = static_cast<uint32_t>(std::min<uint64_t>(n_keys, pos - base + 1));
+      const uint64_t pos = first_pos + (qi - hb.q0 + g) / c.group;
+      seen[g] = static_cast<uint32_t>(std::min<uint64_t>(n_keys, pos - hb.base + 1));
     }
     const float* q = w.q.data() + size_t{qi} * hd;
     float* acc = w.acc.data() + size_t{qi} * hd;
@@ -440,42 +466,42 @@ HEARTH_SIMD_INLINE void fold_block_by_tiles(const attn_call& c, const attn_item&
   }
 }
 
+//! Folds one kv head's tiles of one block into its queries of the item.
+template <class E>
+HEARTH_SIMD_INLINE void fold_block(const attn_call& c, const attn_item& it, attn_scratch& w,
+                                   const head_block& hb, uint64_t first_pos) {
+  const uint32_t hd = c.pool.layout().head_dim, bs = c.pool.layout().block_size;
+  if (it.n_rows > 1 && it.n_rows * c.group > max_queries_per_fold)  // prefill (f32_elems: see in_place)
+    return fold_block_by_tiles(c, it, w, hb, first_pos);
+  const auto* k = tile_as<E>(c.pool, hb.block, c.layer, 0, hb.kv_head, hb.n_keys, w.k);
+  const auto* v = tile_as<E>(c.pool, hb.block, c.layer, 1, hb.kv_head, hb.n_keys, w.v);
+  for (uint32_t i = 0; i < it.n_rows; ++i) {
+    const uint64_t pos = first_pos + i;
+    if (pos < hb.base) continue;  // this row sees none of the tile
+    const auto n = static_cast<uint32_t>(std::min<uint64_t>(hb.n_keys, pos - hb.base + 1));
+    const uint32_t q0 = hb.q0 + i * c.group;
+    fold_queries<E>(w, q0, q0 + c.group, k, v, n, hd, bs);
+  }
+}
+
 template <class E>
 HEARTH_SIMD_INLINE void attend(const attn_call& c, const attn_item& it) {
   const kv_layout& lay = c.pool.layout();
   const uint32_t hd = lay.head_dim, bs = lay.block_size;
   const seq_rows& s = c.seqs[it.seq];
-  const uint32_t nq = it.n_rows * c.group;  // query (row i, head g of the group) is i * group + g
+  const uint32_t per_head = it.n_rows * c.group;
+  const uint32_t nq = it.n_heads * per_head;
   thread_local attn_scratch w;
   w.prepare(nq, hd, bs);
-
-  for (uint32_t i = 0; i < it.n_rows; ++i) {
-    // The group's query heads are adjacent in the row: heads kv_head * group .. + group - 1.
-    const float* src = c.q.row(s.first_row + it.row0 + i) + size_t{it.kv_head} * c.group * hd;
-    float* dst = w.q.data() + size_t{i} * c.group * hd;
-    for (uint32_t g = 0; g < c.group; ++g)
-      for (uint32_t d = 0; d < hd; ++d)
-        dst[size_t{g} * hd + tile_index<E>(d, hd)] = src[size_t{g} * hd + d] * c.scale;
-  }
+  load_queries<E>(c, it, w.q.data());
 
   const uint64_t first_pos = uint64_t{s.start_pos} + it.row0;
   const uint64_t end_pos = first_pos + it.n_rows;  // keys [0, end_pos) are visible to some row
   for (uint32_t b = it.block0; b < it.block1; ++b) {
     const uint64_t base = uint64_t{b} * bs;
     const auto n_keys = static_cast<uint32_t>(std::min<uint64_t>(bs, end_pos - base));
-    if (b + 1 < it.block1) prefetch_tiles(c.pool, s.blocks[b + 1], c.layer, it.kv_head);
-    if (it.n_rows > 1 && nq > max_queries_per_fold) {  // prefill rows (always f32_elems: see in_place)
-      fold_block_by_tiles(c, it, w, s.blocks[b], base, n_keys, first_pos);
-      continue;
-    }
-    const auto* k = tile_as<E>(c.pool, s.blocks[b], c.layer, 0, it.kv_head, n_keys, w.k);
-    const auto* v = tile_as<E>(c.pool, s.blocks[b], c.layer, 1, it.kv_head, n_keys, w.v);
-    for (uint32_t i = 0; i < it.n_rows; ++i) {
-      const uint64_t pos = first_pos + i;
-      if (pos < base) continue;  // this row sees none of the tile
-      const auto n = static_cast<uint32_t>(std::min<uint64_t>(n_keys, pos - base + 1));
-      fold_queries<E>(w, i * c.group, (i + 1) * c.group, k, v, n, hd, bs);
-    }
+    for (uint32_t h = 0; h < it.n_heads; ++h)
+      fold_block<E>(c, it, w, {it.head0 + h, h * per_head, s.blocks[b], base, n_keys}, first_pos);
   }
 
   if (it.partial == whole_keys) return write_output<E>(c, it, w.acc.data(), w.l.data());
@@ -488,7 +514,7 @@ HEARTH_SIMD_INLINE void attend(const attn_call& c, const attn_item& it) {
 //! Combines the (acc, m, l) of items [first, first + n), one item's key ranges, into its output.
 template <class E>
 HEARTH_SIMD_INLINE void merge(const attn_call& c, const attn_item* first, uint32_t n) {
-  const uint32_t hd = c.pool.layout().head_dim, nq = first->n_rows * c.group;
+  const uint32_t hd = c.pool.layout().head_dim, nq = first->n_heads * first->n_rows * c.group;
   const size_t n_acc = size_t{nq} * hd;
   thread_local std::vector<float> acc, l;
   acc.assign(n_acc, 0.0f);
@@ -537,6 +563,18 @@ struct attn_plan {
   size_t partial_floats = 0;
 };
 
+//! Kv heads per item of a decode row: all of them, so that the item reads each block's K tiles,
+//! then its V tiles, as two contiguous runs (small: 24 KiB each, against 2 KiB per head), unless
+//! that leaves fewer than two items per thread. Heads never change numerics (each is its own
+//! softmax), so this may follow the thread count where the key split must not.
+uint32_t decode_heads_per_item(uint32_t n_head_kv, size_t items_with_all_heads) {
+  const size_t wanted = 2 * static_cast<size_t>(kernel_threads());
+  if (items_with_all_heads >= wanted) return n_head_kv;
+  const auto groups = static_cast<uint32_t>(
+      std::min<size_t>(n_head_kv, (wanted + items_with_all_heads - 1) / items_with_all_heads));
+  return (n_head_kv + groups - 1) / groups;
+}
+
 attn_plan make_plan(const kv_layout& lay, uint32_t group, std::span<const seq_rows> seqs) {
   attn_plan plan;
   for (uint32_t si = 0; si < seqs.size(); ++si) {
@@ -548,13 +586,15 @@ attn_plan make_plan(const kv_layout& lay, uint32_t group, std::span<const seq_ro
       const auto n_blocks = static_cast<uint32_t>(
           (uint64_t{s.start_pos} + row0 + n_rows + lay.block_size - 1) / lay.block_size);
       const uint32_t ranges = std::clamp(n_blocks / min_blocks_per_range, 1u, max_ranges);
-      const size_t partial = size_t{n_rows} * group * (lay.head_dim + 2);
-      for (uint32_t h = 0; h < lay.n_head_kv; ++h) {
+      const uint32_t per_item = n_rows == 1 ? decode_heads_per_item(lay.n_head_kv, seqs.size() * ranges) : 1;
+      for (uint32_t h = 0; h < lay.n_head_kv; h += per_item) {
+        const uint32_t n_heads = std::min(per_item, lay.n_head_kv - h);
+        const size_t partial = size_t{n_heads} * n_rows * group * (lay.head_dim + 2);
         if (ranges > 1) plan.merges.emplace_back(static_cast<uint32_t>(plan.items.size()), ranges);
         for (uint32_t r = 0; r < ranges; ++r) {
           const uint32_t slot = ranges > 1 ? static_cast<uint32_t>(plan.partial_floats) : whole_keys;
           plan.items.push_back(
-              {si, h, row0, n_rows, n_blocks * r / ranges, n_blocks * (r + 1) / ranges, slot});
+              {si, h, n_heads, row0, n_rows, n_blocks * r / ranges, n_blocks * (r + 1) / ranges, slot});
           if (ranges > 1) plan.partial_floats += partial;
         }
       }
