@@ -7,7 +7,8 @@ namespace hearth {
 
 void step_time_fit::add(uint32_t tokens, uint32_t seqs, double kpairs, double ms) {
   if (solved_) {
-    const double error = ms - model_.predict_ms(tokens, seqs, kpairs);
+    const double predicted = model_.predict_ms(tokens, seqs, kpairs);
+    const double error = predicted > 0 ? ms / predicted - 1 : 0;
     error_weight_ = keep_ * error_weight_ + 1;
     error_sq_ = keep_ * error_sq_ + error * error;
   }
@@ -17,7 +18,7 @@ void step_time_fit::add(uint32_t tokens, uint32_t seqs, double kpairs, double ms
     for (size_t j = 0; j < n_terms; ++j) xtx_[i * n_terms + j] = keep_ * xtx_[i * n_terms + j] + x[i] * x[j];
   }
   solve();
-  model_.error_ms = error_weight_ > 0 ? std::sqrt(error_sq_ / error_weight_) : 0;
+  model_.error_ratio = error_weight_ > 0 ? std::sqrt(error_sq_ / error_weight_) : 0;
 }
 
 // The normal equations of the first n terms, by Gaussian elimination with partial pivoting;

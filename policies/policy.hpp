@@ -40,7 +40,9 @@ struct step_time_model {
   double per_token_ms = 0;
   double per_seq_ms = 0;
   double per_kpair_ms = 0;
-  double error_ms = 0;  //!< root mean square of its recent prediction errors
+  //! Root mean square of its recent prediction errors relative to the prediction: contention on
+  //! the cores slows a long step by as large a share as a short one.
+  double error_ratio = 0;
   double predict_ms(double tokens, double seqs, double kpairs = 0) const {
     return base_ms + tokens * per_token_ms + seqs * per_seq_ms + kpairs * per_kpair_ms;
   }

@@ -15,14 +15,14 @@ namespace hearth {
 //!   capped so the predicted step time, step_time.predict_ms(decodes + prefill, running + 1,
 //!   their attention), stays within the tightest ITL target among them; the attention of the
 //!   chunk is counted at the position of the request served first. The model's recent error
-//!   (1.5 of its root mean square) is kept in reserve. With tenants that have a TTFT target,
-//!   no step is planned beyond half the tightest, so that a request arriving mid-step can still
-//!   make its own. A target is a quantile (itl_quantile of
-//!   a stream's gaps must keep it), and a stream whose short gaps so far leave room for one more
-//!   long one (misses + 1 <= (1 - quantile) * gaps) does not hold the step back: when no
-//!   stream does, the step takes its full budget, and a long prompt gets a chunk at full speed.
-//!   The cap never goes below `min_prefill_tokens`, so prefill always progresses even when the
-//!   decodes alone already exceed the target.
+//!   is kept in reserve: the step is planned to target / (1 + 2 * its relative RMS error). With tenants
+//!   that have a TTFT target, no step is planned beyond half the tightest, so that a request arriving
+//!   mid-step can still make its own. A target is a quantile (itl_quantile of a stream's gaps must keep it),
+//!   and a stream whose short gaps so far leave room for one more long one (misses + 1 <= (1 - quantile) *
+//!   gaps) does not hold the step back when the request served first would miss its TTFT in held steps and
+//!   make it at full speed: when no stream holds it then, the step takes its full budget, and a long prompt
+//!   gets a chunk at full speed. The cap never goes below `min_prefill_tokens`, so prefill always progresses
+//!   even when the decodes alone already exceed the target.
 class slo_policy final : public policy {
  public:
   //! 16 tokens: one 16-position KV block, enough that a long prompt still finishes. (32 held

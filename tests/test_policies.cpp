@@ -254,11 +254,11 @@ TEST_CASE("slo caps prefill so the predicted step keeps the tightest ITL target"
     CHECK_FALSE(p->prefill_cap(s));
   }
   SECTION("the model's recent error is kept in reserve") {
-    s.step_time.error_ms = 10;
+    s.step_time.error_ratio = 0.1;  // the step is planned to 100 ms / (1 + 2 * 0.1)
     const auto careful = p->prefill_cap(s);
     REQUIRE(careful);
-    CHECK(s.step_time.predict_ms(decodes + *careful, seqs) <= 100.0 - 15.0 + 1e-9);
-    CHECK(s.step_time.predict_ms(decodes + *careful + 1, seqs) > 100.0 - 15.0);
+    CHECK(s.step_time.predict_ms(decodes + *careful, seqs) <= 100.0 / 1.2 + 1e-9);
+    CHECK(s.step_time.predict_ms(decodes + *careful + 1, seqs) > 100.0 / 1.2);
   }
   SECTION("no cap without a measured step-time model") {
     s.step_time = {};
@@ -280,11 +280,12 @@ TEST_CASE("slo caps prefill so the predicted step keeps the tightest ITL target"
   }
 }
 
-TEST_CASE("slo stops capping for streams whose short gaps earned a long one", "[policies]") {
+TEST_CASE("slo spends the long gaps streams have earned only on a prompt that would miss its deadline",
+          "[policies]") {
   const auto p = make_policy("slo");
   tenant_view tenants[] = {household[0], household[1], household[2]};
   tenants[0].itl_quantile = 0.9;  // voice: 100 ms for 90 % of the gaps
-  tenants[0].ttft_ms = tenants[1].ttft_ms = 0;  // no TTFT targets, so no ceiling on the step
+  tenants[0].ttft_ms = 0;         // docs' TTFT (2 s) alone sets the step's ceiling: 1 s
   auto stream = [](request_id id, uint32_t tenant, uint32_t gaps, uint32_t misses) {
     request_view r = decoding(id, tenant);
     r.itl_gaps = gaps;
@@ -294,17 +295,32 @@ TEST_CASE("slo stops capping for streams whose short gaps earned a long one", "[
   // 10 short gaps earn the 11th; 20 gaps with one miss earn the 21st. (The bench interpolates
   // the 90th percentile of n gaps at 0.9 (n - 1): 1 of 11 and 2 of 21 may be any length.)
   std::vector<request_view> running = {stream(1, 0, 10, 0), stream(2, 0, 20, 1)};
-  policy_snapshot s{.waiting = {}, .running = running, .now_s = 10.0, .tenants = tenants,
+  // A docs prompt that arrived now: 100 ms steps take 88.4 ms of prefill each, 1768 tokens, so
+  // 37 000 tokens need 21 steps, 2.1 s, past its deadline; at full speed (0.05 ms a token) 1.85 s.
+  request_view docs = req(9, 1, 10.0);
+  docs.prompt_tokens = 37000;
+  std::vector<request_view> waiting = {docs};
+  policy_snapshot s{.waiting = waiting, .running = running, .now_s = 10.0, .tenants = tenants,
                     .step_time = {.base_ms = 10, .per_token_ms = 0.05, .per_seq_ms = 0.5}, .max_batched_tokens = 8192};
-  CHECK_FALSE(p->prefill_cap(s));  // nobody holds the step back: the whole budget
+  CHECK(p->prefill_cap(s) == 8192u);  // nobody holds the step back: the whole budget
 
   auto capped_at = [&](double itl_ms) {
     const auto cap = p->prefill_cap(s);
     REQUIRE(cap);
-    const double decodes = static_cast<double>(running.size()), seqs = decodes + 1;
+    const double decodes = static_cast<double>(s.running.size()), seqs = decodes + 1;
     CHECK(s.step_time.predict_ms(decodes + *cap, seqs) <= itl_ms + 1e-9);
     CHECK(s.step_time.predict_ms(decodes + *cap + 1, seqs) > itl_ms);
   };
+  SECTION("a prompt that makes its deadline in short steps does not take the allowance") {
+    waiting[0].prompt_tokens = 30000;  // 17 steps, 1.7 s
+    s.waiting = waiting;
+    capped_at(100);
+  }
+  SECTION("nor one that misses it even at full speed") {
+    waiting[0].prompt_tokens = 50000;  // 2.5 s
+    s.waiting = waiting;
+    capped_at(100);
+  }
   SECTION("9 short gaps have not earned one") {
     running.push_back(stream(3, 0, 9, 0));
     s.running = running;
