@@ -1,9 +1,9 @@
 #pragma once
-// SIMD building blocks of cpu_ops.cpp and paged_attention.cpp, internal to kernels/. Elementwise
-// loops are plain loops the compiler vectorises. Reductions inside other loops (dot products,
-// the attention tiles) use GCC/Clang vector extensions instead: there GCC's auto-vectoriser
-// vectorises the outer loop and drowns in shuffles (measured 10x slower). No libm calls: exp()
-// is a polynomial, so it vectorises too.
+// SIMD building blocks of cpu_ops.cpp, attention_tile.hpp and paged_attention.cpp, internal to kernels/.
+// Elementwise loops are plain loops the compiler vectorises. Reductions inside other loops (dot products, the
+// attention tiles) use GCC/Clang vector extensions instead: there GCC's auto-vectoriser vectorises the outer
+// loop and drowns in shuffles (measured 10x slower). No libm calls: exp() is a polynomial, so it vectorises
+// too.
 
 #include <algorithm>
 #include <bit>
@@ -21,8 +21,8 @@
 #define HEARTH_TSAN 1
 #endif
 #endif
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(HEARTH_NO_SIMD_CLONES) && !defined(__SANITIZE_THREAD__) && \
-    !defined(HEARTH_TSAN)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(HEARTH_NO_SIMD_CLONES) && \
+    !defined(__SANITIZE_THREAD__) && !defined(HEARTH_TSAN)
 #define HEARTH_SIMD_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define HEARTH_SIMD_CLONES
