@@ -13,6 +13,13 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::string_view marker = "hearth/1";
 constexpr auto no_deadline = clock_type::time_point::max();
 
+//! How long zmq::poll should wait for `deadline` (-1: for ever).
+std::chrono::milliseconds ms_until(clock_type::time_point deadline) {
+  if (deadline == no_deadline) return std::chrono::milliseconds(-1);
+  const auto now = clock_type::now();
+  return std::chrono::ceil<std::chrono::milliseconds>(std::max(deadline, now) - now);
+}
+
 double ms_since(clock_type::time_point t) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
 }
@@ -200,11 +207,17 @@ std::string client::next_id() {
   return id;
 }
 
-status<error> client::send(const json& msg) {
+status<error> client::send(const json& msg, clock_type::time_point deadline) {
   const std::string text = msg.dump(-1, ' ', false, json::error_handler_t::replace);
   try {
-    socket_.send(zmq::buffer(marker), zmq::send_flags::sndmore);
-    socket_.send(zmq::buffer(text), zmq::send_flags::none);
+    // A DEALER without a connection has nowhere to put a message, and a plain send waits for
+    // one for ever: after a CURVE handshake the server refused, libzmq never reconnects.
+    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLOUT, 0};
+    while (zmq::poll(&item, 1, ms_until(deadline)) == 0)
+      if (clock_type::now() >= deadline) return error{"timeout", "no connection to send on in time"};
+    // Writable: both frames are taken at once (a multipart message is atomic).
+    socket_.send(zmq::buffer(marker), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    socket_.send(zmq::buffer(text), zmq::send_flags::dontwait);
   } catch (const zmq::error_t& e) {
     return error{"transport", std::string("send failed: ") + e.what()};
   }
@@ -227,10 +240,7 @@ void client::dispatch(const zmq::message_t& body) {
 
 bool client::receive(clock_type::time_point deadline) {
   zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-  const auto now = clock_type::now();
-  const auto wait = deadline == no_deadline ? std::chrono::milliseconds(-1)
-                                            : std::chrono::ceil<std::chrono::milliseconds>(std::max(deadline, now) - now);
-  zmq::poll(&item, 1, wait);
+  zmq::poll(&item, 1, ms_until(deadline));
   std::vector<zmq::message_t> frames;
   bool any = false;
   while (zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
@@ -251,7 +261,9 @@ void client::abandon(const std::string& id) {
 outcome<stream> client::start(const generate_params& p) {
   std::string id = next_id();
   inbox_[id];  // messages for it are kept from now on
-  if (auto st = send(request_json(id, p, p.tenant.empty() ? opt_.tenant : p.tenant)); !st) {
+  // Sending is bounded by the first-token timeout, which counts from here.
+  const auto deadline = p.first_token_timeout.count() > 0 ? clock_type::now() + p.first_token_timeout : no_deadline;
+  if (auto st = send(request_json(id, p, p.tenant.empty() ? opt_.tenant : p.tenant), deadline); !st) {
     inbox_.erase(id);
     return st.error();
   }
@@ -266,17 +278,20 @@ outcome<completion> client::generate(const generate_params& p, const std::functi
   return s->result();
 }
 
-status<error> client::cancel(const std::string& id) { return send({{"type", "cancel"}, {"id", id}}); }
+status<error> client::cancel(const std::string& id) {
+  // Never waits: with no connection there is nothing to cancel on the server's side.
+  return send({{"type", "cancel"}, {"id", id}}, clock_type::now());
+}
 
 outcome<json> client::call(json msg) {
   const std::string id = next_id();
   msg["id"] = id;
   inbox_[id];
-  if (auto st = send(msg); !st) {
+  const auto deadline = clock_type::now() + opt_.reply_timeout;
+  if (auto st = send(msg, deadline); !st) {
     inbox_.erase(id);
     return st.error();
   }
-  const auto deadline = clock_type::now() + opt_.reply_timeout;
   while (inbox_[id].empty()) {
     if (clock_type::now() >= deadline) {
       abandon(id);

@@ -167,7 +167,8 @@ class client {
  private:
   friend class stream;
   explicit client(options opt);
-  status<error> send(const nlohmann::json& msg);
+  //! Sends one message, waiting until `deadline` for a connection to send it on (`timeout`).
+  status<error> send(const nlohmann::json& msg, std::chrono::steady_clock::time_point deadline);
   //! Waits until messages arrive (or `deadline`) and sorts them into their inboxes; whether any came.
   bool receive(std::chrono::steady_clock::time_point deadline);
   void dispatch(const zmq::message_t& body);

@@ -25,6 +25,15 @@ HEARTBEAT_TIMEOUT_MS = 5000
 CLOSE_LINGER_MS = 500  # how long close() may take to deliver the cancels it sends
 
 
+def ms_until(deadline: float | None) -> int | None:
+    """Milliseconds to poll for until `deadline` (monotonic seconds): None for no deadline, 0 once
+    it has passed, else at least 1 (rounded up, so a poll never wakes just before it)."""
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    return 0 if left <= 0 else max(1, int(left * 1000 + 0.999))
+
+
 class ClientBase:
     """Bookkeeping of requests in flight on one DEALER socket.
 

@@ -22,6 +22,11 @@ from .protocol import Result, Token
 _CLOSED = object()  # put in every queue when the client closes, to wake its waiters
 
 
+def _seconds_until(deadline: float | None) -> float | None:
+    """asyncio's timeout for `deadline` (monotonic seconds): None for none, 0 once it has passed."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
 class AsyncStream(StreamBase):
     """One generation: `async for` over it for `Token`s; see `Stream` for how it ends.
     `async with` cancels a stream left before its end; `cancel()` needs no await."""
@@ -77,7 +82,8 @@ class AsyncClient(ClientBase):
         msg, state = self._start_generation(prompt, messages, stream, request_id, tenant, first_token_timeout,
                                             idle_timeout, sampling, time.monotonic())
         try:
-            await self._send(msg)
+            if not await self._send(msg, state.deadline()):
+                raise state.timed_out()
         except BaseException:
             self._finish(state.id)
             raise
@@ -130,10 +136,11 @@ class AsyncClient(ClientBase):
         self._check_open()
         rid = self._ids.next(kind[0])
         self._queues[rid] = asyncio.Queue()
+        timeout = self.request_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
         try:
-            await self._send({"type": kind, "id": rid, **fields})
-            timeout = self.request_timeout if timeout is None else timeout
-            msg = await self._wait(rid, time.monotonic() + timeout)
+            sent = await self._send({"type": kind, "id": rid, **fields}, deadline)
+            msg = await self._wait(rid, deadline) if sent else None
         finally:
             self._finish(rid)
         if msg is None:
@@ -146,11 +153,17 @@ class AsyncClient(ClientBase):
     def _deliver(self, queue: asyncio.Queue, msg: dict) -> None:
         queue.put_nowait(msg)
 
-    async def _send(self, msg: dict) -> None:
+    async def _send(self, msg: dict, deadline: float | None) -> bool:
+        """Send `msg`; False if there was no connection to send it on before `deadline`."""
         self._check_open()
         if self._reader is None:
             self._reader = asyncio.get_running_loop().create_task(self._read_loop())
-        await self._sock.send_multipart(self._encode(msg))
+        frames = self._encode(msg)
+        try:  # a cancelled send is not sent at all (pyzmq sends a multipart message whole)
+            await asyncio.wait_for(self._sock.send_multipart(frames), _seconds_until(deadline))
+        except asyncio.TimeoutError:
+            return False
+        return True
 
     async def _read_loop(self) -> None:
         while True:
@@ -166,8 +179,8 @@ class AsyncClient(ClientBase):
         self._check_open()
         queue = self._queues[rid]
         if queue.empty():
-            timeout = None if deadline is None else deadline - time.monotonic()
-            if timeout is not None and timeout <= 0:
+            timeout = _seconds_until(deadline)
+            if timeout == 0:
                 return None
             try:
                 msg = await asyncio.wait_for(queue.get(), timeout)

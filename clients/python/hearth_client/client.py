@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import zmq
 
 from . import protocol
-from ._base import DEFAULT, ClientBase, StreamBase
+from ._base import DEFAULT, ClientBase, StreamBase, ms_until
 from .errors import ReplyTimeout
 from .protocol import Result, Token
 
@@ -90,7 +90,8 @@ class Client(ClientBase):
         msg, state = self._start_generation(prompt, messages, stream, request_id, tenant, first_token_timeout,
                                             idle_timeout, sampling, time.monotonic())
         try:
-            self._send(msg)
+            if not self._send(msg, state.deadline()):
+                raise state.timed_out()
         except BaseException:
             self._finish(state.id)
             raise
@@ -139,10 +140,10 @@ class Client(ClientBase):
         self._check_open()
         rid = self._ids.next(kind[0])
         self._queues[rid] = deque()
+        timeout = self.request_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
         try:
-            self._send({"type": kind, "id": rid, **fields})
-            timeout = self.request_timeout if timeout is None else timeout
-            msg = self._wait(rid, time.monotonic() + timeout)
+            msg = self._wait(rid, deadline) if self._send({"type": kind, "id": rid, **fields}, deadline) else None
         finally:
             self._finish(rid)
         if msg is None:
@@ -168,10 +169,20 @@ class Client(ClientBase):
         with self._exclusive():
             super()._send_nowait(frames)
 
-    def _send(self, msg: dict) -> None:
+    def _send(self, msg: dict, deadline: float | None) -> bool:
+        """Send `msg`; False if there was no connection to send it on before `deadline`."""
         with self._exclusive():
             self._check_open()
-            self._sock.send_multipart(self._encode(msg))
+            frames = self._encode(msg)
+            while True:
+                try:
+                    self._sock.send_multipart(frames, zmq.NOBLOCK)  # atomic: all frames or none
+                    return True
+                except zmq.Again:
+                    timeout_ms = ms_until(deadline)
+                    if timeout_ms == 0:
+                        return False
+                    self._sock.poll(timeout_ms, zmq.POLLOUT)
 
     def _wait(self, rid: str, deadline: float | None) -> dict | None:
         """The next reply about `rid`, reading (and routing) the socket until it comes; None once
@@ -180,12 +191,9 @@ class Client(ClientBase):
             self._check_open()
             queue = self._queues[rid]
             while not queue:
-                timeout_ms = None
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        return None
-                    timeout_ms = max(1, int(left * 1000 + 0.999))
+                timeout_ms = ms_until(deadline)
+                if timeout_ms == 0:
+                    return None
                 if self._sock.poll(timeout_ms):
                     self._read_available()
             return queue.popleft()

@@ -1,9 +1,12 @@
 """CURVE: the handshake with a CURVE server, and key handling."""
 
+import asyncio
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
+import zmq
 from fake_server import FakeServer
 from zmq.utils import z85
 
@@ -51,6 +54,46 @@ class CurveTest(unittest.TestCase):
         server = self.serve()
         with self.assertRaises(hc.ConnectTimeout):
             self.connect(server, self.client_keys, server_key=hc.generate_keypair().public, timeout=0.3)
+
+    def refused(self, client_type):
+        """A client whose CURVE handshake the server has refused. libzmq drops such a connection
+        and makes no other, so the socket has nowhere to send: a plain send would block for ever."""
+        server = self.serve({self.client_keys.public.encode(): "voice"})
+        stranger = hc.generate_keypair()
+        client = client_type(server.endpoint, server_key=self.server_keys.public, public_key=stranger.public,
+                             secret_key=stranger.secret, connect_timeout=None)
+        self.addCleanup(client.close)
+        end = time.monotonic() + 2.0
+        while client._sock_nowait.poll(0, zmq.POLLOUT) and time.monotonic() < end:
+            time.sleep(0.01)
+        self.assertFalse(client._sock_nowait.poll(0, zmq.POLLOUT), "the refused connection is still there")
+        return client
+
+    def test_after_a_refused_handshake_calls_end_at_their_deadline(self):
+        client = self.refused(hc.Client)
+        start = time.monotonic()
+        with self.assertRaises(hc.ReplyTimeout):
+            client.ping(timeout=0.2)
+        with self.assertRaises(hc.FirstTokenTimeout):
+            client.generate("x", first_token_timeout=0.2)
+        self.assertLess(time.monotonic() - start, 2.0)
+        with self.assertLogs("hearth_client", "WARNING"):
+            client.cancel("anything")  # never waits: with no connection, nothing runs on the server
+        self.assertEqual(client._queues, {})  # nothing left in flight
+
+    def test_after_a_refused_handshake_async_calls_end_at_their_deadline(self):
+        client = self.refused(hc.AsyncClient)
+
+        async def calls():
+            with self.assertRaises(hc.ReplyTimeout):
+                await client.ping(timeout=0.2)
+            with self.assertRaises(hc.FirstTokenTimeout):
+                await client.generate("x", first_token_timeout=0.2)
+
+        start = time.monotonic()
+        asyncio.run(calls())
+        self.assertLess(time.monotonic() - start, 2.0)
+        self.assertEqual(client._queues, {})
 
     def test_keys_are_checked(self):
         with self.assertRaises(ValueError):
