@@ -12,9 +12,10 @@
 // 16 weights, widened to two f32 vectors (rows 0-7 and 8-15, by the pairing of the layout) by
 // two integer ops (simd::widen_bf16_pairs); each of M activation rows broadcasts x[i][k] and
 // adds 2 FMAs. With M = 6 that is 12 FMAs per load and 2 widening ops, in 12 accumulators + 2
-// weight vectors + 1 broadcast, 15 of AVX2's 16 registers: compute-bound near the FMA peak at
-// decode batch sizes. With few rows (M <= 3) the k loop is unrolled into independent
-// accumulators instead, so the FMA latency does not limit the bandwidth-bound batch 1.
+// weight vectors + 1 broadcast, 15 of AVX2's 16 registers: compute-bound at decode batch sizes
+// (small's matmuls at m = 16: about 70 % of the FMA peak, docs/performance.md). With few rows
+// (M <= 3) the k loop is unrolled into independent accumulators instead, so the FMA latency
+// does not limit the bandwidth-bound batch 1.
 
 namespace hearth {
 namespace {
