@@ -177,18 +177,18 @@ HEARTH_SIMD_INLINE void fold_tile(const float* q, const typename E::type* k, con
   tile_accumulate<E, NQ>(p, p_stride, v, n, hd, correction, acc);
 }
 
-//! kt (hd, bs) = the K tile of one head (n keys) as f32, transposed: a key's elements become
+//! kt (hd, ld) = the K tile of one head (n keys) as f32, transposed: a key's elements become
 //! a column, so one query's scores against 8 keys are the lanes of one accumulator.
 HEARTH_SIMD_INLINE void transpose_tile(const std::byte* tile, kv_dtype dtype, uint32_t n, uint32_t hd,
-                                       uint32_t bs, float* kt) {
+                                       uint32_t ld, float* kt) {
   if (dtype == kv_dtype::f32) {
     const auto* k = reinterpret_cast<const float*>(tile);
     for (uint32_t j = 0; j < n; ++j)
-      for (uint32_t d = 0; d < hd; ++d) kt[size_t{d} * bs + j] = k[size_t{j} * hd + d];
+      for (uint32_t d = 0; d < hd; ++d) kt[size_t{d} * ld + j] = k[size_t{j} * hd + d];
   } else {
     const auto* k = reinterpret_cast<const uint16_t*>(tile);
     for (uint32_t j = 0; j < n; ++j)
-      for (uint32_t d = 0; d < hd; ++d) kt[size_t{d} * bs + j] = simd::bf16_to_f32(k[size_t{j} * hd + d]);
+      for (uint32_t d = 0; d < hd; ++d) kt[size_t{d} * ld + j] = simd::bf16_to_f32(k[size_t{j} * hd + d]);
   }
 }
 
@@ -197,17 +197,17 @@ HEARTH_SIMD_INLINE void transpose_tile(const std::byte* tile, kv_dtype dtype, ui
 //! score's absolute error into a relative one).
 constexpr uint32_t dot_block = 16;
 
-//! s (NQ, bs) = q (NQ, hd) @ kt (hd, bs), keys [0, n): the queries broadcast element by element
+//! s (NQ, ld) = q (NQ, hd) @ kt (hd, ld), keys [0, n <= ld): the queries broadcast element by element
 //! against W keys at a time, every load of kt shared by NQ queries; no horizontal sums.
 template <uint32_t NQ, uint32_t W>
 HEARTH_SIMD_INLINE uint32_t scores_by_columns(const float* q, const float* kt, uint32_t j, uint32_t n,
-                                              uint32_t hd, uint32_t bs, float* s) {
+                                              uint32_t hd, uint32_t ld, float* s) {
   for (; j + W * simd::lanes <= n; j += W * simd::lanes) {
     for (uint32_t d0 = 0; d0 < hd; d0 += dot_block) {
       vec a[NQ][W] = {};
       for (uint32_t d = d0; d < std::min(d0 + dot_block, hd); ++d) {
         vec k[W];
-        for (uint32_t x = 0; x < W; ++x) k[x] = simd::load(kt + size_t{d} * bs + j + x * simd::lanes);
+        for (uint32_t x = 0; x < W; ++x) k[x] = simd::load(kt + size_t{d} * ld + j + x * simd::lanes);
         for (uint32_t g = 0; g < NQ; ++g) {
           const vec qd = simd::splat(q[g * size_t{hd} + d]);
           for (uint32_t x = 0; x < W; ++x) a[g][x] += qd * k[x];
@@ -215,7 +215,7 @@ HEARTH_SIMD_INLINE uint32_t scores_by_columns(const float* q, const float* kt, u
       }
       for (uint32_t g = 0; g < NQ; ++g) {
         for (uint32_t x = 0; x < W; ++x) {
-          float* out = s + g * size_t{bs} + j + x * simd::lanes;
+          float* out = s + g * size_t{ld} + j + x * simd::lanes;
           simd::store(out, d0 == 0 ? a[g][x] : simd::load(out) + a[g][x]);
         }
       }
@@ -226,41 +226,41 @@ HEARTH_SIMD_INLINE uint32_t scores_by_columns(const float* q, const float* kt, u
 
 template <uint32_t NQ>
 HEARTH_SIMD_INLINE void scores_transposed(const float* q, const float* kt, uint32_t n, uint32_t hd,
-                                          uint32_t bs, float* s) {
-  uint32_t j = scores_by_columns<NQ, 2>(q, kt, 0, n, hd, bs, s);
-  j = scores_by_columns<NQ, 1>(q, kt, j, n, hd, bs, s);
+                                          uint32_t ld, float* s) {
+  uint32_t j = scores_by_columns<NQ, 2>(q, kt, 0, n, hd, ld, s);
+  j = scores_by_columns<NQ, 1>(q, kt, j, n, hd, ld, s);
   for (; j < n; ++j) {
     for (uint32_t g = 0; g < NQ; ++g) {
       float dot = 0;
       for (uint32_t d0 = 0; d0 < hd; d0 += dot_block) {
         float part = 0;
         for (uint32_t d = d0; d < std::min(d0 + dot_block, hd); ++d)
-          part += q[g * size_t{hd} + d] * kt[size_t{d} * bs + j];
+          part += q[g * size_t{hd} + d] * kt[size_t{d} * ld + j];
         dot += part;
       }
-      s[g * size_t{bs} + j] = dot;
+      s[g * size_t{ld} + j] = dot;
     }
   }
 }
 
-//! Folds one tile of n keys (kt transposed, v in order) into NQ queries whose rows see the first
-//! seen[g] of them (causal mask on the diagonal tile): scores for all, softmax over what each
-//! sees, the unseen weights zero.
+//! Folds one tile of n keys (kt (hd, ld) transposed, v (n, hd) in order) into NQ queries whose
+//! rows see the first seen[g] of them (causal mask on the diagonal): scores for all, softmax
+//! over what each sees, the unseen weights zero.
 template <uint32_t NQ>
 HEARTH_SIMD_INLINE void fold_tile_transposed(const float* q, const float* kt, const float* v, uint32_t n,
-                                             const uint32_t* seen, uint32_t hd, uint32_t bs, float* m,
+                                             const uint32_t* seen, uint32_t hd, uint32_t ld, float* m,
                                              float* l, float* acc, float* p) {
-  scores_transposed<NQ>(q, kt, n, hd, bs, p);
+  scores_transposed<NQ>(q, kt, n, hd, ld, p);
   float correction[NQ];
   for (uint32_t g = 0; g < NQ; ++g) {
-    float* pg = p + g * size_t{bs};
+    float* pg = p + g * size_t{ld};
     const float m_new = std::max(m[g], *std::max_element(pg, pg + seen[g]));
     correction[g] = simd::exp(m[g] - m_new);
     l[g] = l[g] * correction[g] + exp_shifted(pg, seen[g], m_new);
     std::fill(pg + seen[g], pg + n, 0.0f);
     m[g] = m_new;
   }
-  tile_accumulate<f32_elems, NQ>(p, bs, v, n, hd, correction, acc);
+  tile_accumulate<f32_elems, NQ>(p, ld, v, n, hd, correction, acc);
 }
 
 }  // namespace hearth::ops::attention_tile

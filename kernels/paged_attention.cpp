@@ -11,13 +11,15 @@
 // threads, 12 layers: 4.8 -> 3.0 ms of attention per decode step. Prefetching the next block in
 // software, needed for 2 KiB tiles, then only slowed it (48 KiB per block, more than L1).
 //
-// An item of prefill rows with more than 4 queries folds each tile into 4 queries at a time
-// against the K tile transposed (attention_tile.hpp): small's heads, one core, medians of 5
-// alternating runs of bench/attention_bench: 1.47 x faster for 32 rows at position 2048, 1.26 x
-// for 256 rows at 1024, 1.33 x for 256 at 0, 1.11 x for 32 at 0. Decode rows read bf16 tiles in
-// place, in tile order; the output is put back in order once per item.
+// An item of prefill rows with more than 4 queries folds tiles of 4 blocks (64 keys) into 4
+// queries at a time against the K tiles transposed (attention_tile.hpp), in items of 64 rows:
+// against one 16-key block per fold in items of 16 rows, small's heads, medians of 5 alternating
+// runs, 1.25 x faster for 256 rows at 1024 on two threads, 1.38 x for 32 at 2048, 1.29 x for
+// 256 at 0, 1.47 x for 256 at 3072 on one. Decode rows read bf16 tiles in place, in tile order;
+// the output is put back in order once per item.
 
 #include <algorithm>
+#include <cstring>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -34,9 +36,10 @@ namespace {
 
 using namespace attention_tile;
 
-//! Query rows per work item: a prefill chunk's rows share each K/V tile read, and a long chunk
-//! still splits into enough items to keep every thread busy.
-constexpr uint32_t rows_per_item = 16;
+//! Query rows per work item: a prefill chunk's rows share each K/V tile read and converted (64
+//! where it was 16: a profile of 256 rows at 1024 had spent a quarter of the time converting
+//! tiles), and a long chunk still splits into enough items to keep every thread busy.
+constexpr uint32_t rows_per_item = 64;
 
 //! Key splitting: a (sequence, kv head, row chunk) gets one key range per min_blocks_per_range
 //! blocks of context, at most max_ranges, so that the merge stays small next to a range's work.
@@ -62,6 +65,16 @@ struct attn_item {
   uint32_t partial;
 };
 
+//! Keys per fold on the prefill path: whole blocks, about 64 keys. A fold pays a fixed cost
+//! (each query's max, correction, and a pass over its accumulators) that 16-key blocks paid
+//! four times as often.
+constexpr uint32_t prefill_blocks_per_tile(uint32_t block_size) {
+  return std::max(1u, 64 / block_size);
+}
+constexpr uint32_t prefill_tile_keys(uint32_t block_size) {
+  return block_size * prefill_blocks_per_tile(block_size);
+}
+
 //! What all items of one call share.
 struct attn_call {
   const kv_pool& pool;
@@ -80,22 +93,36 @@ struct attn_scratch {
   std::vector<float> acc;  // (nq, head_dim) running sum of weight * v, in tile order
   std::vector<float> m;    // (nq,) running max score
   std::vector<float> l;    // (nq,) running sum of exp(score - m)
-  std::vector<float> p;    // (4, block_size) scores, then weights, of the queries being folded
+  std::vector<float> p;    // (4, tile keys) scores, then weights, of the queries being folded
   std::vector<float> k;    // (block_size, head_dim) current K tile in f32, when converted
-  std::vector<float> v;    // (block_size, head_dim) current V tile in f32, when converted
-  std::vector<float> kt;   // (head_dim, block_size) current K tile transposed, for many queries
+  std::vector<float> v;    // (tile keys, head_dim) current V tile(s) in f32, when converted
+  std::vector<float> kt;   // (head_dim, tile keys) current K tiles transposed, for many queries
 
   void prepare(uint32_t nq, uint32_t hd, uint32_t bs) {
+    const uint32_t keys = prefill_tile_keys(bs);
     q.resize(size_t{nq} * hd);
     acc.assign(size_t{nq} * hd, 0.0f);
     m.assign(nq, -std::numeric_limits<float>::infinity());
     l.assign(nq, 0.0f);
-    p.resize(size_t{max_queries_per_fold} * bs);
+    p.resize(size_t{max_queries_per_fold} * keys);
     k.resize(size_t{bs} * hd);
-    v.resize(size_t{bs} * hd);
-    kt.resize(size_t{hd} * bs);
+    v.resize(size_t{keys} * hd);
+    kt.resize(size_t{hd} * keys);
   }
 };
+
+//! The first n rows of a head's K (kv = 0) or V (kv = 1) tile in one block, as f32 into dst.
+HEARTH_SIMD_INLINE void tile_to_f32(const kv_pool& pool, uint32_t block, uint32_t layer, uint32_t kv,
+                                    uint32_t head, uint32_t n, float* dst) {
+  const std::byte* t = pool.tile(block, layer, kv, head);
+  const size_t count = size_t{n} * pool.layout().head_dim;
+  if (pool.layout().dtype == kv_dtype::f32) {
+    std::memcpy(dst, t, count * sizeof(float));
+    return;
+  }
+  const auto* src = reinterpret_cast<const uint16_t*>(t);
+  for (size_t i = 0; i < count; ++i) dst[i] = simd::bf16_to_f32(src[i]);
+}
 
 //! The first n rows of a head's tile (block_size, head_dim) of keys (kv = 0) or values (kv = 1)
 //! in one block, as E reads them: the pool's own bytes, or a bf16 tile converted into buf.
@@ -103,12 +130,9 @@ template <class E>
 HEARTH_SIMD_INLINE const typename E::type* tile_as(const kv_pool& pool, uint32_t block, uint32_t layer,
                                                    uint32_t kv, uint32_t head, uint32_t n,
                                                    std::vector<float>& buf) {
-  const std::byte* t = pool.tile(block, layer, kv, head);
   if (std::is_same_v<E, bf16_elems> || pool.layout().dtype == kv_dtype::f32)
-    return reinterpret_cast<const typename E::type*>(t);
-  const auto* src = reinterpret_cast<const uint16_t*>(t);
-  const size_t count = size_t{n} * pool.layout().head_dim;
-  for (size_t i = 0; i < count; ++i) buf[i] = simd::bf16_to_f32(src[i]);
+    return reinterpret_cast<const typename E::type*>(pool.tile(block, layer, kv, head));
+  tile_to_f32(pool, block, layer, kv, head, n, buf.data());
   return reinterpret_cast<const typename E::type*>(buf.data());
 }
 
@@ -174,26 +198,32 @@ HEARTH_SIMD_INLINE void write_output(const attn_call& c, const attn_item& it, co
   }
 }
 
-//! Where one kv head's work on one block starts: its queries from q0 in the item's buffers.
-struct head_block {
+//! Where one kv head's work on a run of the item's blocks starts: its queries from q0 in the
+//! item's buffers, blocks [b, b + n_blocks) of the sequence's table, keys [base, base + n_keys).
+struct head_blocks {
   uint32_t kv_head;
   uint32_t q0;
-  uint32_t block;
-  uint64_t base;  // the block's first position
+  uint32_t b, n_blocks;
+  uint64_t base;
   uint32_t n_keys;
 };
 
-//! Folds block hb.block (keys [base, base + n_keys)) into every query of one kv head of the item
-//! whose row sees any of it, four queries at a time against the transposed tile: the prefill
-//! path, where an item has many queries to share each tile. Queries and accumulators are in
-//! order (f32).
-HEARTH_SIMD_INLINE void fold_block_by_tiles(const attn_call& c, const attn_item& it, attn_scratch& w,
-                                            const head_block& hb, uint64_t first_pos) {
+//! Folds blocks hb (up to prefill_blocks_per_tile of them, as one tile of keys) into every query
+//! of one kv head of the item whose row sees any of it, four queries at a time against the
+//! transposed tile: the prefill path, where an item has many queries to share each tile. K is
+//! transposed and V converted to f32 once per tile; queries and accumulators are in order.
+HEARTH_SIMD_INLINE void fold_blocks_by_tiles(const attn_call& c, const attn_item& it, attn_scratch& w,
+                                             const head_blocks& hb, uint64_t first_pos) {
   const uint32_t hd = c.pool.layout().head_dim, bs = c.pool.layout().block_size;
+  const uint32_t ld = prefill_tile_keys(bs);  // the row stride of kt and p
+  const seq_rows& s = c.seqs[it.seq];
+  for (uint32_t t = 0; t < hb.n_blocks; ++t) {
+    const uint32_t block = s.blocks[hb.b + t], n = std::min(bs, hb.n_keys - t * bs);
+    transpose_tile(c.pool.tile(block, c.layer, 0, hb.kv_head), c.pool.layout().dtype, n, hd, ld,
+                   w.kt.data() + t * bs);
+    tile_to_f32(c.pool, block, c.layer, 1, hb.kv_head, n, w.v.data() + size_t{t} * bs * hd);
+  }
   const uint32_t n_keys = hb.n_keys;
-  transpose_tile(c.pool.tile(hb.block, c.layer, 0, hb.kv_head), c.pool.layout().dtype, n_keys, hd, bs,
-                 w.kt.data());
-  const float* v = tile_as<f32_elems>(c.pool, hb.block, c.layer, 1, hb.kv_head, n_keys, w.v);
   const auto first_row = static_cast<uint32_t>(hb.base > first_pos ? hb.base - first_pos : 0);
   const uint32_t q1 = hb.q0 + it.n_rows * c.group;
   for (uint32_t qi = hb.q0 + first_row * c.group; qi < q1; qi += max_queries_per_fold) {
@@ -207,32 +237,33 @@ HEARTH_SIMD_INLINE void fold_block_by_tiles(const attn_call& c, const attn_item&
     float* acc = w.acc.data() + size_t{qi} * hd;
     float* m = w.m.data() + qi;
     float* l = w.l.data() + qi;
+    const float *kt = w.kt.data(), *v = w.v.data();
     switch (count) {
       case 4:
-        fold_tile_transposed<4>(q, w.kt.data(), v, n_keys, seen, hd, bs, m, l, acc, w.p.data());
+        fold_tile_transposed<4>(q, kt, v, n_keys, seen, hd, ld, m, l, acc, w.p.data());
         break;
       case 3:
-        fold_tile_transposed<3>(q, w.kt.data(), v, n_keys, seen, hd, bs, m, l, acc, w.p.data());
+        fold_tile_transposed<3>(q, kt, v, n_keys, seen, hd, ld, m, l, acc, w.p.data());
         break;
       case 2:
-        fold_tile_transposed<2>(q, w.kt.data(), v, n_keys, seen, hd, bs, m, l, acc, w.p.data());
+        fold_tile_transposed<2>(q, kt, v, n_keys, seen, hd, ld, m, l, acc, w.p.data());
         break;
       default:
-        fold_tile_transposed<1>(q, w.kt.data(), v, n_keys, seen, hd, bs, m, l, acc, w.p.data());
+        fold_tile_transposed<1>(q, kt, v, n_keys, seen, hd, ld, m, l, acc, w.p.data());
         break;
     }
   }
 }
 
-//! Folds one kv head's tiles of one block into its queries of the item.
+//! Folds one kv head's tiles of one block (hb.n_blocks == 1) into its queries of the item, a
+//! few queries at a time: decode rows, and chunks of at most 4 queries per kv head.
 template <class E>
 HEARTH_SIMD_INLINE void fold_block(const attn_call& c, const attn_item& it, attn_scratch& w,
-                                   const head_block& hb, uint64_t first_pos) {
+                                   const head_blocks& hb, uint64_t first_pos) {
   const uint32_t hd = c.pool.layout().head_dim, bs = c.pool.layout().block_size;
-  if (it.n_rows > 1 && it.n_rows * c.group > max_queries_per_fold)  // prefill (f32_elems: see in_place)
-    return fold_block_by_tiles(c, it, w, hb, first_pos);
-  const auto* k = tile_as<E>(c.pool, hb.block, c.layer, 0, hb.kv_head, hb.n_keys, w.k);
-  const auto* v = tile_as<E>(c.pool, hb.block, c.layer, 1, hb.kv_head, hb.n_keys, w.v);
+  const uint32_t block = c.seqs[it.seq].blocks[hb.b];
+  const auto* k = tile_as<E>(c.pool, block, c.layer, 0, hb.kv_head, hb.n_keys, w.k);
+  const auto* v = tile_as<E>(c.pool, block, c.layer, 1, hb.kv_head, hb.n_keys, w.v);
   for (uint32_t i = 0; i < it.n_rows; ++i) {
     const uint64_t pos = first_pos + i;
     if (pos < hb.base) continue;  // this row sees none of the tile
@@ -253,13 +284,22 @@ HEARTH_SIMD_INLINE void attend(const attn_call& c, const attn_item& it) {
   w.prepare(nq, hd, bs);
   load_queries<E>(c, it, w.q.data());
 
+  // Prefill (f32_elems: see in_place) folds tiles of several blocks into 4 queries at a time.
+  const bool by_tiles = it.n_rows > 1 && per_head > max_queries_per_fold;
+  const uint32_t step = by_tiles ? prefill_blocks_per_tile(bs) : 1;
   const uint64_t first_pos = uint64_t{s.start_pos} + it.row0;
   const uint64_t end_pos = first_pos + it.n_rows;  // keys [0, end_pos) are visible to some row
-  for (uint32_t b = it.block0; b < it.block1; ++b) {
+  for (uint32_t b = it.block0; b < it.block1; b += step) {
+    const uint32_t n_blocks = std::min(step, it.block1 - b);
     const uint64_t base = uint64_t{b} * bs;
-    const auto n_keys = static_cast<uint32_t>(std::min<uint64_t>(bs, end_pos - base));
-    for (uint32_t h = 0; h < it.n_heads; ++h)
-      fold_block<E>(c, it, w, {it.head0 + h, h * per_head, s.blocks[b], base, n_keys}, first_pos);
+    const auto n_keys = static_cast<uint32_t>(std::min<uint64_t>(uint64_t{n_blocks} * bs, end_pos - base));
+    for (uint32_t h = 0; h < it.n_heads; ++h) {
+      const head_blocks hb{it.head0 + h, h * per_head, b, n_blocks, base, n_keys};
+      if (by_tiles)
+        fold_blocks_by_tiles(c, it, w, hb, first_pos);
+      else
+        fold_block<E>(c, it, w, hb, first_pos);
+    }
   }
 
   if (it.partial == whole_keys) return write_output<E>(c, it, w.acc.data(), w.l.data());

@@ -163,9 +163,9 @@ TEST_CASE("paged attention matches dense attention", "[cpu_ops][attention]") {
                               attn_shape{8, 2, 16, 32}, attn_shape{4, 2, 40, 16});
   CAPTURE(shape.n_head, shape.n_head_kv, shape.head_dim, shape.block_size);
   // Decode rows at block edges and deep in the context, prefill chunks from 0 and after a cached
-  // prefix (crossing the 16-row work items), and two random sequences.
-  std::vector<std::pair<uint32_t, uint32_t>> lengths{{0, 1},   {5, 1},  {16, 1}, {33, 1},
-                                                     {600, 1}, {0, 37}, {40, 17}};
+  // prefix (one crossing the 64-row work items, from mid-block), and two random sequences.
+  std::vector<std::pair<uint32_t, uint32_t>> lengths{{0, 1},   {5, 1},  {16, 1},  {33, 1},
+                                                     {600, 1}, {0, 37}, {40, 17}, {21, 90}};
   std::uniform_int_distribution<uint32_t> start(0, 200), n_new(1, 40);
   for (int i = 0; i < 2; ++i) lengths.emplace_back(start(rng), n_new(rng));
   for (const auto& [s, n] : lengths) INFO("sequence at " << s << " + " << n);
@@ -199,7 +199,8 @@ TEST_CASE("paged attention splits one sequence's keys over the threads and stays
   CAPTURE(shape.n_head, shape.n_head_kv, shape.head_dim, shape.block_size);
   // One sequence, so few items: its keys are split into ranges that are merged after. A decode
   // row deep in the context, and a prefill chunk whose rows see different numbers of ranges.
-  for (auto lengths : {std::vector<std::pair<uint32_t, uint32_t>>{{700, 1}}, {{600, 20}}, {{70, 1}}}) {
+  for (auto lengths :
+       {std::vector<std::pair<uint32_t, uint32_t>>{{700, 1}}, {{600, 20}}, {{500, 80}}, {{70, 1}}}) {
     CAPTURE(lengths[0].first, lengths[0].second);
     const test_batch b = make_batch(rng, shape, lengths, 4.0f);
     const auto exact = dense_attention(b, false);
