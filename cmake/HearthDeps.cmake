@@ -13,7 +13,6 @@ find_package(cppzmq CONFIG REQUIRED)
 # CMake config (the target defines TOML_HEADER_ONLY=0). Linked PRIVATE to hearth_tenants only.
 find_package(tomlplusplus CONFIG REQUIRED)
 # CAF 0.17.6 ships neither a CMake config nor a .pc file: an imported target by hand.
-# CAF_INCLUDE_DIR may be a list (scripts/tsan.sh: a source tree and its generated headers).
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
 find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
 add_library(CAF::core UNKNOWN IMPORTED)
