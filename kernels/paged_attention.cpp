@@ -19,9 +19,9 @@
 // the output is put back in order once per item.
 
 #include <algorithm>
-#include <cstring>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>

@@ -262,7 +262,8 @@ outcome<stream> client::start(const generate_params& p) {
   std::string id = next_id();
   inbox_[id];  // messages for it are kept from now on
   // Sending is bounded by the first-token timeout, which counts from here.
-  const auto deadline = p.first_token_timeout.count() > 0 ? clock_type::now() + p.first_token_timeout : no_deadline;
+  const auto deadline =
+      p.first_token_timeout.count() > 0 ? clock_type::now() + p.first_token_timeout : no_deadline;
   if (auto st = send(request_json(id, p, p.tenant.empty() ? opt_.tenant : p.tenant), deadline); !st) {
     inbox_.erase(id);
     return st.error();
