@@ -7,6 +7,7 @@
 #include "actors/metrics.hpp"
 #include "actors/placement.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/supervisor.hpp"
 
 namespace hearth {
 
@@ -18,7 +19,7 @@ constexpr size_t caf_threads = 1;
 
 }  // namespace
 
-engine::engine(std::shared_ptr<const tokenizer> tok) : tok_(std::move(tok)) {
+engine::engine(std::shared_ptr<const tokenizer> tok) : tok_(std::move(tok)), health_(std::make_shared<engine_health>()) {
   caf_cfg_.set("scheduler.max-threads", caf_threads);
   add_message_types(caf_cfg_);
   system_ = std::make_unique<caf::actor_system>(caf_cfg_);
@@ -62,13 +63,17 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   }
   e->cfg_ = resolved;
   const auto& w = e->info_;
-  e->metrics_ = spawn_metrics(sys);
+  e->metrics_ = spawn_metrics(sys, cfg.tenants);
   e->admission_ = spawn_admission(
       sys, {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg.max_waiting, cfg.max_waiting_tokens},
       cfg.tenants, e->metrics_);
   e->scheduler_ = spawn_scheduler(sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_,
                                         e->decode_worker_, e->admission_, e->metrics_});
   caf::anon_send(e->admission_, ready_atom::value, e->scheduler_);
+  std::vector<supervised> watched = {{"admission", e->admission_}, {"scheduler", e->scheduler_},
+                                     {"metrics", e->metrics_}, {"worker", e->worker_}};
+  if (e->decode_worker_) watched.push_back({"decode worker", e->decode_worker_});
+  e->supervisor_ = spawn_supervisor(sys, std::move(watched), e->scheduler_, e->health_);
   return e;
 }
 
@@ -83,18 +88,32 @@ result<worker_info> engine::await_ready(const caf::actor& worker) {
 
 engine::~engine() {
   shutdown();
-  for (const auto& a : {admission_, scheduler_, metrics_, worker_, decode_worker_}) {
+  health_->stopping();
+  for (const auto& a : {supervisor_, admission_, scheduler_, metrics_, worker_, decode_worker_}) {
     if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }
   system_->await_all_actors_done();
 }
 
 request_id engine::submit(request r, const caf::actor& sink) {
-  const request_id id = next_id_++;
+  const request_id id = next_id();
+  submit(id, std::move(r), sink);
+  return id;
+}
+
+void engine::submit(request_id id, request r, const caf::actor& sink) {
+  if (auto why = health_->failure()) {
+    request_event refused;
+    refused.id = id;
+    refused.kind = event_kind::rejected;
+    refused.reason = reject_reason::internal;
+    refused.message = "the engine has failed: " + *why;
+    caf::anon_send(sink, std::move(refused));
+    return;
+  }
   // Timed from here: TTFT includes admission and the messages before the scheduler.
   const int64_t now_ns = std::chrono::steady_clock::now().time_since_epoch().count();
   caf::anon_send(admission_, submit_atom::value, id, std::move(r), sink, now_ns);
-  return id;
 }
 
 void engine::cancel(request_id id) { caf::anon_send(admission_, cancel_atom::value, id); }
@@ -111,8 +130,9 @@ status<> engine::set_tenants(std::vector<tenant_config> tenants) {
   if (auto st = check_tenants(tenants); !st) return st;
   caf::scoped_actor self{*system_};
   bool ok = true;
-  // Admission first: a request it admits under the new quotas then meets the new table at the scheduler.
-  for (const caf::actor& a : {admission_, scheduler_}) {
+  // Admission first: a request it admits under the new quotas then meets the new table at the
+  // scheduler; metrics learns which names to count on their own.
+  for (const caf::actor& a : {admission_, scheduler_, metrics_}) {
     self->request(a, caf::infinite, tenants_atom::value, tenants)
         .receive([&](bool b) { ok = ok && b; }, [&](caf::error&) { ok = false; });
   }
@@ -120,19 +140,31 @@ status<> engine::set_tenants(std::vector<tenant_config> tenants) {
   return {};
 }
 
-scheduler_gauges engine::gauges() {
+result<scheduler_gauges> engine::gauges() {
   caf::scoped_actor self{*system_};
-  scheduler_gauges g;
-  self->request(scheduler_, caf::infinite, gauges_atom::value).receive([&](scheduler_gauges& x) { g = x; }, [](caf::error&) {});
-  return g;
+  result<scheduler_gauges> out = error{errc::io, "engine: no answer"};
+  self->request(scheduler_, caf::infinite, gauges_atom::value)
+      .receive([&](scheduler_gauges& g) { out = g; }, [&](caf::error& err) { out = failed(err); });
+  return out;
 }
 
-metrics_snapshot engine::metrics() {
+result<metrics_snapshot> engine::metrics(const std::optional<std::string>& tenant) {
   caf::scoped_actor self{*system_};
-  metrics_snapshot m;
-  self->request(metrics_, caf::infinite, stats_atom::value).receive([&](metrics_snapshot& x) { m = std::move(x); },
-                                                                   [](caf::error&) {});
-  return m;
+  result<metrics_snapshot> out = error{errc::io, "engine: no answer"};
+  auto take = [&](metrics_snapshot& m) { out = std::move(m); };
+  auto refused = [&](caf::error& err) { out = failed(err); };
+  if (tenant) self->request(metrics_, caf::infinite, stats_atom::value, *tenant).receive(take, refused);
+  else self->request(metrics_, caf::infinite, stats_atom::value).receive(take, refused);
+  return out;
+}
+
+std::optional<std::string> engine::failure() const { return health_->failure(); }
+
+void engine::on_failure(std::function<void(const std::string&)> listener) { health_->on_failure(std::move(listener)); }
+
+error engine::failed(const caf::error& err) const {
+  const auto why = health_->failure();
+  return error{errc::io, "the engine has failed: " + (why ? *why : system_->render(err))};
 }
 
 void engine::shutdown() {

@@ -11,9 +11,17 @@
 //
 // Shutdown (shutdown() or the destructor) refuses new requests and ends every admitted one
 // with error `shutting_down`, so no request is left without its terminal event.
+//
+// Supervision: a supervisor actor monitors every other one. If any of them stops (a backend
+// step threw, a bug), or a step runs past engine_config::step_timeout_ms (a hung backend), the
+// engine has failed for good: every request it holds ends with error `internal`, later ones are
+// refused with it, and the failure listeners are told once. Nothing restarts inside the process:
+// `hearth serve` exits non-zero and its service manager starts it afresh (docs/operations.md).
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <caf/all.hpp>
@@ -25,6 +33,8 @@
 #include "model/tokenizer.hpp"
 
 namespace hearth {
+
+struct engine_health;
 
 class engine {
  public:
@@ -38,6 +48,10 @@ class engine {
 
   //! Queues a request; its events go to `sink`. Returns the engine's id for it.
   request_id submit(request r, const caf::actor& sink);
+  //! An id for a request submitted later with submit(id, ...) (the gateway tokenizes a long
+  //! prompt first, and a cancel may name it meanwhile).
+  request_id next_id() { return next_id_++; }
+  void submit(request_id id, request r, const caf::actor& sink);
   //! Cancels at the next step, whatever state the request is in. Unknown ids are ignored.
   void cancel(request_id id);
   //! Switches the scheduling policy between two steps; errc::invalid_argument for an unknown name.
@@ -47,8 +61,15 @@ class engine {
   //! requests keep their places; VTC counters and token buckets follow tenant names. Empty = no
   //! tenant configuration. errc::invalid_argument (and nothing changes) when check_tenants fails.
   status<> set_tenants(std::vector<tenant_config> tenants);
-  scheduler_gauges gauges();
-  metrics_snapshot metrics();
+  //! The scheduler's gauges; an error once the engine has failed.
+  result<scheduler_gauges> gauges();
+  //! Counters and latency summaries; `tenant` given: of that tenant alone (stats asks this, in
+  //! time independent of how many names the engine has seen). An error once the engine has failed.
+  result<metrics_snapshot> metrics(const std::optional<std::string>& tenant = std::nullopt);
+  //! Why the engine failed, or nullopt while it works.
+  std::optional<std::string> failure() const;
+  //! Calls `listener` once, from an actor thread, when the engine fails (at once if it has).
+  void on_failure(std::function<void(const std::string& why)> listener);
   //! Refuses new requests and ends every admitted one; idempotent.
   void shutdown();
 
@@ -68,8 +89,11 @@ class engine {
   caf::actor_system_config caf_cfg_;
   std::unique_ptr<caf::actor_system> system_;
   result<worker_info> await_ready(const caf::actor& worker);
+  //! The error a request to a stopped actor becomes: the engine's failure when it has one.
+  error failed(const caf::error& err) const;
 
-  caf::actor worker_, decode_worker_, metrics_, admission_, scheduler_;
+  caf::actor worker_, decode_worker_, metrics_, admission_, scheduler_, supervisor_;
+  std::shared_ptr<engine_health> health_;
   worker_info info_;
   engine_config cfg_;
   std::atomic<request_id> next_id_{1};

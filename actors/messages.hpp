@@ -16,13 +16,20 @@
 //             (tenants, vector<tenant_config>) -> bool        new tenant table at the next step
 //             (gauges) -> scheduler_gauges
 //             (drain) -> bool                                 end every request (shutdown)
+//             (fail, string why)                              the engine failed: end every request
+//                                                             with `internal`, then stop
+//             (overdue, size_t lane, uint64 step)             that step's timeout: if it is still out,
+//                                                             the backend hangs (fail)
 // worker      step -> step_result                             one iteration on the backend
 //             (ready) -> worker_info                          after pinning and loading
 // metrics     (records, vector<request_record>)
 //             (rejected, string tenant, reject_reason)
 //             (gauges, scheduler_gauges)
 //             (stepped, step_sample)                          one finished iteration
+//             (tenants, vector<tenant_config>) -> bool        the names counted each on its own
 //             (stats) -> metrics_snapshot
+//             (stats, string tenant) -> metrics_snapshot      the engine's figures and that tenant's
+// supervisor  (monitors every other actor; handles no message of its own)
 // sink        request_event                                   what every client of the engine gets
 
 #include <caf/all.hpp>
@@ -49,6 +56,8 @@ using rejected_atom = caf::atom_constant<caf::atom("rejected")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using stepped_atom = caf::atom_constant<caf::atom("stepped")>;
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
+using fail_atom = caf::atom_constant<caf::atom("fail")>;
+using overdue_atom = caf::atom_constant<caf::atom("overdue")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_info& x) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "actors/messages.hpp"
 
@@ -19,13 +20,30 @@ struct step_state {
   latency_histogram seqs, prefill_tokens, decode_tokens, step_ms;
 };
 
+// Names outside the tenant table (development mode lets a client name any) get state of their
+// own up to this many; all further ones share one (about 20 KB each: 100,000 names sent by one
+// client grew the server by 2 GB before).
+constexpr size_t max_unlisted_names = 64;
+
 struct metrics_state {
   std::map<std::string, tenant_state> tenants;
+  std::set<std::string> listed;  // the tenant table's names
+  size_t n_unlisted = 0;         // names of `tenants` not in `listed` when first counted
   step_state steps;
   scheduler_gauges gauges;
   std::chrono::steady_clock::time_point started;
   static inline const char* name = "metrics";
 };
+
+// The state `name` is counted in.
+tenant_state& state_of(metrics_state& st, const std::string& name) {
+  if (const auto it = st.tenants.find(name); it != st.tenants.end()) return it->second;
+  if (!st.listed.contains(name)) {
+    if (st.n_unlisted == max_unlisted_names) return st.tenants[std::string(unlisted_tenants)];
+    ++st.n_unlisted;
+  }
+  return st.tenants[name];
+}
 
 void add(tenant_state& t, const request_record& r) {
   auto& c = t.counts;
@@ -52,33 +70,63 @@ latency_summary summarize_count(const latency_histogram& h) {
   return s;
 }
 
-metrics_snapshot snapshot(const metrics_state& st) {
+tenant_metrics summary(const std::string& name, const tenant_state& t) {
+  tenant_metrics m = t.counts;
+  m.tenant = name;
+  m.ttft = summarize(t.ttft);
+  m.itl = summarize(t.itl);
+  m.e2e = summarize(t.e2e);
+  m.queue = summarize(t.queue);
+  return m;
+}
+
+// Everything but the tenants.
+metrics_snapshot engine_snapshot(const metrics_state& st) {
   metrics_snapshot s;
   s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
   s.gauges = st.gauges;
   const step_state& p = st.steps;
   s.steps = {summarize_count(p.seqs), summarize_count(p.prefill_tokens), summarize_count(p.decode_tokens),
              summarize(p.step_ms)};
-  for (const auto& [name, t] : st.tenants) {
-    tenant_metrics m = t.counts;
-    m.tenant = name;
-    m.ttft = summarize(t.ttft);
-    m.itl = summarize(t.itl);
-    m.e2e = summarize(t.e2e);
-    m.queue = summarize(t.queue);
-    s.tenants.push_back(std::move(m));
-  }
   return s;
 }
 
-caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::steady_clock::time_point started) {
+metrics_snapshot snapshot(const metrics_state& st) {
+  metrics_snapshot s = engine_snapshot(st);
+  for (const auto& [name, t] : st.tenants) s.tenants.push_back(summary(name, t));
+  return s;
+}
+
+// The engine's figures and the one tenant's, under the name it is counted as.
+metrics_snapshot snapshot(const metrics_state& st, const std::string& name) {
+  metrics_snapshot s = engine_snapshot(st);
+  auto it = st.tenants.find(name);
+  if (it == st.tenants.end() && !st.listed.contains(name) && st.n_unlisted == max_unlisted_names)
+    it = st.tenants.find(std::string(unlisted_tenants));
+  if (it != st.tenants.end()) s.tenants.push_back(summary(it->first, it->second));
+  return s;
+}
+
+std::set<std::string> names_of(const std::vector<tenant_config>& tenants) {
+  std::set<std::string> names;
+  for (const auto& t : tenants) names.insert(t.name);
+  return names;
+}
+
+caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::steady_clock::time_point started,
+                      const std::vector<tenant_config>& tenants) {
   self->state.started = started;
+  self->state.listed = names_of(tenants);
   return {
       [=](records_atom, const std::vector<request_record>& records) {
-        for (const auto& r : records) add(self->state.tenants[r.tenant], r);
+        for (const auto& r : records) add(state_of(self->state, r.tenant), r);
       },
       [=](rejected_atom, const std::string& tenant, reject_reason why) {
-        ++self->state.tenants[tenant].counts.rejected[static_cast<size_t>(why)];
+        ++state_of(self->state, tenant).counts.rejected[static_cast<size_t>(why)];
+      },
+      [=](tenants_atom, const std::vector<tenant_config>& table) {
+        self->state.listed = names_of(table);
+        return true;
       },
       [=](gauges_atom, const scheduler_gauges& g) { self->state.gauges = g; },
       [=](stepped_atom, const step_sample& x) {
@@ -89,6 +137,7 @@ caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::ste
         p.step_ms.add(x.step_ms);
       },
       [=](stats_atom) { return snapshot(self->state); },
+      [=](stats_atom, const std::string& tenant) { return snapshot(self->state, tenant); },
   };
 }
 
@@ -96,6 +145,8 @@ caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::ste
 
 // The start time is an argument, not taken inside: CAF 0.17 binds a reference through a null
 // pointer for actors spawned without arguments, which UBSan reports.
-caf::actor spawn_metrics(caf::actor_system& sys) { return sys.spawn(metrics, std::chrono::steady_clock::now()); }
+caf::actor spawn_metrics(caf::actor_system& sys, const std::vector<tenant_config>& tenants) {
+  return sys.spawn(metrics, std::chrono::steady_clock::now(), tenants);
+}
 
 }  // namespace hearth

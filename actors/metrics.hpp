@@ -3,11 +3,18 @@
 // end to end, queueing), counts by outcome and rejection reason, the distributions of what each
 // iteration ran (sequences, prefill and decode tokens, step time), and the engine's gauges.
 // Answers (stats_atom) with a metrics_snapshot for `hearth serve`'s stats, the bench and tests.
+// Memory is bounded whatever names clients send: the tenant table's names, and up to 64 others,
+// are counted each on its own; further names share the state named `unlisted_tenants`.
+
+#include <vector>
 
 #include <caf/fwd.hpp>
 
+#include "tenants/tenant_config.hpp"
+
 namespace hearth {
 
-caf::actor spawn_metrics(caf::actor_system& sys);
+//! `tenants`: the table's names (tenants_atom replaces them).
+caf::actor spawn_metrics(caf::actor_system& sys, const std::vector<tenant_config>& tenants);
 
 }  // namespace hearth

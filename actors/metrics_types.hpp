@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/meta/type_name.hpp>
@@ -36,6 +37,10 @@ struct latency_summary {
   uint64_t count = 0;
   double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
 };
+
+//! The name under which tenant names beyond the metrics actor's bound are counted together (not
+//! a valid tenant name, so it never stands for one).
+inline constexpr std::string_view unlisted_tenants = "(unlisted)";
 
 struct tenant_metrics {
   std::string tenant;

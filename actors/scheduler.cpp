@@ -68,6 +68,15 @@ scheduler_gauges gauges_of(const scheduler_state& st) {
 
 void on_result(self_ptr self, size_t lane_index, step_result& r);
 
+// The engine has failed (actors/engine.hpp): every request ends with `internal`, and the
+// scheduler stops, so the supervisor reports the failure if it did not find it itself.
+void fail(self_ptr self, const std::string& why) {
+  std::vector<request_event> events;
+  self->state.core->drain(reject_reason::internal, why, self->state.now(), events);
+  dispatch(self, events);
+  self->quit(caf::make_error(caf::sec::runtime_error, why));
+}
+
 // Starts a step on every idle worker for which something can run.
 void kick(self_ptr self) {
   auto& st = self->state;
@@ -78,6 +87,7 @@ void kick(self_ptr self) {
     if (s.seqs.empty()) continue;
     l.in_flight = s;
     l.sent_at = clock_type::now();
+    self->delayed_send(self, std::chrono::milliseconds(st.opt.config.step_timeout_ms), overdue_atom::value, i, s.number);
     self->request(l.worker, caf::infinite, std::move(s))
         .then([=](step_result& r) { on_result(self, i, r); },
               [=](caf::error& err) {
@@ -150,9 +160,16 @@ caf::behavior scheduler(self_ptr self, scheduler_options opt) {
       [=](gauges_atom) { return gauges_of(self->state); },
       [=](drain_atom) {
         std::vector<request_event> events;
-        self->state.core->drain(reject_reason::shutting_down, self->state.now(), events);
+        self->state.core->drain(reject_reason::shutting_down, "the engine is shutting down", self->state.now(), events);
         dispatch(self, events);
         return true;
+      },
+      [=](fail_atom, const std::string& why) { fail(self, why); },
+      [=](overdue_atom, size_t lane_index, uint64_t number) {
+        const lane& l = self->state.lanes[lane_index];
+        if (!l.in_flight || l.in_flight->number != number) return;
+        fail(self, "worker: step " + std::to_string(number) + " has not returned in " +
+                       std::to_string(self->state.opt.config.step_timeout_ms) + " ms (a hung backend)");
       },
   };
 }

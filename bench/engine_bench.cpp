@@ -42,7 +42,9 @@ result<engine_run> run_once(const engine_bench_options& opt, std::shared_ptr<con
   if (!failure.empty()) return error{errc::invalid_argument, "engine bench: a request failed: " + failure};
   engine_run run;
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const auto g = (*e)->gauges();
+  const auto gauges = (*e)->gauges();
+  if (!gauges) return gauges.error();
+  const scheduler_gauges& g = *gauges;
   run.steps = g.steps;
   run.compute_ms_per_step = g.compute_ms / static_cast<double>(g.steps);
   run.overhead_ms_per_step = g.overhead_ms / static_cast<double>(g.steps);

@@ -19,6 +19,7 @@ status<> check(const engine_config& c) {
   }
   if (c.max_partial_prefills == 0) return invalid("max_partial_prefills must be >= 1");
   if (c.max_waiting == 0) return invalid("max_waiting must be >= 1");
+  if (c.step_timeout_ms == 0) return invalid("step_timeout_ms must be >= 1");
   if (c.mode == placement_mode::disaggregated && !c.worker_cpus.empty() && c.worker_cpus == c.decode_cpus) {
     return invalid("disaggregated workers need different cpusets");
   }

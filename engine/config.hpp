@@ -37,6 +37,11 @@ struct engine_config {
   std::string decode_cpus = {};             //!< disaggregated: the decode worker
   kv_handoff_mode kv_handoff = kv_handoff_mode::automatic;
   uint32_t threads_per_worker = 0;       //!< 0 = one per cpu in its set (or all cores)
+  // Supervision
+  //! A step not back from its worker in this time means the backend hangs: the engine fails
+  //! (actors/engine.hpp). A step is at most max_batched_tokens of work: well under a second on
+  //! the models a home server runs, a few seconds for an 8B model's prefill chunk on 2 cores.
+  uint32_t step_timeout_ms = 30000;
 };
 
 //! "colocated" or "disaggregated".

@@ -534,11 +534,12 @@ void scheduler_core::abort(const step& st, const std::string& why, double now_s,
   }
 }
 
-void scheduler_core::drain(reject_reason reason, double now_s, std::vector<request_event>& events) {
+void scheduler_core::drain(reject_reason reason, const std::string& why, double now_s,
+                           std::vector<request_event>& events) {
   std::vector<sequence*> all;
   for (auto& [id, s] : seqs_) all.push_back(s.get());
   std::ranges::sort(all, {}, &sequence::id);
-  for (sequence* s : all) finish(*s, event_kind::error, finish_reason::none, reason, "the engine is shutting down", now_s, events);
+  for (sequence* s : all) finish(*s, event_kind::error, finish_reason::none, reason, why, now_s, events);
 }
 
 std::vector<request_record> scheduler_core::take_records() { return std::exchange(records_, {}); }

@@ -91,8 +91,8 @@ class scheduler_core {
   void complete(const step& s, const step_result& r, double now_s, std::vector<request_event>& events);
   //! Ends every request of a failed step with an `internal` error.
   void abort(const step& s, const std::string& why, double now_s, std::vector<request_event>& events);
-  //! Ends every request with `reason` (engine shutdown).
-  void drain(reject_reason reason, double now_s, std::vector<request_event>& events);
+  //! Ends every request with `reason` and the message `why` (shutdown, or a failed engine).
+  void drain(reject_reason reason, const std::string& why, double now_s, std::vector<request_event>& events);
 
   //! Switches the policy between two steps.
   void set_policy(std::unique_ptr<policy> pol);

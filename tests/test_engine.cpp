@@ -51,10 +51,10 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
       CHECK(o.terminal.at(ids[i]).kind == event_kind::done);
       CHECK(o.tokens_of(ids[i]) == expected[i]);
     }
-    const auto g = e->gauges();
+    const auto g = *e->gauges();
     CHECK(g.kv.used == 0);
     // Every step reached the metrics, with its shape: the sums match the scheduler's counters.
-    const step_metrics steps = e->metrics().steps;
+    const step_metrics steps = e->metrics()->steps;
     CHECK(steps.seqs.count == g.steps);
     CHECK(steps.seqs.max <= 32);
     CHECK(steps.prefill_tokens.mean * static_cast<double>(g.steps) == Approx(g.prefill_tokens));
@@ -122,10 +122,10 @@ TEST_CASE("1000 requests cancelled at random moments leave the pool free", "[eng
   CAPTURE(cancelled, mid_stream, queued);
   CHECK(mid_stream > 0);
   CHECK(queued > 0);
-  const auto g = e->gauges();
+  const auto g = *e->gauges();
   CHECK(g.kv.used == 0);
   CHECK(g.waiting + g.running == 0);
-  const auto stats = e->metrics();
+  const auto stats = *e->metrics();
   REQUIRE(stats.tenants.size() == 1);
   CHECK(stats.tenants[0].cancelled == cancelled);
   CHECK(stats.tenants[0].done + stats.tenants[0].cancelled == n);
@@ -153,7 +153,7 @@ TEST_CASE("bad requests are rejected early with a typed reason", "[engine]") {
     CHECK_FALSE(o.terminal.at(id).message.empty());
     CHECK(o.accepted.count(id) == 0);
   }
-  const auto stats = e->metrics();
+  const auto stats = *e->metrics();
   REQUIRE(stats.tenants.size() == 1);
   CHECK(stats.tenants[0].rejected[static_cast<size_t>(reject_reason::bad_request)] == 4);
 }
@@ -173,7 +173,7 @@ TEST_CASE("shutdown ends every admitted request and refuses new ones", "[engine]
     if (id == late) continue;
     CHECK((ev.kind == event_kind::done || ev.reason == reject_reason::shutting_down));
   }
-  CHECK(e->gauges().kv.used == 0);
+  CHECK(e->gauges()->kv.used == 0);
 }
 
 TEST_CASE("the worker pins itself to its cpuset, and a bad cpuset fails the start", "[engine]") {

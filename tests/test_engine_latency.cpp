@@ -39,7 +39,7 @@ struct measured {
 };
 
 uint64_t steps_of(engine& e) {
-  return e.gauges().steps;
+  return e.gauges()->steps;
 }
 
 // Waits until the engine has run `n` more steps; returns the wall time per step.

@@ -85,12 +85,12 @@ TEST_CASE("a tenant over its quota is rejected with the right code while the oth
   CHECK(o.terminal.at(meter3).reason == reject_reason::over_quota);
   CHECK(o.terminal.at(meter3).retry_after_ms > 20000);  // ~30 s, less what completions left unused
   for (request_id id : parent) CHECK(o.terminal.at(id).kind == event_kind::done);
-  const auto m = e->metrics();
+  const auto m = *e->metrics();
   CHECK(rejected(m, "kid", reject_reason::too_long) == 1);
   CHECK(rejected(m, "kid", reject_reason::over_quota) == kid_over);
   CHECK(rejected(m, "meter", reject_reason::over_quota) == 1);
   for (size_t why = 0; why < 7; ++why) CHECK(rejected(m, "parent", static_cast<reject_reason>(why)) == 0);
-  CHECK(e->gauges().kv.used == 0);
+  CHECK(e->gauges()->kv.used == 0);
 }
 
 TEST_CASE("set_tenants applies new quotas to the next request and refuses a bad table", "[engine]") {
@@ -116,5 +116,5 @@ TEST_CASE("set_tenants applies new quotas to the next request and refuses a bad 
   CHECK(o.terminal.at(still).reason == reject_reason::too_long);
   CHECK(o.terminal.at(after).kind == event_kind::done);
   CHECK(o.terminal.at(none).kind == event_kind::done);
-  CHECK(rejected(e->metrics(), "kid", reject_reason::too_long) == 2);
+  CHECK(rejected(*e->metrics(), "kid", reject_reason::too_long) == 2);
 }
