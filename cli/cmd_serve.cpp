@@ -7,7 +7,9 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
@@ -70,18 +72,24 @@ result<server::serve_config> configure(const serve_args& a) {
   return c;
 }
 
-// SIGHUP and admin `reload`: the file's policy (unless --policy fixed it) and tenants.
+// SIGHUP and admin `reload`: the file's policy (unless --policy fixed it) and tenants. A reload
+// that changes nothing is fine; one that would leave a CURVE server with no tenant is refused
+// (every client would be shut out), and each one says what it changed.
 class reloader {
  public:
-  reloader(const serve_args& a, const server::serve_config& running) : args_(a), running_(running) {}
+  reloader(const serve_args& a, const server::serve_config& running)
+      : args_(a), curve_(!running.development_mode()), secret_key_file_(running.secret_key_file),
+        tenants_(running.engine.tenants), policy_(running.engine.policy) {}
 
-  result<std::string> operator()(engine& eng, server::gateway& gw) {
+  result<server::gateway_config> operator()(engine& eng) {
     std::lock_guard lock(m_);
     if (args_.config.empty()) return error{errc::invalid_argument, "no configuration file (--config) to reload"};
     auto c = server::load_serve_config(args_.config);
     if (!c) return c.error();
-    c->secret_key_file = running_.secret_key_file;  // the mode is fixed at start
+    c->secret_key_file = secret_key_file_;  // the mode is fixed at start
     if (auto st = server::check_tenant_keys(*c); !st) return st.error();
+    if (curve_ && c->engine.tenants.empty())
+      return error{errc::invalid_argument, args_.config + " lists no tenant: a CURVE server would accept no client"};
     const std::string policy = args_.policy.empty() ? c->engine.policy : args_.policy;
     // The policy name is checked before the tenants change, so a bad file changes nothing.
     if (auto names = policy_names(); std::find(names.begin(), names.end(), policy) == names.end()) {
@@ -89,15 +97,18 @@ class reloader {
     }
     if (auto st = eng.set_tenants(c->engine.tenants); !st) return st.error();
     if (auto st = eng.set_policy(policy); !st) return st.error();
-    gw.reconfigure(c->engine.tenants, policy);
-    log_line("reloaded " + args_.config + ": policy " + policy + ", " + std::to_string(c->engine.tenants.size()) +
-             " tenant(s)");
-    return policy;
+    log_line("reloaded " + args_.config + ": " + server::describe_reload(tenants_, c->engine.tenants, policy_, policy));
+    tenants_ = c->engine.tenants;
+    policy_ = policy;
+    return server::gateway_config{std::move(c->engine.tenants), policy};
   }
 
  private:
   const serve_args& args_;
-  const server::serve_config& running_;
+  const bool curve_;
+  const std::string secret_key_file_;
+  std::vector<tenant_config> tenants_;  // as running
+  std::string policy_;
   std::mutex m_;
 };
 
@@ -145,7 +156,7 @@ int run_serve(const serve_args& a) {
       .model = {std::filesystem::path(cfg->model_path).stem().string(), to_string(hp->arch),
                 to_string(detect_chat_format(shared_tok->spec().chat_template)), hp->n_ctx_train, hp->n_vocab},
       .policy = cfg->engine.policy,
-      .reload = [&] { return reload(**eng, *gw); },
+      .reload = [&] { return reload(**eng); },
       .log = log_line};
   auto started = server::gateway::start(**eng, std::move(opt));
   if (!started) return fail(started.error().message);
@@ -161,16 +172,37 @@ int run_serve(const serve_args& a) {
   }
   std::fflush(stdout);
 
+  // The engine's failure ends the process, non-zero, for its service manager to start it
+  // afresh (docs/operations.md): the listener wakes the signal loop with a signal of its set.
+  std::atomic<bool> engine_failed{false};
+  const auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(shutdown_grace);
+  (*eng)->on_failure([&engine_failed, main_thread = pthread_self()](const std::string& why) {
+    log_line("the engine failed: " + why);
+    engine_failed = true;
+    pthread_kill(main_thread, SIGTERM);
+  });
   for (;;) {
     int sig = 0;
     if (sigwait(&signals, &sig) != 0) continue;
     if (sig != SIGHUP) break;
-    if (auto r = reload(**eng, *gw); !r) log_line("reload refused: " + r.error().message);
+    if (auto r = reload(**eng); !r) log_line("reload refused: " + r.error().message);
+    else gw->reconfigure(std::move(*r));
+  }
+  if (engine_failed) {
+    // Every request has its `internal` error (the gateway ended them); a hung worker thread
+    // would never let the engine be destroyed, so the process ends without trying.
+    gw->stop(grace);
+    gw.reset();
+    log_line("exiting after the engine's failure");
+    std::fflush(stdout);
+    std::_Exit(1);
   }
   log_line("stopping: ending the requests in flight");
   gw->drain();
   (*eng)->shutdown();
-  gw->stop(std::chrono::duration_cast<std::chrono::milliseconds>(shutdown_grace));
+  gw->stop(grace);
+  // Until the socket closes, latecomers are told `shutting_down`.
+  eng->reset();
   gw.reset();
   return 0;
 }

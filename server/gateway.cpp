@@ -1,14 +1,10 @@
 #include "server/gateway.hpp"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <atomic>
+#include <cassert>
 #include <cerrno>
-#include <deque>
-#include <mutex>
+#include <future>
 #include <thread>
-#include <variant>
 
 #include <caf/all.hpp>
 #include <zmq.hpp>
@@ -16,6 +12,9 @@
 
 #include "actors/engine.hpp"
 #include "model/chat_prompt.hpp"
+#include "server/connection.hpp"
+#include "server/inbox.hpp"
+#include "server/job_thread.hpp"
 #include "server/protocol.hpp"
 #include "server/replies.hpp"
 #include "server/request_table.hpp"
@@ -29,48 +28,17 @@ constexpr const char* zap_endpoint = "inproc://zeromq.zap.01";
 constexpr int zmtp_heartbeat_ivl_ms = 1000, zmtp_heartbeat_timeout_ms = 5000;
 // Messages queued to one peer before it counts as gone. A stream is at most max_tokens + 2
 // messages, and the I/O thread drains this queue into the kernel's socket buffer as fast as the
-// network takes it: only a peer that stopped reading fills it.
+// network takes it: only a peer that stopped reading fills it (and its ZMTP heartbeats, stuck
+// behind the data, time out first: docs/protocol.md, "Disconnects").
 constexpr int send_hwm = 10000;
 // Messages read from the ROUTER per wake-up, so engine events interleave with a flood of input.
 constexpr int reads_per_turn = 256;
 // A message has 2 frames after the routing id; frames beyond a few are read and dropped.
 constexpr size_t frames_kept = 4;
+// Prompts up to this size are tokenized on the gateway thread (about 1 ms); longer ones on the
+// job thread, so they never hold up another client's reply.
+constexpr size_t inline_prompt_bytes = 16 << 10;
 constexpr std::string_view dev_tenant = "default";
-
-// Engine events and tasks for the gateway thread, from any thread. The eventfd is written when
-// the inbox goes from empty to non-empty, so a burst of tokens costs one wake-up.
-class inbox {
- public:
-  inbox() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
-  ~inbox() { ::close(fd_); }
-  bool ok() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
-
-  void push(std::variant<request_event, std::function<void()>> item) {
-    bool was_empty;
-    {
-      std::lock_guard lock(m_);
-      was_empty = items_.empty();
-      items_.push_back(std::move(item));
-    }
-    if (was_empty) {
-      const uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);  // fails only if the counter is full: already awake
-    }
-  }
-
-  std::deque<std::variant<request_event, std::function<void()>>> take() {
-    uint64_t count;
-    [[maybe_unused]] auto n = ::read(fd_, &count, sizeof count);  // EAGAIN when nothing was written
-    std::lock_guard lock(m_);
-    return std::exchange(items_, {});
-  }
-
- private:
-  int fd_;
-  std::mutex m_;
-  std::deque<std::variant<request_event, std::function<void()>>> items_;
-};
 
 // The engine's sink: hands every request_event to the gateway thread.
 caf::behavior sink_actor(caf::event_based_actor*, std::shared_ptr<inbox> box) {
@@ -81,6 +49,21 @@ std::string z85_encode(const uint8_t* key32) {
   char text[41];
   zmq_z85_encode(text, key32, 32);
   return text;
+}
+
+size_t prompt_bytes(const wire::generate_request& g) {
+  if (g.prompt) return g.prompt->size();
+  size_t n = 0;
+  for (const auto& m : g.messages) n += m.content.size();
+  return n;
+}
+
+std::vector<token_id> tokenize(const tokenizer& tok, const wire::generate_request& g) {
+  return g.prompt ? tok.encode(*g.prompt, {.add_bos = true, .parse_special = false}) : encode_chat(tok, g.messages);
+}
+
+const std::string& id_of(const wire::client_message& m) {
+  return std::visit([](const auto& x) -> const std::string& { return x.id; }, m);
 }
 
 }  // namespace
@@ -104,17 +87,23 @@ struct gateway::impl {
   bool curve = false;
   zmq::context_t ctx{1};
   zmq::socket_t router{ctx, zmq::socket_type::router};
-  zmq::socket_t zap;
+  zmq::socket_t zap{ctx, zmq::socket_type::rep};
   std::shared_ptr<inbox> box = std::make_shared<inbox>();
   caf::actor sink;
+  job_thread prompts;
   std::thread thread;
   std::string endpoint, public_key;
   std::atomic<bool> draining{false};
+  std::promise<void> detached_promise;  // set when the gateway has let go of the engine
+  std::chrono::milliseconds close_linger{0};
+  uint32_t n_vocab = 0;  // the model's, for parsing (read while the engine is there)
 
   // Gateway thread only.
   request_table table;
   std::map<std::string, std::string> key_to_tenant;  // Z85 public key -> tenant name
-  bool stopping = false;
+  uint64_t next_serial = 1;                          // the next handshake's connection
+  std::optional<std::string> failure;                // the engine's, once it has failed
+  bool stopping = false, detached = false, closing = false;
   clock_type::time_point deadline;
 
   impl(engine& e, gateway_options o) : eng(e), opt(std::move(o)), curve(!opt.secret_key.empty()) {}
@@ -135,13 +124,20 @@ struct gateway::impl {
     return nullptr;
   }
 
+  // Under CURVE, whether the connection's key is still listed for the tenant it authenticated as.
+  bool listed(const connection& c) const {
+    if (!curve) return true;
+    const auto it = key_to_tenant.find(c.key);
+    return it != key_to_tenant.end() && it->second == c.tenant;
+  }
+
   status<> bind() {
     try {
+      // The ZAP handler is bound before the server socket: libzmq accepts any CURVE client
+      // when no handler answers, so serving must never start without it (fail closed).
+      zap.bind(zap_endpoint);
+      router.set(zmq::sockopt::zap_domain, "hearth");  // every handshake, CURVE or NULL, asks ZAP
       if (curve) {
-        // The ZAP handler is bound before the server socket: libzmq accepts any CURVE client
-        // when no handler answers, so serving must never start without it (fail closed).
-        zap = zmq::socket_t(ctx, zmq::socket_type::rep);
-        zap.bind(zap_endpoint);
         uint8_t secret[32];
         if (opt.secret_key.size() != 40 || !zmq_z85_decode(secret, opt.secret_key.c_str()))
           return error{errc::invalid_argument, "server secret key: not a Z85 key of 40 characters"};
@@ -151,7 +147,6 @@ struct gateway::impl {
         public_key = pub_text;
         router.set(zmq::sockopt::curve_server, 1);
         router.set(zmq::sockopt::curve_secretkey, zmq::const_buffer(secret, sizeof secret));
-        router.set(zmq::sockopt::zap_domain, "hearth");
       } else if (!is_local_endpoint(opt.endpoint)) {
         return error{errc::invalid_argument,
                      "endpoint " + opt.endpoint +
@@ -195,13 +190,40 @@ struct gateway::impl {
   void peer_lost(const std::string& peer, const char* why) {
     const auto ids = table.orphan(peer);
     if (ids.empty()) return;
-    for (request_id rid : ids) eng.cancel(rid);
+    for (request_id rid : ids) cancel_in_engine(rid);
     log("gateway: a connection " + std::string(why) + "; cancelled its " + std::to_string(ids.size()) + " request(s)");
+  }
+
+  void cancel_in_engine(request_id rid) {
+    const flight* f = table.find(rid);
+    if (!detached && f && !f->tokenizing) eng.cancel(rid);
+  }
+
+  // Ends every request of `peer` here and now with an error of `code` (each its terminal
+  // message); the engine's own events for them are dropped.
+  void end_peer(const std::string& peer, std::string_view code, const std::string& message) {
+    for (request_id rid : table.orphan(peer)) {
+      cancel_in_engine(rid);
+      if (const flight* f = table.find(rid)) send_error(peer, f->id, code, message);
+    }
+  }
+
+  void end_all(std::string_view code, const std::string& message) {
+    for (const auto& peer : table.peers()) end_peer(peer, code, message);
   }
 
   void send_error(const std::string& peer, const std::optional<std::string>& id, std::string_view code,
                   std::string_view message, uint64_t retry_after_ms = 0) {
     send(peer, wire::encode_error(id, code, message, retry_after_ms));
+  }
+
+  // Refuses one message. Its answer is `error` when that is the only thing with its id (the
+  // answer ends it), but `refused` when a request with that id is in flight on the connection:
+  // that request goes on, and an `error` would read as its end (docs/protocol.md).
+  void refuse(const std::string& peer, const std::optional<std::string>& id, std::string_view code,
+              std::string_view message) {
+    if (id && table.lookup(peer, *id)) return (void)send(peer, wire::encode_refused(*id, code, message));
+    send_error(peer, id, code, message);
   }
 
   // ---- engine events ----
@@ -244,16 +266,23 @@ struct gateway::impl {
     }
   }
 
-  // ---- ZAP (CURVE handshakes, RFC 27) ----
+  // The engine has failed for good: nothing it holds will end by itself.
+  void on_engine_failure(const std::string& why) {
+    failure = why;
+    log("gateway: the engine failed (" + why + "); ending every request with internal");
+    end_all(wire::code::internal, "the engine failed: " + why);
+  }
+
+  // ---- ZAP (every handshake, RFC 27) ----
 
   void answer_zap() {
     std::vector<zmq::message_t> req;
     while (zmq::recv_multipart(zap, std::back_inserter(req), zmq::recv_flags::dontwait)) {
+      probe_peers();
       // [version, request id, domain, address, routing id, mechanism, credentials...]
       std::string status = "400", text = "unknown key", user;
-      if (req.size() >= 7 && req[0].to_string_view() == "1.0" && req[5].to_string_view() == "CURVE" && req[6].size() == 32) {
-        const auto it = key_to_tenant.find(z85_encode(req[6].data<uint8_t>()));
-        if (it != key_to_tenant.end()) status = "200", text = "OK", user = it->second;
+      if (req.size() >= 6 && req[0].to_string_view() == "1.0") {
+        if (auto c = authenticate(req)) status = "200", text = "OK", user = to_user_id(*c);
       }
       const std::string version = "1.0", request_id = req.size() > 1 ? req[1].to_string() : std::string();
       std::array<zmq::const_buffer, 6> reply = {zmq::buffer(version), zmq::buffer(request_id), zmq::buffer(status),
@@ -261,6 +290,31 @@ struct gateway::impl {
       zmq::send_multipart(zap, reply);
       req.clear();
     }
+  }
+
+  // The connection a handshake opens: a fresh serial, and under CURVE a listed key's tenant.
+  std::optional<connection> authenticate(const std::vector<zmq::message_t>& req) {
+    const std::string_view mechanism = req[5].to_string_view();
+    if (!curve) {
+      if (mechanism != "NULL") return std::nullopt;
+      return connection{.serial = next_serial++};
+    }
+    if (mechanism != "CURVE" || req.size() < 7 || req[6].size() != 32) return std::nullopt;
+    std::string key = z85_encode(req[6].data<uint8_t>());
+    const auto it = key_to_tenant.find(key);
+    if (it == key_to_tenant.end()) return std::nullopt;
+    return connection{.serial = next_serial++, .key = std::move(key), .tenant = it->second};
+  }
+
+  // A handshake is about to complete, and libzmq gives a routing id that is free to the next
+  // connection that asks for it: a connection that left must be known gone before then, or its
+  // replies would go to the newcomer. Reading ZMQ_EVENTS makes the socket take in the pipe
+  // terminations the I/O thread has sent it; a heartbeat to each peer with requests in flight
+  // then fails (EHOSTUNREACH) for every one that has left, and its requests are cancelled.
+  void probe_peers() {
+    (void)router.get(zmq::sockopt::events);
+    static const std::string beat = wire::encode_heartbeat();
+    for (const auto& peer : table.peers()) send(peer, beat);
   }
 
   // ---- client messages ----
@@ -281,79 +335,130 @@ struct gateway::impl {
 
   void on_message(std::vector<zmq::message_t>& frames) {
     const std::string peer = frames[0].to_string();
-    std::optional<std::string> tenant;  // the authenticated tenant (CURVE)
-    if (curve) {
-      const char* user = frames.size() > 1 ? zmq_msg_gets(frames[1].handle(), "User-Id") : nullptr;
-      if (!user) return;  // cannot happen after a ZAP handshake; nothing to trust, nothing to answer
-      tenant = user;
-      // A routing id reused by another tenant means its old connection is gone.
-      if (auto known = table.tenant_of(peer); known && *known != *tenant) peer_lost(peer, "was replaced");
-    }
+    const char* user = frames.size() > 1 ? zmq_msg_gets(frames[1].handle(), "User-Id") : nullptr;
+    const std::optional<connection> conn = user ? from_user_id(user) : std::nullopt;
+    if (!conn) return;  // every handshake passed our ZAP handler: cannot happen, nothing to trust
+    // Requests belong to the connection that sent them, never to a later holder of its routing id.
+    if (const connection* held = table.connection_of(peer); held && held->serial != conn->serial)
+      peer_lost(peer, "was replaced by a new connection with its routing id");
     std::vector<std::string_view> body;
     for (size_t i = 1; i < frames.size(); ++i) body.push_back(frames[i].to_string_view());
-    auto msg = wire::parse_message(body, {static_cast<uint32_t>(eng.tok().n_vocab())});
-    if (!msg) return send_error(peer, msg.error().id, wire::code::bad_request, msg.error().message);
-    std::visit([&](auto& m) { handle(peer, tenant, m); }, *msg);
+    auto msg = wire::parse_message(body, {n_vocab});
+    const std::optional<std::string> id = msg ? std::optional(id_of(*msg)) : msg.error().id;
+    if (!listed(*conn))
+      return refuse(peer, id, wire::code::unauthorized,
+                    "tenant '" + conn->tenant + "': this key is no longer listed (the configuration was reloaded)");
+    if (!msg) return refuse(peer, id, wire::code::bad_request, msg.error().message);
+    const bool cancel = std::holds_alternative<wire::cancel_request>(*msg);
+    if (detached && cancel) return;  // nothing is in flight any more, and a cancel has no answer
+    if (detached || (draining && !cancel)) return refuse(peer, id, wire::code::shutting_down, "the server is stopping");
+    std::visit([&](auto& m) { handle(peer, *conn, m); }, *msg);
   }
 
-  void handle(const std::string& peer, const std::optional<std::string>& auth, wire::generate_request& g) {
-    if (draining) return send_error(peer, g.id, wire::code::shutting_down, "the server is stopping");
+  std::optional<std::string> auth_of(const connection& c) const { return curve ? std::optional(c.tenant) : std::nullopt; }
+
+  void handle(const std::string& peer, const connection& conn, wire::generate_request& g) {
+    const auto auth = auth_of(conn);
+    if (failure) return refuse(peer, g.id, wire::code::internal, "the engine failed: " + *failure);
     if (auth && g.tenant && *g.tenant != *auth)
-      return send_error(peer, g.id, wire::code::unauthorized, "field 'tenant' is not the authenticated tenant");
+      return refuse(peer, g.id, wire::code::unauthorized, "field 'tenant' is not the authenticated tenant");
     if (table.lookup(peer, g.id))
-      return send_error(peer, g.id, wire::code::bad_request, "field 'id': a request with this id is in flight");
+      return refuse(peer, g.id, wire::code::bad_request, "field 'id': a request with this id is in flight");
     request r;
     r.tenant = auth ? *auth : g.tenant.value_or(std::string(dev_tenant));
-    r.prompt = g.prompt ? eng.tok().encode(*g.prompt, {.add_bos = true, .parse_special = false})
-                        : encode_chat(eng.tok(), g.messages);
-    if (r.prompt.empty()) return send_error(peer, g.id, wire::code::bad_request, "field 'prompt' gives no tokens");
     r.max_tokens = g.max_tokens;
     r.sampling = g.sampling;
     r.stop = std::move(g.stop);
     if (const tenant_config* t = tenant_config_of(r.tenant)) r.share_prefix = t->share_prefix;
-    const uint32_t n_prompt = static_cast<uint32_t>(r.prompt.size());
-    const request_id rid = eng.submit(std::move(r), sink);
-    table.add(rid, {peer, g.id, n_prompt, g.stream}, auth.value_or(""), clock_type::now());
+    const request_id rid = eng.next_id();
+    table.add(rid, {.peer = peer, .id = g.id, .stream = g.stream, .tokenizing = true}, conn, clock_type::now());
+    if (prompt_bytes(g) <= inline_prompt_bytes) return submit(rid, std::move(r), tokenize(eng.tok(), g));
+    prompts.post([this, rid, r = std::move(r), g = std::move(g)]() mutable {
+      auto tokens = tokenize(eng.tok(), g);
+      box->push(std::function<void()>([this, rid, r = std::move(r), tokens = std::move(tokens)]() mutable {
+        submit(rid, std::move(r), std::move(tokens));
+      }));
+    });
   }
 
-  void handle(const std::string& peer, const std::optional<std::string>&, wire::cancel_request& c) {
-    if (auto rid = table.lookup(peer, c.id)) eng.cancel(*rid);
+  // A request whose prompt is tokenized: to the engine, unless it ended meanwhile.
+  void submit(request_id rid, request r, std::vector<token_id> prompt) {
+    flight* f = table.find(rid);
+    assert(f && f->tokenizing && "gateway: a flight being tokenized ends only here");
+    if (f->orphaned) return table.finish(rid);  // its connection left, or it was ended already
+    const std::string peer = f->peer, id = f->id;
+    auto end = [&](std::string_view code, const std::string& message) {
+      table.finish(rid);
+      send_error(peer, id, code, message);
+    };
+    if (f->cancel_asked) return end(wire::code::cancelled, "cancelled");
+    if (draining) return end(wire::code::shutting_down, "the server is stopping");
+    if (prompt.empty()) return end(wire::code::bad_request, "field 'prompt' gives no tokens");
+    f->tokenizing = false;
+    f->prompt_tokens = static_cast<uint32_t>(prompt.size());
+    r.prompt = std::move(prompt);
+    eng.submit(rid, std::move(r), sink);
   }
 
-  void handle(const std::string& peer, const std::optional<std::string>& auth, wire::ping_request& p) {
-    send(peer, wire::encode(pong_reply(p.id, auth)));
+  void handle(const std::string& peer, const connection&, wire::cancel_request& c) {
+    const auto rid = table.lookup(peer, c.id);
+    if (!rid) return;
+    if (flight* f = table.find(*rid); f->tokenizing) f->cancel_asked = true;
+    else eng.cancel(*rid);
   }
 
-  void handle(const std::string& peer, const std::optional<std::string>& auth, wire::stats_request& s) {
+  void handle(const std::string& peer, const connection& conn, wire::ping_request& p) {
+    send(peer, wire::encode(pong_reply(p.id, auth_of(conn))));
+  }
+
+  void handle(const std::string& peer, const connection& conn, wire::stats_request& s) {
+    const auto auth = auth_of(conn);
     if (auth && s.tenant && *s.tenant != *auth)
-      return send_error(peer, s.id, wire::code::unauthorized, "field 'tenant' is not the authenticated tenant");
-    metrics_snapshot m = eng.metrics();
-    m.gauges = eng.gauges();  // the scheduler's own, current even between steps
+      return refuse(peer, s.id, wire::code::unauthorized, "field 'tenant' is not the authenticated tenant");
     const std::string tenant = auth ? *auth : s.tenant.value_or(std::string(dev_tenant));
-    send(peer, wire::encode(stats_reply(s.id, m, tenant, eng.config(), opt.policy)));
+    auto m = eng.metrics(tenant);
+    auto g = eng.gauges();  // the scheduler's own, current even between steps
+    if (!m || !g) return refuse(peer, s.id, wire::code::internal, (m ? g.error() : m.error()).message);
+    m->gauges = *g;
+    send(peer, wire::encode(stats_reply(s.id, *m, tenant, eng.config(), opt.policy)));
   }
 
-  void handle(const std::string& peer, const std::optional<std::string>&, wire::models_request& m) {
+  void handle(const std::string& peer, const connection&, wire::models_request& m) {
     send(peer, wire::encode(models_reply(m.id, opt.model)));
   }
 
-  void handle(const std::string& peer, const std::optional<std::string>& auth, wire::admin_request& a) {
-    if (auth) {
-      const tenant_config* t = tenant_config_of(*auth);
+  void handle(const std::string& peer, const connection& conn, wire::admin_request& a) {
+    if (curve) {
+      const tenant_config* t = tenant_config_of(conn.tenant);
       if (!t || !t->admin)
-        return send_error(peer, a.id, wire::code::unauthorized, "tenant '" + *auth + "' is not an admin");
+        return refuse(peer, a.id, wire::code::unauthorized, "tenant '" + conn.tenant + "' is not an admin");
     }
     if (a.action == "set_policy") {
       if (auto st = eng.set_policy(a.policy); !st)
-        return send_error(peer, a.id, wire::code::bad_request, "field 'policy': " + st.error().message);
+        return refuse(peer, a.id, wire::code::bad_request, "field 'policy': " + st.error().message);
       opt.policy = a.policy;
     } else {
-      if (!opt.reload) return send_error(peer, a.id, wire::code::bad_request, "no configuration file to reload");
-      auto policy = opt.reload();
-      if (!policy) return send_error(peer, a.id, wire::code::bad_request, policy.error().message);
-      opt.policy = *policy;
+      if (!opt.reload) return refuse(peer, a.id, wire::code::bad_request, "no configuration file to reload");
+      auto c = opt.reload();
+      if (!c) return refuse(peer, a.id, wire::code::bad_request, c.error().message);
+      apply(std::move(*c));
     }
     send(peer, wire::encode({{"type", "admin"}, {"id", a.id}, {"ok", true}, {"policy", opt.policy}}));
+  }
+
+  // A new configuration: under CURVE, connections whose key is no longer listed for their tenant
+  // lose their requests now (and get `unauthorized` for every message from now on).
+  void apply(gateway_config c) {
+    opt.tenants = std::move(c.tenants);
+    opt.policy = std::move(c.policy);
+    index_keys();
+    for (const auto& peer : table.peers()) {
+      const connection* held = table.connection_of(peer);
+      if (listed(*held)) continue;
+      const std::string tenant = held->tenant;
+      end_peer(peer, wire::code::unauthorized, "tenant '" + tenant + "': this key is no longer listed (revoked)");
+      log("gateway: revoked a connection of tenant '" + tenant + "' (its key is no longer listed)");
+    }
   }
 
   // ---- the loop ----
@@ -364,18 +469,31 @@ struct gateway::impl {
     for (const auto& peer : table.idle_peers(clock_type::now(), interval)) send(peer, beat);
   }
 
+  // stop(): every request has ended (or the grace is over): let go of the engine.
+  void detach() {
+    end_all(wire::code::shutting_down, "the server is stopping");
+    // A thread that made a scoped_actor (stats) holds a reference to CAF's logger, and the
+    // actor system's destructor waits for every one: this thread outlives the engine.
+    caf::logger::set_current_actor_system(nullptr);
+    detached = true;
+    detached_promise.set_value();
+  }
+
   void run() {
-    std::vector<zmq::pollitem_t> items = {{router.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, box->fd(), ZMQ_POLLIN, 0}};
-    if (curve) items.push_back({zap.handle(), 0, ZMQ_POLLIN, 0});
+    std::vector<zmq::pollitem_t> items = {{router.handle(), 0, ZMQ_POLLIN, 0},
+                                          {nullptr, box->fd(), ZMQ_POLLIN, 0},
+                                          {zap.handle(), 0, ZMQ_POLLIN, 0}};
     // Woken often enough to send heartbeats on time; unbounded when nothing is in flight.
     const long beat_ms = std::max<long>(10, opt.heartbeat_ms / 4);
-    while (!(stopping && (table.empty() || clock_type::now() >= deadline))) {
-      const long timeout = stopping ? 20 : table.empty() ? -1 : beat_ms;
+    while (!closing) {
+      const bool waiting = stopping && !detached;
+      const long timeout = waiting ? 20 : table.has_live() ? beat_ms : -1;
       zmq::poll(items, std::chrono::milliseconds(timeout));
       drain_inbox();
-      if (curve && (items[2].revents & ZMQ_POLLIN)) answer_zap();
+      if (items[2].revents & ZMQ_POLLIN) answer_zap();
       if (items[0].revents & ZMQ_POLLIN) read_router();
       send_heartbeats();
+      if (waiting && (!table.has_live() || clock_type::now() >= deadline)) detach();
     }
   }
 };
@@ -386,43 +504,54 @@ result<std::unique_ptr<gateway>> gateway::start(engine& e, gateway_options opt) 
   auto p = std::make_unique<impl>(e, std::move(opt));
   if (!p->box->ok()) return error{errc::io, "gateway: cannot create an eventfd"};
   p->index_keys();
+  p->n_vocab = static_cast<uint32_t>(e.tok().n_vocab());
   if (auto st = p->bind(); !st) return st.error();
   p->sink = e.system().spawn(sink_actor, p->box);
   impl* raw = p.get();
+  // Runs on an actor thread; the task runs on the gateway thread, while the gateway lives.
+  e.on_failure([box = p->box, raw](const std::string& why) {
+    box->push(std::function<void()>([raw, why] { raw->on_engine_failure(why); }));
+  });
   p->thread = std::thread([raw] { raw->run(); });
   return std::unique_ptr<gateway>(new gateway(std::move(p)));
 }
 
-gateway::~gateway() { stop(std::chrono::milliseconds(0)); }
+gateway::~gateway() {
+  stop(std::chrono::milliseconds(0));
+  impl* p = impl_.get();
+  impl_->box->push(std::function<void()>([p] { p->closing = true; }));
+  impl_->thread.join();
+  // Terminal messages still queued get up to the grace to leave.
+  impl_->router.set(zmq::sockopt::linger, static_cast<int>(impl_->close_linger.count()));
+  impl_->router.close();
+  impl_->zap.close();
+}
 
 const std::string& gateway::endpoint() const { return impl_->endpoint; }
 const std::string& gateway::public_key() const { return impl_->public_key; }
 
-void gateway::reconfigure(std::vector<tenant_config> tenants, std::string policy) {
+void gateway::reconfigure(gateway_config c) {
   impl* p = impl_.get();
-  impl_->box->push(std::function<void()>([p, t = std::move(tenants), pol = std::move(policy)]() mutable {
-    p->opt.tenants = std::move(t);
-    p->opt.policy = std::move(pol);
-    p->index_keys();
-  }));
+  impl_->box->push(std::function<void()>([p, c = std::move(c)]() mutable { p->apply(std::move(c)); }));
 }
 
 void gateway::drain() { impl_->draining = true; }
 
 void gateway::stop(std::chrono::milliseconds grace) {
-  if (!impl_->thread.joinable()) return;
+  if (!impl_->sink) return;
   drain();
   impl* p = impl_.get();
-  impl_->box->push(std::function<void()>([p, grace] {
+  p->close_linger = grace;
+  auto detached = p->detached_promise.get_future();
+  p->box->push(std::function<void()>([p, grace] {
     p->stopping = true;
     p->deadline = clock_type::now() + grace;
   }));
-  impl_->thread.join();
-  // Terminal messages still queued get up to `grace` to leave.
-  impl_->router.set(zmq::sockopt::linger, static_cast<int>(grace.count()));
-  impl_->router.close();
-  if (impl_->curve) impl_->zap.close();
-  caf::anon_send_exit(impl_->sink, caf::exit_reason::user_shutdown);
+  detached.wait();
+  // Nothing touches the engine from here: the prompt thread's last job is done, the sink ends.
+  p->prompts.finish();
+  caf::anon_send_exit(p->sink, caf::exit_reason::user_shutdown);
+  p->sink = caf::actor();
 }
 
 }  // namespace hearth::server

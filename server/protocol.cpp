@@ -283,6 +283,10 @@ std::string encode_error(const std::optional<std::string>& id, std::string_view 
   return encode(j);
 }
 
+std::string encode_refused(std::string_view id, std::string_view code, std::string_view message) {
+  return encode({{"type", "refused"}, {"id", id}, {"code", code}, {"message", message}});
+}
+
 std::string encode_heartbeat() { return encode({{"type", "heartbeat"}}); }
 
 }  // namespace hearth::wire

@@ -90,6 +90,9 @@ std::string encode_done(std::string_view id, std::string_view finish, const usag
 //! `id` null when the message it answers had no readable id; retry_after_ms 0 = not given.
 std::string encode_error(const std::optional<std::string>& id, std::string_view code, std::string_view message,
                          uint64_t retry_after_ms = 0);
+//! A message refused while a request with the same `id` is in flight on the connection: unlike
+//! `error`, it does not end that request (docs/protocol.md, "refused").
+std::string encode_refused(std::string_view id, std::string_view code, std::string_view message);
 std::string encode_heartbeat();
 //! Any other reply (pong, stats, models, admin) as frame-1 text, written like the ones above.
 std::string encode(const nlohmann::json& reply);

@@ -12,13 +12,20 @@ json latency(const latency_summary& s) {
   return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
 }
 
+// `name`'s counters; a name counted among the unlisted ones (actors/metrics.hpp) gets theirs,
+// marked as such.
 json tenant_counters(const std::string& name, const std::vector<tenant_metrics>& all) {
-  const auto it = std::find_if(all.begin(), all.end(), [&](const tenant_metrics& t) { return t.tenant == name; });
+  auto named = [&](std::string_view n) {
+    return std::find_if(all.begin(), all.end(), [&](const tenant_metrics& t) { return t.tenant == n; });
+  };
+  auto it = named(name);
+  const bool shared = it == all.end() && named(unlisted_tenants) != all.end();
+  if (shared) it = named(unlisted_tenants);
   tenant_metrics t = it != all.end() ? *it : tenant_metrics{};
   json rejected = json::object();
   for (size_t r = 0; r < t.rejected.size(); ++r)
     if (t.rejected[r] > 0) rejected[to_string(static_cast<reject_reason>(r))] = t.rejected[r];
-  return {{"name", name},
+  json counters = {{"name", name},
           {"done", t.done},
           {"cancelled", t.cancelled},
           {"errors", t.errors},
@@ -30,6 +37,8 @@ json tenant_counters(const std::string& name, const std::vector<tenant_metrics>&
           {"itl_ms", latency(t.itl)},
           {"e2e_ms", latency(t.e2e)},
           {"queue_ms", latency(t.queue)}};
+  if (shared) counters["counted_as"] = unlisted_tenants;
+  return counters;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "server/request_table.hpp"
 
+#include <cassert>
+
 namespace hearth::server {
 
 std::optional<request_id> request_table::lookup(const std::string& peer, const std::string& id) const {
@@ -10,15 +12,15 @@ std::optional<request_id> request_table::lookup(const std::string& peer, const s
   return r->second;
 }
 
-std::optional<std::string> request_table::tenant_of(const std::string& peer) const {
+const connection* request_table::connection_of(const std::string& peer) const {
   const auto p = peers_.find(peer);
-  if (p == peers_.end()) return std::nullopt;
-  return p->second.tenant;
+  return p == peers_.end() ? nullptr : &p->second.conn;
 }
 
-void request_table::add(request_id rid, flight f, const std::string& tenant, clock_type::time_point now) {
+void request_table::add(request_id rid, flight f, const connection& c, clock_type::time_point now) {
   auto [p, fresh] = peers_.try_emplace(f.peer);
-  if (fresh) p->second = {tenant, {}, now};
+  if (fresh) p->second = {c, {}, now};
+  assert(p->second.conn.serial == c.serial && "request_table::add: the routing id is held by another connection");
   p->second.requests[f.id] = rid;
   flights_.emplace(rid, std::move(f));
 }
@@ -51,6 +53,13 @@ std::vector<request_id> request_table::orphan(const std::string& peer) {
   }
   peers_.erase(p);
   return ids;
+}
+
+std::vector<std::string> request_table::peers() const {
+  std::vector<std::string> out;
+  out.reserve(peers_.size());
+  for (const auto& [peer, st] : peers_) out.push_back(peer);
+  return out;
 }
 
 void request_table::sent(const std::string& peer, clock_type::time_point now) {

@@ -146,4 +146,55 @@ status<> check_tenant_keys(const serve_config& c) {
   return {};
 }
 
+namespace {
+
+// The fields of a tenant that differ between two versions of it, as "key, quota".
+std::string changed_fields(const tenant_config& a, const tenant_config& b) {
+  std::vector<std::string> f;
+  if (a.key != b.key) f.push_back("key");
+  if (a.cls != b.cls) f.push_back("class");
+  if (a.weight != b.weight) f.push_back("weight");
+  if (a.slo.ttft_ms != b.slo.ttft_ms || a.slo.itl_ms != b.slo.itl_ms || a.slo.itl_quantile != b.slo.itl_quantile)
+    f.push_back("slo");
+  const tenant_quota &qa = a.quota, &qb = b.quota;
+  if (qa.max_concurrent != qb.max_concurrent || qa.max_queued != qb.max_queued ||
+      qa.max_prompt_tokens != qb.max_prompt_tokens || qa.tokens_per_minute != qb.tokens_per_minute)
+    f.push_back("quota");
+  if (a.share_prefix != b.share_prefix) f.push_back("share_prefix");
+  if (a.admin != b.admin) f.push_back("admin");
+  std::string out;
+  for (const auto& x : f) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+const tenant_config* named(const std::vector<tenant_config>& ts, const std::string& name) {
+  for (const auto& t : ts)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string describe_reload(const std::vector<tenant_config>& before, const std::vector<tenant_config>& after,
+                            const std::string& policy_before, const std::string& policy_after) {
+  std::vector<std::string> parts;
+  if (policy_before != policy_after) parts.push_back("policy " + policy_before + " -> " + policy_after);
+  std::string added, removed, changed;
+  auto append = [](std::string& list, const std::string& item) { list += (list.empty() ? "" : ", ") + item; };
+  for (const auto& t : after) {
+    const tenant_config* old = named(before, t.name);
+    if (!old) append(added, t.name);
+    else if (auto f = changed_fields(*old, t); !f.empty()) append(changed, t.name + " (" + f + ")");
+  }
+  for (const auto& t : before)
+    if (!named(after, t.name)) append(removed, t.name);
+  if (!added.empty()) parts.push_back("tenants added: " + added);
+  if (!removed.empty()) parts.push_back("removed: " + removed);
+  if (!changed.empty()) parts.push_back("changed: " + changed);
+  if (parts.empty()) return "nothing changed (policy " + policy_after + ", " + std::to_string(after.size()) + " tenant(s))";
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
 }  // namespace hearth::server

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.hpp"
 #include "engine/config.hpp"
@@ -34,5 +35,9 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
 result<serve_config> load_serve_config(const std::string& path);
 //! With a server key, every tenant needs a client key.
 status<> check_tenant_keys(const serve_config& c);
+//! What a reload changes, for its log line: "policy fcfs -> slo; tenants added: a; removed: b;
+//! changed: c (key, quota)", or "nothing changed".
+std::string describe_reload(const std::vector<tenant_config>& before, const std::vector<tenant_config>& after,
+                            const std::string& policy_before, const std::string& policy_after);
 
 }  // namespace hearth::server

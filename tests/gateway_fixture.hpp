@@ -70,7 +70,7 @@ struct served {
   //! Waits up to 10 s for the engine to hold no KV block and run or queue nothing.
   bool idle() const {
     for (int i = 0; i < 1000; ++i) {
-      const auto g = eng->gauges();
+      const auto g = *eng->gauges();
       if (g.kv.used == 0 && g.running == 0 && g.waiting == 0) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }

@@ -240,7 +240,7 @@ TEST_CASE("a client killed mid-stream has its requests cancelled and their block
   const ssize_t got = ::read(out[0], line, sizeof line - 1);
   ::close(out[0]);
   REQUIRE(std::string(line, got > 0 ? got : 0) == "streaming\n");
-  const auto before = s.eng->gauges();
+  const auto before = *s.eng->gauges();
   CHECK(before.running == 1);
   CHECK(before.waiting == 2);
   CHECK(before.kv.used > 0);
@@ -248,7 +248,7 @@ TEST_CASE("a client killed mid-stream has its requests cancelled and their block
   int status = 0;
   ::waitpid(child, &status, 0);
   CHECK(s.idle());  // within seconds; the three streams alone would run ~9 s
-  const auto m = s.eng->metrics();
+  const auto m = *s.eng->metrics();
   uint64_t cancelled = 0, done = 0;
   for (const auto& t : m.tenants) cancelled += t.cancelled, done += t.done;
   CHECK(cancelled == 3);

@@ -91,8 +91,8 @@ rc=0; "$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/stran
 # SIGHUP re-reads the policy; a broken file is refused and changes nothing.
 sed -i 's/policy = "fcfs"/policy = "vtc"/' "$dir/home.toml"
 kill -HUP "$serve_pid"
-for _ in $(seq 1 50); do grep -q "policy vtc" "$dir/curve.err" && break; sleep 0.1; done
-grep -q "reloaded .*policy vtc" "$dir/curve.err" || fail "SIGHUP did not reload: $(cat "$dir/curve.err")"
+for _ in $(seq 1 50); do grep -q "policy fcfs -> vtc" "$dir/curve.err" && break; sleep 0.1; done
+grep -q "reloaded .*policy fcfs -> vtc" "$dir/curve.err" || fail "SIGHUP did not reload: $(cat "$dir/curve.err")"
 sed -i 's/policy = "vtc"/policy = "nonsense"/' "$dir/home.toml"
 kill -HUP "$serve_pid"
 for _ in $(seq 1 50); do grep -q "reload refused" "$dir/curve.err" && break; sleep 0.1; done
