@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "server/endpoint.hpp"  // is_local_endpoint, for callers of the gateway
 #include "tenants/tenant_config.hpp"
 
 namespace hearth {
@@ -79,9 +80,5 @@ class gateway {
   explicit gateway(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };
-
-//! Whether a development-mode server may bind `endpoint`: ipc://, or tcp:// on a loopback
-//! address (127.x.x.x, ::1, localhost, lo).
-bool is_local_endpoint(std::string_view endpoint);
 
 }  // namespace hearth::server
