@@ -43,6 +43,13 @@ expect_one_line_error "existing key file" "client.key" "$hearth" keygen -o "$dir
 expect_one_line_error "public bind without keys" "development mode" \
   "$hearth" serve --model "$dir/tiny.gguf" --endpoint 'tcp://0.0.0.0:*'
 
+# Operator traps refused at start, not served past: a misspelt section (ignored, it left the
+# server in development mode). `timeout`: a server that starts anyway fails the check instead
+# of hanging the script.
+printf '[sever]\nsecret_key_file = "%s/server.key"\nendpoint = "tcp://0.0.0.0:5555"\n' "$dir" >"$dir/typo.toml"
+expect_one_line_error "misspelt section" "typo.toml:1: \[sever\] is not a known section" \
+  timeout 30 "$hearth" serve --model "$dir/tiny.gguf" --config "$dir/typo.toml"
+
 start_serve dev --model "$dir/tiny.gguf"
 grep -q "development mode" "$dir/dev.out" || fail "serve does not say it is in development mode"
 q="Tell me a story about a hearth."
