@@ -1,6 +1,41 @@
+// String rules, no ZeroMQ: what libzmq would do with an endpoint is decided here before it is
+// asked to bind.
 #include "server/endpoint.hpp"
 
+#include <optional>
+#include <string>
+
 namespace hearth::server {
+
+namespace {
+
+constexpr std::string_view tcp_scheme = "tcp://";
+
+// The port text of a tcp:// address (the endpoint without its scheme), split where libzmq
+// splits it: at the last ':', which for `[v6 address]:port` must follow the ']'.
+std::optional<std::string_view> port_text(std::string_view address) {
+  size_t host_end = 0;
+  if (address.starts_with('[')) {
+    host_end = address.find(']');
+    if (host_end == std::string_view::npos) return std::nullopt;
+  }
+  const size_t colon = address.rfind(':');
+  if (colon == std::string_view::npos || colon < host_end) return std::nullopt;
+  return address.substr(colon + 1);
+}
+
+bool is_port(std::string_view port) {
+  if (port == "*" || port == "0") return true;  // a free port, picked by the kernel
+  if (port.empty() || port.find_first_not_of("0123456789") != std::string_view::npos) return false;
+  uint32_t value = 0;
+  for (const char digit : port) {
+    value = value * 10 + static_cast<uint32_t>(digit - '0');
+    if (value > 65535) return false;  // stops before a long run of digits can overflow
+  }
+  return value >= 1;
+}
+
+}  // namespace
 
 bool is_local_endpoint(std::string_view endpoint) {
   if (endpoint.starts_with("ipc://")) return endpoint.size() > 6;
@@ -13,6 +48,26 @@ bool is_local_endpoint(std::string_view endpoint) {
   if (host == "localhost" || host == "::1" || host == "lo") return true;
   if (!host.starts_with("127.")) return false;
   return host.find_first_not_of("0123456789.") == std::string_view::npos;
+}
+
+status<> check_endpoint_port(std::string_view endpoint) {
+  if (!endpoint.starts_with(tcp_scheme)) return {};
+  const auto port = port_text(endpoint.substr(tcp_scheme.size()));
+  if (!port || port->empty())
+    return error{
+        errc::invalid_argument,
+        std::string(endpoint) + ": no port (write tcp://HOST:PORT, or tcp://HOST:* for a free port)"};
+  if (!is_port(*port))
+    return error{errc::invalid_argument,
+                 std::string(endpoint) + ": port " + std::string(*port) +
+                     " is not a decimal number from 1 to 65535 (or * or 0 for a free port)"};
+  return {};
+}
+
+status<> check_bindable(std::string_view endpoint) {
+  if (auto st = check_endpoint_port(endpoint); !st)
+    return error{st.error().code, "endpoint " + st.error().message};
+  return {};
 }
 
 }  // namespace hearth::server

@@ -1,12 +1,25 @@
 #pragma once
-// The ZeroMQ endpoint the gateway binds: what may be bound in development mode.
+// The ZeroMQ endpoint the gateway binds, checked before libzmq sees it: libzmq turns some
+// mistakes into a bind that works, somewhere else. The configuration file checks the text at
+// load (with its line); the gateway checks again at bind, for --endpoint and programmatic callers.
 
 #include <string_view>
+
+#include "common/result.hpp"
 
 namespace hearth::server {
 
 //! Whether a development-mode server may bind `endpoint`: ipc://, or tcp:// on a loopback
 //! address (127.x.x.x, ::1, localhost, lo).
 bool is_local_endpoint(std::string_view endpoint);
+
+//! A tcp:// endpoint ends in `:PORT`, PORT a decimal number from 1 to 65535, or `*` or `0` for
+//! a free port. libzmq reads the port with atoi and keeps 16 bits, so `99999` binds 34463, `-1`
+//! 65535 and `80x` 80. Other transports pass. The message begins with the endpoint, for the
+//! caller to put its own context (the field, the flag) in front.
+status<> check_endpoint_port(std::string_view endpoint);
+
+//! What the gateway checks before it binds: check_endpoint_port, its message after "endpoint ".
+status<> check_bindable(std::string_view endpoint);
 
 }  // namespace hearth::server

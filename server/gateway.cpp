@@ -123,6 +123,9 @@ struct gateway::impl {
   }
 
   status<> bind() {
+    // First, so a malformed endpoint is not reported as a non-local one: libzmq would bind a
+    // wrapped port.
+    if (auto st = check_bindable(opt.endpoint); !st) return st.error();
     try {
       if (curve) {
         // The ZAP handler is bound before the server socket: libzmq accepts any CURVE client

@@ -56,7 +56,8 @@ struct gateway_options {
 class gateway {
  public:
   //! Binds (the ZAP handler first under CURVE), then starts the thread. Fails for a
-  //! non-local endpoint in development mode, a bad key, or an endpoint that cannot be bound.
+  //! non-local endpoint in development mode, a bad key, an endpoint check_bindable refuses, or
+  //! an endpoint that cannot be bound.
   static result<std::unique_ptr<gateway>> start(engine& e, gateway_options opt);
   ~gateway();
   gateway(const gateway&) = delete;

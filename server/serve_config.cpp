@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "common/text_file.hpp"
+#include "server/endpoint.hpp"
 
 namespace hearth::server {
 
@@ -37,6 +38,13 @@ class section {
       if (!n->is_string()) fail(n, field, "must be a string");
       out = n->as_string()->get();
     }
+  }
+
+  //! A string that must also pass `check`, whose message begins with the value.
+  void checked_text(std::string_view field, std::string& out, status<> (*check)(std::string_view)) const {
+    text(field, out);
+    if (!get(field)) return;
+    if (auto st = check(out); !st) fail(get(field), field, st.error().message);
   }
 
   void choice(std::string_view field, std::string& out, std::initializer_list<std::string_view> allowed) const {
@@ -89,7 +97,7 @@ void only_known_sections(std::string_view source, const toml::table& root) {
 }
 
 void read_server(const section& s, serve_config& c) {
-  s.text("endpoint", c.endpoint);
+  s.checked_text("endpoint", c.endpoint, check_endpoint_port);
   s.text("secret_key_file", c.secret_key_file);
   s.count("max_message_bytes", c.max_message_bytes, 1024, int64_t{1} << 30);
   s.count("heartbeat_ms", c.heartbeat_ms, 10, 60000);
