@@ -19,7 +19,11 @@ bool is_local_endpoint(std::string_view endpoint);
 //! caller to put its own context (the field, the flag) in front.
 status<> check_endpoint_port(std::string_view endpoint);
 
-//! What the gateway checks before it binds: check_endpoint_port, its message after "endpoint ".
+//! Everything bind needs to know first: check_endpoint_port, and for ipc://PATH that no server
+//! accepts connections on PATH and that PATH, if it exists, is a socket. libzmq unlinks PATH
+//! before it binds, whatever it is: a live server's socket (that server is then unreachable for
+//! good) or a regular file. A socket that refuses connections is a crashed server's and may be
+//! reclaimed. Another process may still take the path between this check and the bind.
 status<> check_bindable(std::string_view endpoint);
 
 }  // namespace hearth::server

@@ -124,7 +124,7 @@ struct gateway::impl {
 
   status<> bind() {
     // First, so a malformed endpoint is not reported as a non-local one: libzmq would bind a
-    // wrapped port.
+    // wrapped port, or unlink whatever holds an ipc:// path.
     if (auto st = check_bindable(opt.endpoint); !st) return st.error();
     try {
       if (curve) {
