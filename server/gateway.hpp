@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "server/endpoint.hpp"  // is_local_endpoint, for callers of the gateway
 #include "tenants/tenant_config.hpp"
 
 namespace hearth {
@@ -65,8 +66,9 @@ struct gateway_options {
 class gateway {
  public:
   //! Binds (the ZAP handler first), then starts the thread. Fails for a non-local endpoint in
-  //! development mode, a bad key, or an endpoint that cannot be bound. If the engine fails, every
-  //! request in flight ends with `internal` and so does every later one.
+  //! development mode, a bad key, an endpoint check_bindable refuses, or an endpoint that cannot
+  //! be bound. If the engine fails, every request in flight ends with `internal` and so does
+  //! every later one.
   static result<std::unique_ptr<gateway>> start(engine& e, gateway_options opt);
   //! stop(0) if not stopped, then closes the socket (terminal messages still queued get the
   //! last stop's grace to leave).
@@ -95,9 +97,5 @@ class gateway {
   explicit gateway(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };
-
-//! Whether a development-mode server may bind `endpoint`: ipc://, or tcp:// on a loopback
-//! address (127.x.x.x, ::1, localhost, lo).
-bool is_local_endpoint(std::string_view endpoint);
 
 }  // namespace hearth::server

@@ -1,5 +1,6 @@
-// Reads [server], [model] and [engine] with toml++. Inside this file a bad field throws
-// bad_config; parse_serve_config, the edge, turns it (and toml++'s parse_error) into an error.
+// Reads [server], [model] and [engine] with toml++, and refuses any other top-level name. Inside
+// this file a bad field throws bad_config; parse_serve_config, the edge, turns it (and toml++'s
+// parse_error) into an error.
 #include "server/serve_config.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "common/text_file.hpp"
+#include "server/endpoint.hpp"
 
 namespace hearth::server {
 
@@ -36,6 +38,13 @@ class section {
       if (!n->is_string()) fail(n, field, "must be a string");
       out = n->as_string()->get();
     }
+  }
+
+  //! A string that must also pass `check`, whose message begins with the value.
+  void checked_text(std::string_view field, std::string& out, status<> (*check)(std::string_view)) const {
+    text(field, out);
+    if (!get(field)) return;
+    if (auto st = check(out); !st) fail(get(field), field, st.error().message);
   }
 
   void choice(std::string_view field, std::string& out, std::initializer_list<std::string_view> allowed) const {
@@ -72,8 +81,23 @@ class section {
   const toml::table* t_ = nullptr;
 };
 
+// Every reader looks up its own section by name, so a misspelt one ([sever]) was read by none
+// and its fields lost without a word: a lost secret_key_file left the server in development mode.
+void only_known_sections(std::string_view source, const toml::table& root) {
+  constexpr std::string_view known[] = {"server", "model", "engine", "tenant"};
+  for (const auto& [k, v] : root) {
+    if (std::ranges::find(known, k.str()) != std::end(known)) continue;
+    const std::string name(k.str());
+    const std::string what = v.is_table()             ? "[" + name + "] is not a known section"
+                             : v.is_array_of_tables() ? "[[" + name + "]] is not a known section"
+                                                      : name + " is outside any section";
+    throw bad_config{std::string(source) + ":" + std::to_string(v.source().begin.line) + ": " + what +
+                     " (known: [server], [model], [engine], [[tenant]])"};
+  }
+}
+
 void read_server(const section& s, serve_config& c) {
-  s.text("endpoint", c.endpoint);
+  s.checked_text("endpoint", c.endpoint, check_endpoint_port);
   s.text("secret_key_file", c.secret_key_file);
   s.count("max_message_bytes", c.max_message_bytes, 1024, int64_t{1} << 30);
   s.count("heartbeat_ms", c.heartbeat_ms, 10, 60000);
@@ -113,6 +137,7 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
   serve_config c;
   try {
     const toml::table root = toml::parse(toml_text, source);
+    only_known_sections(source, root);
     read_server(section(source, root, "server", {"endpoint", "secret_key_file", "max_message_bytes", "heartbeat_ms"}), c);
     read_model(section(source, root, "model", {"path", "compute"}), c);
     read_engine(section(source, root, "engine",

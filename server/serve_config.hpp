@@ -1,7 +1,8 @@
 #pragma once
 // `hearth serve`'s configuration file: [server], [model] and [engine] are read here, the
-// [[tenant]] tables by tenants/tenant_config.hpp. Every field, its default and its limits:
-// docs/configuration.md. Command-line flags override the file (cli/cmd_serve.cpp).
+// [[tenant]] tables by tenants/tenant_config.hpp; any other top-level name is refused. Every
+// field, its default and its limits: docs/configuration.md. Command-line flags override the
+// file (cli/cmd_serve.cpp).
 
 #include <string>
 #include <string_view>

@@ -99,6 +99,34 @@ TEST_CASE("bad fields are named with their line", "[serve]") {
   CHECK_THAT(error_for("[[tenant]]\nname = \"a b\""), Contains("tenant"));
 }
 
+TEST_CASE("a misspelt section, or a field outside any section, is refused", "[serve]") {
+  // Ignored, [sever] would have left the server in development mode on the default endpoint.
+  const auto typo = error_for(
+      "\n[sever]\nsecret_key_file = \"/etc/hearth/server.key\"\nendpoint = \"tcp://0.0.0.0:6000\"\n");
+  CHECK_THAT(typo, Contains("home.toml:2: [sever] is not a known section") &&
+                       Contains("(known: [server], [model], [engine], [[tenant]])"));
+  CHECK_THAT(error_for("[[tenants]]\nname = \"voice\"\n"),
+             Contains("home.toml:1: [[tenants]] is not a known section"));
+  CHECK_THAT(error_for("policy = \"vtc\"\n[engine]\n"),
+             Contains("home.toml:1: policy is outside any section (known:"));
+}
+
+TEST_CASE("a tcp port libzmq would wrap or misread is refused at load", "[serve]") {
+  CHECK_THAT(error_for("[server]\nendpoint = \"tcp://127.0.0.1:99999\""),
+             Contains("home.toml:2: [server].endpoint tcp://127.0.0.1:99999: port 99999 is not a decimal "
+                      "number from 1 to 65535"));
+  CHECK_THAT(error_for("[server]\nendpoint = \"tcp://0.0.0.0:-1\""),
+             Contains("home.toml:2: [server].endpoint tcp://0.0.0.0:-1: port -1"));
+  CHECK_THAT(error_for("[server]\nendpoint = \"tcp://127.0.0.1\""),
+             Contains("[server].endpoint tcp://127.0.0.1: no port"));
+  for (const char* ok :
+       {"tcp://127.0.0.1:*", "tcp://127.0.0.1:0", "tcp://[::1]:65535", "ipc:///run/hearth.sock"}) {
+    const auto r = parse_serve_config(std::string("[server]\nendpoint = \"") + ok + "\"");
+    REQUIRE(r.ok());
+    CHECK(r->endpoint == ok);
+  }
+}
+
 TEST_CASE("with a server key every tenant needs a client key", "[serve]") {
   auto r = parse_serve_config("[server]\nsecret_key_file = \"s.key\"\n[[tenant]]\nname = \"voice\"\n");
   REQUIRE(r.ok());  // keys are checked once the flags are applied

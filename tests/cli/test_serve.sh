@@ -43,6 +43,18 @@ expect_one_line_error "existing key file" "client.key" "$hearth" keygen -o "$dir
 expect_one_line_error "public bind without keys" "development mode" \
   "$hearth" serve --model "$dir/tiny.gguf" --endpoint 'tcp://0.0.0.0:*'
 
+# Operator traps refused at start, not served past: a misspelt section (ignored, it left the
+# server in development mode) and ports libzmq wraps (99999 binds 34463). `timeout`: a server
+# that starts anyway fails the check instead of hanging the script.
+printf '[sever]\nsecret_key_file = "%s/server.key"\nendpoint = "tcp://0.0.0.0:5555"\n' "$dir" >"$dir/typo.toml"
+expect_one_line_error "misspelt section" "typo.toml:1: \[sever\] is not a known section" \
+  timeout 30 "$hearth" serve --model "$dir/tiny.gguf" --config "$dir/typo.toml"
+printf '[server]\nendpoint = "tcp://127.0.0.1:99999"\n' >"$dir/port.toml"
+expect_one_line_error "port out of range in the file" "port.toml:2: \[server\].endpoint .*port 99999" \
+  timeout 30 "$hearth" serve --model "$dir/tiny.gguf" --config "$dir/port.toml"
+expect_one_line_error "port out of range on the command line" "endpoint tcp://127.0.0.1:99999: port 99999" \
+  timeout 30 "$hearth" serve --model "$dir/tiny.gguf" --endpoint 'tcp://127.0.0.1:99999'
+
 start_serve dev --model "$dir/tiny.gguf"
 grep -q "development mode" "$dir/dev.out" || fail "serve does not say it is in development mode"
 q="Tell me a story about a hearth."
