@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
 
 #include "cli/commands.hpp"
 
@@ -16,6 +17,14 @@ int main(int argc, char** argv) {
   hearth::cli::add_serve_command(app, exit_code);
   hearth::cli::add_chat_command(app, exit_code);
   hearth::cli::add_keygen_command(app, exit_code);
-  CLI11_PARSE(app, argc, argv);
+  // A command reports what it expects as a value (hearth: <message>, exit code 1); an exception
+  // that still escapes one (the standard library's, at an edge) ends the same way, not in
+  // std::terminate. CLI11_PARSE catches CLI::ParseError, a std::exception too, first.
+  try {
+    CLI11_PARSE(app, argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hearth: %s\n", e.what());
+    return 1;
+  }
   return exit_code;
 }

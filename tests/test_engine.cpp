@@ -7,13 +7,14 @@
 #include <thread>
 
 #include "engine_harness.hpp"
+#include "test_seed.hpp"
 
 using namespace hearth;
 using namespace hearth::test;
 
 TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engine]") {
   const engine_model& m = tiny();
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   std::vector<request> rs;
@@ -66,7 +67,7 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
 }
 
 TEST_CASE("1000 requests cancelled at random moments leave the pool free", "[engine]") {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   auto e = start_engine({.max_batched_tokens = 96, .max_seqs = 32, .long_prefill_threshold = 32,

@@ -1,6 +1,8 @@
 // GGUF writer -> reader round trips, metadata getters, and files on disk.
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>  // mkdtemp
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include <random>
 
 #include "model/gguf.hpp"
+#include "test_seed.hpp"
 
 using namespace hearth;
 using namespace hearth::gguf;
@@ -98,7 +101,7 @@ TEST_CASE("metadata of every type round-trips in order", "[gguf]") {
 }
 
 TEST_CASE("tensors of every type round-trip with aligned, non-overlapping data", "[gguf]") {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   struct spec {
@@ -197,7 +200,7 @@ TEST_CASE("typed getters convert only where the value fits", "[gguf]") {
 }
 
 TEST_CASE("random models survive write -> parse -> write byte for byte", "[gguf]") {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   const std::vector<tensor_type> types = {tensor_type::f32, tensor_type::f16, tensor_type::bf16,
@@ -230,9 +233,10 @@ TEST_CASE("random models survive write -> parse -> write byte for byte", "[gguf]
 }
 
 TEST_CASE("files are written atomically and mapped back", "[gguf]") {
-  const fs::path dir = fs::temp_directory_path() /
-                       std::string("hearth-gguf-").append(std::to_string(std::random_device{}()));
-  fs::create_directories(dir);
+  // A fresh folder for each run of the body (one per section), whatever an earlier run left.
+  std::string made = (fs::temp_directory_path() / "hearth-gguf-XXXXXX").string();
+  REQUIRE(mkdtemp(made.data()) != nullptr);
+  const fs::path dir = made;
   const std::string path = (dir / "m.gguf").string();
 
   writer w;

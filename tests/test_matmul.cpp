@@ -13,6 +13,7 @@
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_bench.hpp"
 #include "kernels/parallel.hpp"
+#include "test_seed.hpp"
 
 using namespace hearth;
 
@@ -101,7 +102,7 @@ void check_against_reference(rng& r, const std::vector<test_part>& parts, uint32
 }  // namespace
 
 TEST_CASE("linear matches the reference for every source type and batch size", "[matmul]") {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
   for (auto ct : {compute_type::f32, compute_type::bf16})
@@ -117,7 +118,7 @@ TEST_CASE("linear matches the reference for every source type and batch size", "
 }
 
 TEST_CASE("linear stacks parts with and without biases", "[matmul]") {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
   const uint32_t n_in = 64;
@@ -137,7 +138,7 @@ TEST_CASE("linear stacks parts with and without biases", "[matmul]") {
 }
 
 TEST_CASE("linear runs a batch larger than one primitive in chunks", "[matmul]") {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
   for (auto ct : {compute_type::f32, compute_type::bf16}) {
@@ -147,7 +148,7 @@ TEST_CASE("linear runs a batch larger than one primitive in chunks", "[matmul]")
 }
 
 TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
   const int threads_before = kernel_threads();
@@ -178,7 +179,7 @@ TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
 }
 
 TEST_CASE("bf16 linear takes prefill batches, over 256 rows in chunks", "[matmul]") {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
   // 300 rows: a chunk of 256 and one of 44.
@@ -199,7 +200,7 @@ TEST_CASE("bf16 weights take half the bytes of f32 ones", "[matmul]") {
 }
 
 TEST_CASE("gemm_bf16w matches a double reference for any shape and thread count", "[matmul]") {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
   const int threads_before = kernel_threads();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/sampler.hpp"
+#include "test_seed.hpp"
 
 using namespace hearth;
 
@@ -20,8 +21,10 @@ sampler make(const sampling_params& p) {
   return std::move(s).value();
 }
 
-sampling_params with_seed(sampling_params p) {
-  p.seed = std::random_device{}();
+// p with the next seed of the test's sequence: replaying the test seed gives each sampler of the
+// test its seed again.
+sampling_params with_seed(sampling_params p, test::seed_sequence& seeds) {
+  p.seed = seeds.next();
   return p;
 }
 
@@ -61,7 +64,8 @@ TEST_CASE("greedy takes the argmax, the lowest id on ties", "[sampler]") {
 TEST_CASE("non-finite logits neither win nor break the draw", "[sampler]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  sampling_params p = with_seed({});
+  test::seed_sequence seeds(test::test_seed());
+  sampling_params p = with_seed({}, seeds);
   p.top_p = 0.9f;
   p.min_p = 0.1f;
   CAPTURE(p.seed);
@@ -75,13 +79,14 @@ TEST_CASE("non-finite logits neither win nor break the draw", "[sampler]") {
 }
 
 TEST_CASE("top_k = 1 and a vanishing temperature both give the argmax", "[sampler]") {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 3.0f);
-  sampling_params top1 = with_seed({});
+  test::seed_sequence seeds(seed);
+  sampling_params top1 = with_seed({}, seeds);
   top1.top_k = 1;
-  sampling_params cold = with_seed({});
+  sampling_params cold = with_seed({}, seeds);
   cold.temperature = 1e-4f;
   sampler a = make(top1), b = make(cold);
   for (int trial = 0; trial < 200; ++trial) {
@@ -98,8 +103,9 @@ TEST_CASE("top_k = 1 and a vanishing temperature both give the argmax", "[sample
 
 TEST_CASE("at temperature T the draws follow softmax(logits / T)", "[sampler]") {
   const std::vector<float> logits = {1.0f, 2.0f, 0.5f, -1.0f};
+  test::seed_sequence seeds(test::test_seed());
   for (float temp : {1.0f, 0.5f}) {
-    sampling_params p = with_seed({});
+    sampling_params p = with_seed({}, seeds);
     p.temperature = temp;
     CAPTURE(temp, p.seed);
     sampler s = make(p);
@@ -120,8 +126,9 @@ namespace {
 // Draws 2000 tokens from four candidates with each setting of one filter and checks which survive.
 void check_kept(const std::vector<std::pair<float, std::set<token_id>>>& cases, float sampling_params::*field) {
   const auto logits = logits_of({0.5, 0.3, 0.15, 0.05});
+  test::seed_sequence seeds(test::test_seed());
   for (const auto& [value, kept] : cases) {
-    sampling_params p = with_seed({});
+    sampling_params p = with_seed({}, seeds);
     p.*field = value;
     CAPTURE(value, p.seed);
     sampler s = make(p);
@@ -141,7 +148,8 @@ TEST_CASE("min_p drops tokens below min_p times the top probability", "[sampler]
 }
 
 TEST_CASE("top_k keeps the k most likely tokens, ties to the lower id", "[sampler]") {
-  sampling_params p = with_seed({});
+  test::seed_sequence seeds(test::test_seed());
+  sampling_params p = with_seed({}, seeds);
   p.top_k = 2;
   CAPTURE(p.seed);
   sampler s = make(p);
@@ -170,7 +178,8 @@ TEST_CASE("the repetition penalty moves the argmax off recent tokens", "[sampler
 
 TEST_CASE("a seed replays its sequence and different seeds differ", "[sampler]") {
   const std::vector<float> logits = {0.1f, 0.2f, 0.3f, 0.0f, -0.1f};
-  sampling_params p = with_seed({});
+  test::seed_sequence seeds(test::test_seed());
+  sampling_params p = with_seed({}, seeds);
   CAPTURE(p.seed);
   sampler a = make(p), b = make(p);
   const auto seq_a = sequence(a, logits, 200);
@@ -182,7 +191,8 @@ TEST_CASE("a seed replays its sequence and different seeds differ", "[sampler]")
 
 TEST_CASE("a sampler made at draw k continues the stream where another left it", "[sampler]") {
   const std::vector<float> logits = {0.1f, 0.2f, 0.3f, 0.0f, -0.1f};
-  const sampling_params p = with_seed({});
+  test::seed_sequence seeds(test::test_seed());
+  const sampling_params p = with_seed({}, seeds);
   CAPTURE(p.seed);
   sampler whole = make(p);
   const auto all = sequence(whole, logits, 100);

@@ -8,9 +8,10 @@
 
 #include "engine/scheduler_core.hpp"
 #include "engine/step_runner.hpp"
+#include "engine_fixture.hpp"
 #include "kernels/null_backend.hpp"
 #include "policies/fcfs.hpp"
-#include "engine_fixture.hpp"
+#include "test_seed.hpp"
 
 using namespace hearth;
 using namespace hearth::test;
@@ -89,7 +90,7 @@ std::map<request_id, std::vector<token_id>> alone(const engine_model& m, const s
 
 TEST_CASE("concurrent requests get exactly the tokens they get alone", "[scheduler_core]") {
   const auto m = engine_model::make();
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   const auto rs = mixed_requests(32, *m, rng);
@@ -118,7 +119,7 @@ TEST_CASE("concurrent requests get exactly the tokens they get alone", "[schedul
 
 TEST_CASE("a pool too small for the load preempts, recomputes and changes no token", "[scheduler_core]") {
   const auto m = engine_model::make();
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   std::vector<request> rs;
@@ -174,7 +175,7 @@ TEST_CASE("a shared system prompt hits the prefix cache, for its own tenant only
 
 TEST_CASE("requests cancelled at random moments free every block", "[scheduler_core]") {
   const auto m = engine_model::make();
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   auto be = m->backend(4096, 8);

@@ -9,6 +9,7 @@
 #include "model/chat_template.hpp"
 #include "model/synthetic_text.hpp"
 #include "model/vocab_builder.hpp"
+#include "test_seed.hpp"
 
 using namespace hearth;
 
@@ -121,10 +122,6 @@ uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
-uint32_t fresh_seed() {
-  return std::random_device{}();
-}
-
 bool tokens_unique(const vocab_spec& v) {
   return std::set<std::string>(v.tokens.begin(), v.tokens.end()).size() == v.tokens.size();
 }
@@ -132,7 +129,7 @@ bool tokens_unique(const vocab_spec& v) {
 }  // namespace
 
 TEST_CASE("synthetic text is deterministic, seed-dependent and pinned", "[synthetic_text]") {
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   const std::string text = synthetic_text(seed, 20000);
   CHECK(text.size() >= 20000);
@@ -148,7 +145,9 @@ TEST_CASE("synthetic text is deterministic, seed-dependent and pinned", "[synthe
 }
 
 TEST_CASE("synthetic text has the features the vocabulary should learn", "[synthetic_text]") {
-  const std::string text = synthetic_text(fresh_seed(), 200000);
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  const std::string text = synthetic_text(seed, 200000);
   for (const std::string_view feature :
        {"'t", "'s", "\n\n", ". ", ",", "\n- ", "The ", "é", "\xe2\x98", "\xf0\x9f", "1", "?"}) {
     CAPTURE(feature);
@@ -160,7 +159,7 @@ TEST_CASE("synthetic text has the features the vocabulary should learn", "[synth
 }
 
 TEST_CASE("word counts are the text split the way the Llama 3 pre-tokenizer splits it", "[synthetic_text]") {
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   const std::string text = synthetic_text(seed, 300000);
   const auto counts = synthetic_word_counts(seed, 300000);
@@ -233,7 +232,7 @@ TEST_CASE("the default BPE vocabulary: 32000 tokens, every merge learned, Llama 
 
 TEST_CASE("BPE vocabularies: same seed identical, other seed different, larger extends smaller",
           "[vocab_builder]") {
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   const vocab_spec a = make_bpe_vocab(seed, 3000);
   const vocab_spec b = make_bpe_vocab(seed, 3000);
@@ -290,7 +289,7 @@ TEST_CASE("the default SentencePiece vocabulary: 32000 tokens, bytes, pieces by 
 }
 
 TEST_CASE("SentencePiece vocabularies are deterministic and sized exactly", "[vocab_builder]") {
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   const vocab_spec a = make_spm_vocab(seed, 2000);
   const vocab_spec b = make_spm_vocab(seed, 2000);

@@ -51,9 +51,15 @@ bench_outcome outcome_of(const client::outcome<client::completion>& r, bool acce
   return {kind, reason_of(e.code), e.code + ": " + e.message};
 }
 
+// The server's stats are read with client::field: a missing or mistyped figure reads as 0.
 dist_summary dist_of(const json& j) {
-  return {j.value("count", uint64_t{0}), j.value("mean", 0.0), j.value("p50", 0.0),
-          j.value("p90", 0.0),           j.value("p99", 0.0),  j.value("max", 0.0)};
+  auto number = [&](const char* key) { return client::field<double>(j, key).value_or(0); };
+  const uint64_t count = client::field<uint64_t>(j, "count").value_or(0);
+  return {count, number("mean"), number("p50"), number("p90"), number("p99"), number("max")};
+}
+
+uint32_t count_of(const json& j, const char* key) {
+  return client::field<uint32_t>(j, key).value_or(0);
 }
 
 }  // namespace
@@ -127,9 +133,9 @@ target_gauges zmq_target::gauges() {
   std::lock_guard lock(impl_->gauge_mu);
   const auto s = impl_->gauge->stats();
   if (!s) return {};  // a missed sample reads as an idle server; the next one corrects it
-  const json& e = (*s)["engine"];
-  return {e.value("waiting", 0u), e.value("running", 0u), e.value("kv_blocks_used", 0u),
-          e.value("kv_blocks_total", 0u)};
+  const json& e = client::object_field(*s, "engine");
+  return {count_of(e, "waiting"), count_of(e, "running"), count_of(e, "kv_blocks_used"),
+          count_of(e, "kv_blocks_total")};
 }
 
 server_figures zmq_target::figures() {
@@ -137,23 +143,23 @@ server_figures zmq_target::figures() {
   const auto s = impl_->gauge->stats();
   server_figures f;
   if (!s) return f;
-  const json& e = (*s)["engine"];
-  f.preemptions = e.value("preemptions", uint64_t{0});
-  f.policy = e.value("policy", std::string());
+  const json& e = client::object_field(*s, "engine");
+  f.preemptions = client::field<uint64_t>(e, "preemptions").value_or(0);
+  f.policy = client::field<std::string>(e, "policy").value_or("");
   if (e.contains("per_step")) {  // a server before per_step and limits: only the counts
-    const json& st = e["per_step"];
+    const json& st = client::object_field(e, "per_step");
     f.has_steps = true;
-    f.steps = e.value("steps", uint64_t{0});
-    f.seqs = dist_of(st.value("seqs", json::object()));
-    f.prefill_tokens = dist_of(st.value("prefill_tokens", json::object()));
-    f.decode_tokens = dist_of(st.value("decode_tokens", json::object()));
-    f.step_ms = dist_of(st.value("step_ms", json::object()));
+    f.steps = client::field<uint64_t>(e, "steps").value_or(0);
+    f.seqs = dist_of(client::object_field(st, "seqs"));
+    f.prefill_tokens = dist_of(client::object_field(st, "prefill_tokens"));
+    f.decode_tokens = dist_of(client::object_field(st, "decode_tokens"));
+    f.step_ms = dist_of(client::object_field(st, "step_ms"));
   }
-  const json& l = e.value("limits", json::object());
-  f.max_seqs = l.value("max_seqs", 0u);
-  f.max_batched_tokens = l.value("max_batched_tokens", 0u);
-  f.long_prefill_threshold = l.value("long_prefill_threshold", 0u);
-  f.mode = l.value("mode", std::string());
+  const json& l = client::object_field(e, "limits");
+  f.max_seqs = count_of(l, "max_seqs");
+  f.max_batched_tokens = count_of(l, "max_batched_tokens");
+  f.long_prefill_threshold = count_of(l, "long_prefill_threshold");
+  f.mode = client::field<std::string>(l, "mode").value_or("");
   return f;
 }
 

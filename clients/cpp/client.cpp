@@ -20,17 +20,6 @@ std::chrono::milliseconds ms_until(clock_type::time_point deadline) {
   return std::chrono::ceil<std::chrono::milliseconds>(std::max(deadline, now) - now);
 }
 
-double ms_since(clock_type::time_point t) {
-  return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
-}
-
-error error_of(const json& msg) {
-  error e{msg.value("code", std::string("protocol")), msg.value("message", std::string())};
-  if (msg.contains("retry_after_ms") && msg["retry_after_ms"].is_number_unsigned())
-    e.retry_after_ms = msg["retry_after_ms"].get<uint32_t>();
-  return e;
-}
-
 json request_json(const std::string& id, const generate_params& p, const std::string& tenant) {
   json j = {{"type", "generate"},          {"id", id},
             {"max_tokens", p.max_tokens},  {"temperature", p.temperature},
@@ -61,104 +50,56 @@ void set_key(zmq::socket_t& s, Option option, const std::string& z85) {
 // ---- stream ----
 
 stream::stream(client* c, std::string id, const generate_params& p)
-    : c_(c), id_(std::move(id)), first_token_timeout_(p.first_token_timeout), idle_timeout_(p.idle_timeout),
-      started_(clock_type::now()), last_token_(started_) {}
+    : c_(c), id_(std::move(id)), gen_(clock_type::now(), p.first_token_timeout, p.idle_timeout) {}
 
 stream::stream(stream&& o) noexcept
-    : c_(std::exchange(o.c_, nullptr)), id_(std::move(o.id_)), first_token_timeout_(o.first_token_timeout_),
-      idle_timeout_(o.idle_timeout_), started_(o.started_), last_token_(o.last_token_),
-      first_token_(o.first_token_), ended_(o.ended_), accepted_(o.accepted_), done_(std::move(o.done_)), result_(std::move(o.result_)) {}
+    : c_(std::exchange(o.c_, nullptr)), id_(std::move(o.id_)), gen_(std::move(o.gen_)) {}
 
 stream::~stream() {
-  if (c_ && !ended_) {
+  if (c_ && !gen_.ended()) {
     (void)c_->cancel(id_);
     c_->abandon(id_);
   }
 }
 
-void stream::end(outcome<completion> r) {
-  ended_ = true;
-  result_ = std::move(r);
-  c_->inbox_.erase(id_);
-}
-
 void stream::cancel() {
-  if (c_ && !ended_) (void)c_->cancel(id_);
-}
-
-clock_type::time_point stream::deadline() const {
-  // The same rule as the Python client's: until the first token (with stream = false, until
-  // `done`) the first-token deadline, from the start; then the idle deadline, from the latest
-  // token. `accepted` and heartbeats move neither: a heartbeat is about the connection, and a
-  // request waiting in the queue is what the first-token timeout is for.
-  if (!first_token_) return first_token_timeout_.count() > 0 ? started_ + first_token_timeout_ : no_deadline;
-  return idle_timeout_.count() > 0 ? last_token_ + idle_timeout_ : no_deadline;
+  if (c_ && !gen_.ended()) (void)c_->cancel(id_);
 }
 
 bool stream::ready() const {
-  if (!c_ || ended_) return true;
+  if (!c_ || gen_.ended()) return true;
   // `accepted` alone does not make it ready: next() would read past it and wait.
   const auto it = c_->inbox_.find(id_);
-  const bool buffered = it != c_->inbox_.end() && std::any_of(it->second.begin(), it->second.end(), [](const json& m) {
-    const std::string type = m.value("type", std::string());
-    return type == "token" || type == "done" || type == "error";
-  });
-  return buffered || clock_type::now() >= deadline();
+  const bool buffered =
+      it != c_->inbox_.end() && std::any_of(it->second.begin(), it->second.end(), [](const reply& m) {
+        return m.type == "token" || m.type == "done" || m.type == "error";
+      });
+  return buffered || clock_type::now() >= gen_.deadline();
 }
 
 std::optional<token> stream::next() {
-  while (c_ && !ended_) {
+  while (c_ && !gen_.ended()) {
     auto& box = c_->inbox_[id_];
     if (box.empty()) {
-      const auto deadline = this->deadline();
+      const auto deadline = gen_.deadline();
       if (clock_type::now() >= deadline) {
         // Nothing in time: cancel on the server and stop listening for this id.
         (void)c_->cancel(id_);
         c_->abandon(id_);
-        end(error{"timeout", first_token_ ? "no token for request '" + id_ + "' within its idle timeout"
-                                          : "no first token for request '" + id_ + "' within its first-token timeout"});
+        gen_.fail(error{"timeout",
+                        gen_.streaming()
+                            ? "no token for request '" + id_ + "' within its idle timeout"
+                            : "no first token for request '" + id_ + "' within its first-token timeout"});
         break;
       }
       c_->receive(deadline);
       continue;
     }
-    const json msg = std::move(box.front());
+    const reply msg = std::move(box.front());
     box.pop_front();
-    const std::string type = msg.value("type", std::string());
-    if (type == "token") {
-      last_token_ = clock_type::now();
-      token t{msg.value("index", 0u), msg.value("token", 0), msg.value("text", std::string())};
-      if (!first_token_) done_.client_ttft_ms = ms_since(started_);
-      first_token_ = true;
-      done_.text += t.text;
-      done_.tokens.push_back(t.id);
-      return t;
-    }
-    if (type == "error") {
-      end(error_of(msg));
-    } else if (type == "accepted") {
-      accepted_ = true;
-    } else if (type == "done") {
-      const json& use = msg.value("usage", json::object());
-      const json& time = msg.value("timings", json::object());
-      completion& d = done_;
-      d.finish_reason = msg.value("finish_reason", std::string());
-      if (msg.contains("text")) d.text = msg.value("text", std::string());
-      d.prompt_tokens = use.value("prompt_tokens", 0u);
-      d.completion_tokens = use.value("completion_tokens", 0u);
-      d.cached_tokens = use.value("cached_tokens", 0u);
-      d.queue_ms = time.value("queue_ms", 0.0);
-      d.ttft_ms = time.value("ttft_ms", 0.0);
-      d.prefill_ms = time.value("prefill_ms", 0.0);
-      d.first_step_ms = time.value("first_step_ms", 0.0);
-      d.mean_itl_ms = time.value("mean_itl_ms", 0.0);
-      d.e2e_ms = time.value("e2e_ms", 0.0);
-      d.preemptions = msg.value("preemptions", 0u);
-      if (!first_token_) d.client_ttft_ms = ms_since(started_);
-      d.client_e2e_ms = ms_since(started_);
-      end(std::move(d));
-    }
-    // Types this client does not know are skipped.
+    auto t = gen_.feed(msg, clock_type::now());
+    if (gen_.ended()) c_->inbox_.erase(id_);
+    if (t) return t;
   }
   return std::nullopt;
 }
@@ -224,18 +165,14 @@ status<error> client::send(const json& msg, clock_type::time_point deadline) {
   return {};
 }
 
-void client::dispatch(const zmq::message_t& body) {
-  json msg = json::parse(body.to_string_view(), nullptr, false);
-  if (!msg.is_object() || !msg.contains("id") || !msg["id"].is_string()) return;  // heartbeat, or an answer to no id
-  const std::string id = msg["id"].get<std::string>();
-  if (abandoned_.count(id)) {
+void client::dispatch(reply r) {
+  if (abandoned_.count(r.id)) {
     // Forgotten at its last message: a stream's terminal one, or the one reply to a call.
-    const std::string type = msg.value("type", std::string());
-    if (type != "accepted" && type != "token") abandoned_.erase(id);
+    if (r.type != "accepted" && r.type != "token") abandoned_.erase(r.id);
     return;
   }
-  const auto it = inbox_.find(id);
-  if (it != inbox_.end()) it->second.push_back(std::move(msg));
+  const auto it = inbox_.find(r.id);
+  if (it != inbox_.end()) it->second.push_back(std::move(r));
 }
 
 bool client::receive(clock_type::time_point deadline) {
@@ -245,7 +182,9 @@ bool client::receive(clock_type::time_point deadline) {
   bool any = false;
   while (zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
     any = true;
-    if (frames.size() == 2 && frames[0].to_string_view() == marker) dispatch(frames[1]);
+    std::vector<std::string_view> views;
+    for (const auto& f : frames) views.push_back(f.to_string_view());
+    if (auto r = decode_reply(views)) dispatch(std::move(*r));
     frames.clear();
   }
   return any;
@@ -300,10 +239,10 @@ outcome<json> client::call(json msg) {
     }
     receive(deadline);
   }
-  json reply = std::move(inbox_[id].front());
+  reply r = std::move(inbox_[id].front());
   inbox_.erase(id);
-  if (reply.value("type", std::string()) == "error") return error_of(reply);
-  return reply;
+  if (r.type == "error") return error_of(r.body);
+  return std::move(r.body);
 }
 
 outcome<json> client::ping() { return call({{"type", "ping"}}); }

@@ -29,21 +29,10 @@
 #include <zmq.hpp>
 
 #include "clients/cpp/keys.hpp"
+#include "clients/cpp/replies.hpp"
 #include "common/result.hpp"
 
 namespace hearth::client {
-
-//! A failed call: a protocol error code (bad_request, too_long, unauthorized, over_quota,
-//! queue_full, shutting_down, cancelled, internal) or one of the client's own: `timeout`
-//! (nothing arrived in time), `transport` (the socket failed), `protocol` (the server's reply
-//! was not protocol v1).
-struct error {
-  std::string code;
-  std::string message;
-  uint32_t retry_after_ms = 0;  //!< over_quota: when to retry (0 = not given)
-};
-template <class T>
-using outcome = hearth::result<T, error>;
 
 struct options {
   std::string endpoint = "tcp://127.0.0.1:5555";
@@ -79,24 +68,6 @@ struct generate_params {
   std::chrono::milliseconds idle_timeout{0};  //!< from one token to the next
 };
 
-struct token {
-  uint32_t index = 0;
-  int32_t id = 0;
-  std::string text;  //!< may be empty; the concatenated texts are the completion
-};
-
-struct completion {
-  std::string finish_reason;  //!< eos, stop or length
-  std::string text;           //!< the whole completion
-  std::vector<int32_t> tokens;
-  uint32_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
-  double queue_ms = 0, ttft_ms = 0, mean_itl_ms = 0, e2e_ms = 0;  //!< the server's timings
-  double prefill_ms = 0, first_step_ms = 0;  //!< with queue_ms, the parts of ttft_ms (protocol.md)
-  uint32_t preemptions = 0;
-  double client_ttft_ms = 0;  //!< measured here, from start() to the first token
-  double client_e2e_ms = 0;   //!< from start() to the terminal message
-};
-
 class client;
 
 //! One generation in flight. Destroying it before its end cancels it on the server.
@@ -109,13 +80,13 @@ class stream {
   //! The next token; nullopt once the stream has ended (then see result()).
   std::optional<token> next();
   //! After next() gave nullopt: the completion, or why it failed.
-  const outcome<completion>& result() const { return result_; }
-  bool ended() const { return ended_; }
+  const outcome<completion>& result() const { return gen_.result(); }
+  bool ended() const { return gen_.ended(); }
   //! Whether next() would return without waiting: a message is buffered, the stream has ended,
   //! or a timeout has passed.
   bool ready() const;
   //! Whether the server admitted it (an `accepted` came); an error before that is a refusal.
-  bool accepted() const { return accepted_; }
+  bool accepted() const { return gen_.accepted(); }
   //! Asks the server to end it; next() then drains to its terminal message (`cancelled`).
   void cancel();
   const std::string& id() const { return id_; }
@@ -123,16 +94,10 @@ class stream {
  private:
   friend class client;
   stream(client* c, std::string id, const generate_params& p);
-  void end(outcome<completion> r);
-  std::chrono::steady_clock::time_point deadline() const;
 
   client* c_;
   std::string id_;
-  std::chrono::milliseconds first_token_timeout_, idle_timeout_;
-  std::chrono::steady_clock::time_point started_, last_token_;
-  bool first_token_ = false, ended_ = false, accepted_ = false;
-  completion done_;
-  outcome<completion> result_ = error{"pending", "the stream has not ended"};
+  generation gen_;  // what the replies did; the stream adds the socket
 };
 
 class client {
@@ -171,7 +136,8 @@ class client {
   status<error> send(const nlohmann::json& msg, std::chrono::steady_clock::time_point deadline);
   //! Waits until messages arrive (or `deadline`) and sorts them into their inboxes; whether any came.
   bool receive(std::chrono::steady_clock::time_point deadline);
-  void dispatch(const zmq::message_t& body);
+  //! Delivers one reply to the inbox of the request it is about, or drops it.
+  void dispatch(reply r);
   outcome<nlohmann::json> call(nlohmann::json msg);
   std::string next_id();
   //! Stop delivering `id`'s messages; forget it at its terminal message.
@@ -181,7 +147,7 @@ class client {
   zmq::context_t ctx_{1};
   zmq::socket_t socket_{ctx_, zmq::socket_type::dealer};
   uint64_t counter_ = 0;
-  std::map<std::string, std::deque<nlohmann::json>> inbox_;  // by request id, while someone waits
+  std::map<std::string, std::deque<reply>> inbox_;  // by request id, while someone waits
   std::set<std::string> abandoned_;
 };
 

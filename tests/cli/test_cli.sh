@@ -27,4 +27,11 @@ expect_one_line_error "missing file" "io" "$hearth" model info "$dir/none.gguf"
 head -c 4096 /dev/urandom >"$dir/noise.gguf"
 expect_one_line_error "not GGUF" "bad_magic" "$hearth" model info "$dir/noise.gguf"
 expect_one_line_error "bad sampling" "top_p" "$hearth" generate -m "$dir/tiny.gguf" -p x --top-p 1.5
+# An exception no command expects ends the same way, not in std::terminate: the standard
+# library's filesystem_error, from `serve` checking its default model (models/tiny.gguf) in a
+# folder whose `models` is a symbolic link to itself.
+mkdir "$dir/loop"
+ln -s models "$dir/loop/models"
+hearth_path=$(realpath "$hearth")
+(cd "$dir/loop" && expect_one_line_error "an escaping exception" "models/tiny.gguf" "$hearth_path" serve)
 echo "cli: all checks passed"

@@ -3,55 +3,32 @@
 // refusal's id is a readable one, and a parsed generate's values are within protocol.md's limits.
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "fuzz_support.hpp"
 #include "server/protocol.hpp"
 
 using namespace hearth;
-
-namespace {
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_protocol: %s\n", what);
-    std::abort();
-  }
-}
-
-std::vector<std::string_view> split(std::string_view in) {
-  std::vector<std::string_view> frames;
-  for (size_t at; (at = in.find("\n|\n")) != std::string_view::npos; in.remove_prefix(at + 3))
-    frames.push_back(in.substr(0, at));
-  frames.push_back(in);
-  return frames;
-}
-
-}  // namespace
+using hearth::fuzz::check;
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  const char* dir = std::getenv("HEARTH_FUZZ_WRITE_SEEDS");
-  if (dir == nullptr) return 0;
-  const char* seeds[] = {
-      ("hearth/1\n|\n{\"type\":\"generate\",\"id\":\"t\",\"prompt\":\"hi\",\"max_tokens\":8,\"temperature\":0.5,"
-       "\"top_k\":4,\"top_p\":0.9,\"stop\":[\"\\n\"],\"stream\":false,\"tenant\":\"voice\",\"seed\":3}"),
-      "hearth/1\n|\n{\"type\":\"generate\",\"id\":\"u\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+  fuzz::write_seeds({
+      ("hearth/1\n|\n{\"type\":\"generate\",\"id\":\"t\",\"prompt\":\"hi\",\"max_tokens\":8,"
+       "\"temperature\":0.5,\"top_k\":4,\"top_p\":0.9,\"stop\":[\"\\n\"],\"stream\":false,"
+       "\"tenant\":\"voice\",\"seed\":3}"),
+      ("hearth/1\n|\n{\"type\":\"generate\",\"id\":\"u\","
+       "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"),
       "hearth/1\n|\n{\"type\":\"admin\",\"id\":\"a\",\"action\":\"set_policy\",\"policy\":\"slo\"}",
       "hearth/1\n|\n{\"type\":\"stats\",\"id\":\"s\"}",
       "hearth/1\n|\n{\"type\":\"cancel\",\"id\":\"t\"}",
-  };
-  int n = 0;
-  for (const char* s : seeds)
-    std::ofstream(std::string(dir) + "/seed" + std::to_string(n++), std::ios::binary) << s;
+  });
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);
-  const auto frames = split(input);
+  const auto frames = fuzz::split(input, "\n|\n");
   const auto r = wire::parse_message(frames, {1000});
   if (!r) {
     check(!r.error().message.empty(), "a refusal without a message");

@@ -4,25 +4,18 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "fuzz_support.hpp"
 #include "model/byte_unicode.hpp"
 #include "model/tokenizer.hpp"
 #include "model/unicode.hpp"
 
 using namespace hearth;
+using hearth::fuzz::check;
 
 namespace {
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_tokenizer: %s\n", what);
-    std::abort();
-  }
-}
 
 void add_token(vocab_spec& v, std::string text, token_type type, float score = 0) {
   v.tokens.push_back(std::move(text));
@@ -131,17 +124,12 @@ void check_one(const tokenizer& tok, const std::string& text, const std::string&
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  const char* dir = std::getenv("HEARTH_FUZZ_WRITE_SEEDS");
-  if (dir == nullptr) return 0;
-  const char* seeds[] = {
+  fuzz::write_seeds({
       "the cat and the hat\n\nin 12345 I'M",
       "<|begin|>hi<|endoftext|><think>x</think><|end",
       "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB \xE4\xBD\xA0\xE5\xA5\xBD e\xCC\x81 \t\r\n  ",
       "bad \xFF\xFE \xC3 \xE2\x82 \xE2\x96\x81",
-  };
-  int n = 0;
-  for (const char* s : seeds)
-    std::ofstream(std::string(dir) + "/seed" + std::to_string(n++), std::ios::binary) << s;
+  });
   return 0;
 }
 
