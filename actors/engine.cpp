@@ -19,7 +19,8 @@ constexpr size_t caf_threads = 1;
 
 }  // namespace
 
-engine::engine(std::shared_ptr<const tokenizer> tok) : tok_(std::move(tok)), health_(std::make_shared<engine_health>()) {
+engine::engine(std::shared_ptr<const tokenizer> tok)
+    : tok_(std::move(tok)), health_(std::make_shared<engine_health>()) {
   caf_cfg_.set("scheduler.max-threads", caf_threads);
   add_message_types(caf_cfg_);
   system_ = std::make_unique<caf::actor_system>(caf_cfg_);
@@ -70,8 +71,10 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   e->scheduler_ = spawn_scheduler(sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_,
                                         e->decode_worker_, e->admission_, e->metrics_});
   caf::anon_send(e->admission_, ready_atom::value, e->scheduler_);
-  std::vector<supervised> watched = {{"admission", e->admission_}, {"scheduler", e->scheduler_},
-                                     {"metrics", e->metrics_}, {"worker", e->worker_}};
+  std::vector<supervised> watched = {{"admission", e->admission_},
+                                     {"scheduler", e->scheduler_},
+                                     {"metrics", e->metrics_},
+                                     {"worker", e->worker_}};
   if (e->decode_worker_) watched.push_back({"decode worker", e->decode_worker_});
   e->supervisor_ = spawn_supervisor(sys, std::move(watched), e->scheduler_, e->health_);
   return e;
@@ -153,14 +156,20 @@ result<metrics_snapshot> engine::metrics(const std::optional<std::string>& tenan
   result<metrics_snapshot> out = error{errc::io, "engine: no answer"};
   auto take = [&](metrics_snapshot& m) { out = std::move(m); };
   auto refused = [&](caf::error& err) { out = failed(err); };
-  if (tenant) self->request(metrics_, caf::infinite, stats_atom::value, *tenant).receive(take, refused);
-  else self->request(metrics_, caf::infinite, stats_atom::value).receive(take, refused);
+  if (tenant)
+    self->request(metrics_, caf::infinite, stats_atom::value, *tenant).receive(take, refused);
+  else
+    self->request(metrics_, caf::infinite, stats_atom::value).receive(take, refused);
   return out;
 }
 
-std::optional<std::string> engine::failure() const { return health_->failure(); }
+std::optional<std::string> engine::failure() const {
+  return health_->failure();
+}
 
-void engine::on_failure(std::function<void(const std::string&)> listener) { health_->on_failure(std::move(listener)); }
+void engine::on_failure(std::function<void(const std::string&)> listener) {
+  health_->on_failure(std::move(listener));
+}
 
 error engine::failed(const caf::error& err) const {
   const auto why = health_->failure();

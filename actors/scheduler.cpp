@@ -87,7 +87,8 @@ void kick(self_ptr self) {
     if (s.seqs.empty()) continue;
     l.in_flight = s;
     l.sent_at = clock_type::now();
-    self->delayed_send(self, std::chrono::milliseconds(st.opt.config.step_timeout_ms), overdue_atom::value, i, s.number);
+    self->delayed_send(self, std::chrono::milliseconds(st.opt.config.step_timeout_ms), overdue_atom::value, i,
+                       s.number);
     self->request(l.worker, caf::infinite, std::move(s))
         .then([=](step_result& r) { on_result(self, i, r); },
               [=](caf::error& err) {
@@ -160,7 +161,8 @@ caf::behavior scheduler(self_ptr self, scheduler_options opt) {
       [=](gauges_atom) { return gauges_of(self->state); },
       [=](drain_atom) {
         std::vector<request_event> events;
-        self->state.core->drain(reject_reason::shutting_down, "the engine is shutting down", self->state.now(), events);
+        self->state.core->drain(reject_reason::shutting_down, "the engine is shutting down",
+                                self->state.now(), events);
         dispatch(self, events);
         return true;
       },

@@ -52,6 +52,15 @@ struct supervisor_state {
   static inline const char* name = "supervisor";
 };
 
+// The reason an actor stopped, as a sentence: the text it gave when it has one (the worker's
+// "the backend threw at step 3: ...", the scheduler's "worker: step 12 has not returned ..."),
+// else CAF's rendering of the error.
+std::string reason_text(caf::actor_system& sys, const caf::error& reason) {
+  const caf::message& context = reason.context();
+  if (context.match_elements<std::string>()) return context.get_as<std::string>(0);
+  return sys.render(reason);
+}
+
 caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self, std::vector<supervised> actors,
                          caf::actor scheduler, std::shared_ptr<engine_health> health) {
   auto& st = self->state;
@@ -65,7 +74,7 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self, std::vecto
     std::string role = "an actor";
     for (const auto& a : s.actors)
       if (a.actor.address() == down.source) role = a.role;
-    const std::string why = role + " stopped: " + self->system().render(down.reason);
+    const std::string why = role + " stopped: " + reason_text(self->system(), down.reason);
     s.health->fail(why);
     // A scheduler still running holds every request: it ends them (and then stops itself).
     if (down.source != s.scheduler.address()) self->send(s.scheduler, fail_atom::value, why);

@@ -55,7 +55,16 @@ caf::behavior worker(caf::stateful_actor<worker_state>* self, worker_options opt
       },
       [=](const step& s) -> step_result {
         if (!self->state.runner) return step_result{.number = s.number, .error = "worker: " + self->state.failure};
-        return self->state.runner->run(s);
+        try {
+          return self->state.runner->run(s);
+        } catch (const std::exception& e) {
+          // A backend that throws is in a state nobody knows: the worker stops, and with it the
+          // engine (its supervisor), rather than run the next step on it.
+          const std::string why =
+              std::string("the backend threw at step ") + std::to_string(s.number) + ": " + e.what();
+          self->quit(caf::make_error(caf::sec::runtime_error, why));
+          return step_result{.number = s.number, .error = "worker: " + why};
+        }
       },
   };
 }

@@ -78,8 +78,11 @@ result<server::serve_config> configure(const serve_args& a) {
 class reloader {
  public:
   reloader(const serve_args& a, const server::serve_config& running)
-      : args_(a), curve_(!running.development_mode()), secret_key_file_(running.secret_key_file),
-        tenants_(running.engine.tenants), policy_(running.engine.policy) {}
+      : args_(a),
+        curve_(!running.development_mode()),
+        secret_key_file_(running.secret_key_file),
+        tenants_(running.engine.tenants),
+        policy_(running.engine.policy) {}
 
   result<server::gateway_config> operator()(engine& eng) {
     std::lock_guard lock(m_);
@@ -89,7 +92,8 @@ class reloader {
     c->secret_key_file = secret_key_file_;  // the mode is fixed at start
     if (auto st = server::check_tenant_keys(*c); !st) return st.error();
     if (curve_ && c->engine.tenants.empty())
-      return error{errc::invalid_argument, args_.config + " lists no tenant: a CURVE server would accept no client"};
+      return error{errc::invalid_argument,
+                   args_.config + " lists no tenant: a CURVE server would accept no client"};
     const std::string policy = args_.policy.empty() ? c->engine.policy : args_.policy;
     // The policy name is checked before the tenants change, so a bad file changes nothing.
     if (auto names = policy_names(); std::find(names.begin(), names.end(), policy) == names.end()) {
@@ -97,7 +101,8 @@ class reloader {
     }
     if (auto st = eng.set_tenants(c->engine.tenants); !st) return st.error();
     if (auto st = eng.set_policy(policy); !st) return st.error();
-    log_line("reloaded " + args_.config + ": " + server::describe_reload(tenants_, c->engine.tenants, policy_, policy));
+    log_line("reloaded " + args_.config + ": " +
+             server::describe_reload(tenants_, c->engine.tenants, policy_, policy));
     tenants_ = c->engine.tenants;
     policy_ = policy;
     return server::gateway_config{std::move(c->engine.tenants), policy};
@@ -154,7 +159,8 @@ int run_serve(const serve_args& a) {
       .heartbeat_ms = cfg->heartbeat_ms,
       .tenants = cfg->engine.tenants,
       .model = {std::filesystem::path(cfg->model_path).stem().string(), to_string(hp->arch),
-                to_string(detect_chat_format(shared_tok->spec().chat_template)), hp->n_ctx_train, hp->n_vocab},
+                to_string(detect_chat_format(shared_tok->spec().chat_template)), hp->n_ctx_train,
+                hp->n_vocab},
       .policy = cfg->engine.policy,
       .reload = [&] { return reload(**eng); },
       .log = log_line};
@@ -185,8 +191,10 @@ int run_serve(const serve_args& a) {
     int sig = 0;
     if (sigwait(&signals, &sig) != 0) continue;
     if (sig != SIGHUP) break;
-    if (auto r = reload(**eng); !r) log_line("reload refused: " + r.error().message);
-    else gw->reconfigure(std::move(*r));
+    if (auto r = reload(**eng); !r)
+      log_line("reload refused: " + r.error().message);
+    else
+      gw->reconfigure(std::move(*r));
   }
   if (engine_failed) {
     // Every request has its `internal` error (the gateway ended them); a hung worker thread

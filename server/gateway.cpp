@@ -59,7 +59,8 @@ size_t prompt_bytes(const wire::generate_request& g) {
 }
 
 std::vector<token_id> tokenize(const tokenizer& tok, const wire::generate_request& g) {
-  return g.prompt ? tok.encode(*g.prompt, {.add_bos = true, .parse_special = false}) : encode_chat(tok, g.messages);
+  return g.prompt ? tok.encode(*g.prompt, {.add_bos = true, .parse_special = false})
+                  : encode_chat(tok, g.messages);
 }
 
 const std::string& id_of(const wire::client_message& m) {
@@ -336,16 +337,20 @@ struct gateway::impl {
     auto msg = wire::parse_message(body, {n_vocab});
     const std::optional<std::string> id = msg ? std::optional(id_of(*msg)) : msg.error().id;
     if (!listed(*conn))
-      return refuse(peer, id, wire::code::unauthorized,
-                    "tenant '" + conn->tenant + "': this key is no longer listed (the configuration was reloaded)");
+      return refuse(
+          peer, id, wire::code::unauthorized,
+          "tenant '" + conn->tenant + "': this key is no longer listed (the configuration was reloaded)");
     if (!msg) return refuse(peer, id, wire::code::bad_request, msg.error().message);
     const bool cancel = std::holds_alternative<wire::cancel_request>(*msg);
     if (detached && cancel) return;  // nothing is in flight any more, and a cancel has no answer
-    if (detached || (draining && !cancel)) return refuse(peer, id, wire::code::shutting_down, "the server is stopping");
+    if (detached || (draining && !cancel))
+      return refuse(peer, id, wire::code::shutting_down, "the server is stopping");
     std::visit([&](auto& m) { handle(peer, *conn, m); }, *msg);
   }
 
-  std::optional<std::string> auth_of(const connection& c) const { return curve ? std::optional(c.tenant) : std::nullopt; }
+  std::optional<std::string> auth_of(const connection& c) const {
+    return curve ? std::optional(c.tenant) : std::nullopt;
+  }
 
   void handle(const std::string& peer, const connection& conn, wire::generate_request& g) {
     const auto auth = auth_of(conn);
@@ -361,7 +366,8 @@ struct gateway::impl {
     r.stop = std::move(g.stop);
     if (const tenant_config* t = tenant_config_of(r.tenant)) r.share_prefix = t->share_prefix;
     const request_id rid = eng.next_id();
-    table.add(rid, {.peer = peer, .id = g.id, .stream = g.stream, .tokenizing = true}, conn, clock_type::now());
+    table.add(rid, {.peer = peer, .id = g.id, .stream = g.stream, .tokenizing = true}, conn,
+              clock_type::now());
     if (prompt_bytes(g) <= inline_prompt_bytes) return submit(rid, std::move(r), tokenize(eng.tok(), g));
     prompts.post([this, rid, r = std::move(r), g = std::move(g)]() mutable {
       auto tokens = tokenize(eng.tok(), g);
@@ -393,8 +399,10 @@ struct gateway::impl {
   void handle(const std::string& peer, const connection&, wire::cancel_request& c) {
     const auto rid = table.lookup(peer, c.id);
     if (!rid) return;
-    if (flight* f = table.find(*rid); f->tokenizing) f->cancel_asked = true;
-    else eng.cancel(*rid);
+    if (flight* f = table.find(*rid); f->tokenizing)
+      f->cancel_asked = true;
+    else
+      eng.cancel(*rid);
   }
 
   void handle(const std::string& peer, const connection& conn, wire::ping_request& p) {
@@ -446,7 +454,8 @@ struct gateway::impl {
       const connection* held = table.connection_of(peer);
       if (listed(*held)) continue;
       const std::string tenant = held->tenant;
-      end_peer(peer, wire::code::unauthorized, "tenant '" + tenant + "': this key is no longer listed (revoked)");
+      end_peer(peer, wire::code::unauthorized,
+               "tenant '" + tenant + "': this key is no longer listed (revoked)");
       log("gateway: revoked a connection of tenant '" + tenant + "' (its key is no longer listed)");
     }
   }

@@ -36,7 +36,8 @@ class inbox {
     }
     if (was_empty) {
       const uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);  // fails only if the counter is full: already awake
+      [[maybe_unused]] auto n =
+          ::write(fd_, &one, sizeof one);  // fails only if the counter is full: already awake
     }
   }
 

@@ -4,7 +4,9 @@ namespace hearth::server {
 
 job_thread::job_thread() : thread_([this] { run(); }) {}
 
-job_thread::~job_thread() { finish(); }
+job_thread::~job_thread() {
+  finish();
+}
 
 void job_thread::post(std::function<void()> job) {
   {

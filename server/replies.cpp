@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "server/protocol.hpp"
+
 namespace hearth::server {
 
 namespace {
@@ -26,17 +28,17 @@ json tenant_counters(const std::string& name, const std::vector<tenant_metrics>&
   for (size_t r = 0; r < t.rejected.size(); ++r)
     if (t.rejected[r] > 0) rejected[to_string(static_cast<reject_reason>(r))] = t.rejected[r];
   json counters = {{"name", name},
-          {"done", t.done},
-          {"cancelled", t.cancelled},
-          {"errors", t.errors},
-          {"rejected", rejected},
-          {"prompt_tokens", t.prompt_tokens},
-          {"completion_tokens", t.completion_tokens},
-          {"cached_tokens", t.cached_tokens},
-          {"ttft_ms", latency(t.ttft)},
-          {"itl_ms", latency(t.itl)},
-          {"e2e_ms", latency(t.e2e)},
-          {"queue_ms", latency(t.queue)}};
+                   {"done", t.done},
+                   {"cancelled", t.cancelled},
+                   {"errors", t.errors},
+                   {"rejected", rejected},
+                   {"prompt_tokens", t.prompt_tokens},
+                   {"completion_tokens", t.completion_tokens},
+                   {"cached_tokens", t.cached_tokens},
+                   {"ttft_ms", latency(t.ttft)},
+                   {"itl_ms", latency(t.itl)},
+                   {"e2e_ms", latency(t.e2e)},
+                   {"queue_ms", latency(t.queue)}};
   if (shared) counters["counted_as"] = unlisted_tenants;
   return counters;
 }
@@ -46,7 +48,8 @@ json tenant_counters(const std::string& name, const std::vector<tenant_metrics>&
 json pong_reply(const std::string& id, const std::optional<std::string>& tenant) {
   return {{"type", "pong"},
           {"id", id},
-          {"protocol", 1},
+          {"protocol", wire::protocol_version},
+          {"revision", wire::protocol_revision},
           {"server", "hearth " HEARTH_VERSION},
           {"tenant", tenant ? json(*tenant) : json(nullptr)}};
 }

@@ -20,7 +20,8 @@ const connection* request_table::connection_of(const std::string& peer) const {
 void request_table::add(request_id rid, flight f, const connection& c, clock_type::time_point now) {
   auto [p, fresh] = peers_.try_emplace(f.peer);
   if (fresh) p->second = {c, {}, now};
-  assert(p->second.conn.serial == c.serial && "request_table::add: the routing id is held by another connection");
+  assert(p->second.conn.serial == c.serial &&
+         "request_table::add: the routing id is held by another connection");
   p->second.requests[f.id] = rid;
   flights_.emplace(rid, std::move(f));
 }

@@ -128,6 +128,7 @@ void read_engine(const section& s, serve_config& c) {
                  : handoff == "copy" ? kv_handoff_mode::copy
                                      : kv_handoff_mode::automatic;
   s.count("threads_per_worker", e.threads_per_worker, 0, 1024);
+  s.count("step_timeout_ms", e.step_timeout_ms, 100, 3600000);
   s.count("kv_tokens", c.kv_tokens, 16, int64_t{1} << 32);
 }
 
@@ -140,11 +141,12 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
     only_known_sections(source, root);
     read_server(section(source, root, "server", {"endpoint", "secret_key_file", "max_message_bytes", "heartbeat_ms"}), c);
     read_model(section(source, root, "model", {"path", "compute"}), c);
-    read_engine(section(source, root, "engine",
-                        {"max_batched_tokens", "max_seqs", "long_prefill_threshold", "max_partial_prefills",
-                         "max_preemptions", "policy", "max_waiting", "max_waiting_tokens", "mode", "worker_cpus",
-                         "decode_cpus", "kv_handoff", "threads_per_worker", "kv_tokens"}),
-                c);
+    read_engine(
+        section(source, root, "engine",
+                {"max_batched_tokens", "max_seqs", "long_prefill_threshold", "max_partial_prefills",
+                 "max_preemptions", "policy", "max_waiting", "max_waiting_tokens", "mode", "worker_cpus",
+                 "decode_cpus", "kv_handoff", "threads_per_worker", "step_timeout_ms", "kv_tokens"}),
+        c);
   } catch (const toml::parse_error& e) {
     return error{errc::malformed, std::string(source) + ":" + std::to_string(e.source().begin.line) + ": " +
                                       std::string(e.description())};
@@ -179,7 +181,8 @@ std::string changed_fields(const tenant_config& a, const tenant_config& b) {
   if (a.key != b.key) f.push_back("key");
   if (a.cls != b.cls) f.push_back("class");
   if (a.weight != b.weight) f.push_back("weight");
-  if (a.slo.ttft_ms != b.slo.ttft_ms || a.slo.itl_ms != b.slo.itl_ms || a.slo.itl_quantile != b.slo.itl_quantile)
+  if (a.slo.ttft_ms != b.slo.ttft_ms || a.slo.itl_ms != b.slo.itl_ms ||
+      a.slo.itl_quantile != b.slo.itl_quantile)
     f.push_back("slo");
   const tenant_quota &qa = a.quota, &qb = b.quota;
   if (qa.max_concurrent != qb.max_concurrent || qa.max_queued != qb.max_queued ||
@@ -208,15 +211,18 @@ std::string describe_reload(const std::vector<tenant_config>& before, const std:
   auto append = [](std::string& list, const std::string& item) { list += (list.empty() ? "" : ", ") + item; };
   for (const auto& t : after) {
     const tenant_config* old = named(before, t.name);
-    if (!old) append(added, t.name);
-    else if (auto f = changed_fields(*old, t); !f.empty()) append(changed, t.name + " (" + f + ")");
+    if (!old)
+      append(added, t.name);
+    else if (auto f = changed_fields(*old, t); !f.empty())
+      append(changed, t.name + " (" + f + ")");
   }
   for (const auto& t : before)
     if (!named(after, t.name)) append(removed, t.name);
   if (!added.empty()) parts.push_back("tenants added: " + added);
   if (!removed.empty()) parts.push_back("removed: " + removed);
   if (!changed.empty()) parts.push_back("changed: " + changed);
-  if (parts.empty()) return "nothing changed (policy " + policy_after + ", " + std::to_string(after.size()) + " tenant(s))";
+  if (parts.empty())
+    return "nothing changed (policy " + policy_after + ", " + std::to_string(after.size()) + " tenant(s))";
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
   return out;

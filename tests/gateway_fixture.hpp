@@ -1,7 +1,7 @@
 #pragma once
-// An engine on the micro model behind a gateway on a loopback port, for the wire tests; a
-// backend that takes a fixed time per step, so a stream lasts long enough to be cancelled,
-// killed or shut down while it runs; the oracle (one request alone, as `hearth generate` runs it).
+// An engine on the micro model behind a gateway on a loopback port, for the wire tests, on a
+// scripted backend (scripted_backend.hpp: a delay per step, a fault); the oracle (one request
+// alone, as `hearth generate` runs it).
 #include <catch2/catch.hpp>
 
 #include <thread>
@@ -10,26 +10,10 @@
 #include "clients/cpp/client.hpp"
 #include "engine_fixture.hpp"
 #include "model/chat_prompt.hpp"
+#include "scripted_backend.hpp"
 #include "server/gateway.hpp"
 
 namespace hearth::test {
-
-//! Delegates to a real backend and sleeps `delay` per step.
-class slow_backend final : public backend {
- public:
-  slow_backend(std::unique_ptr<backend> inner, std::chrono::milliseconds delay) : inner_(std::move(inner)), delay_(delay) {}
-  const hparams& params() const override { return inner_->params(); }
-  kv_pool& kv() override { return inner_->kv(); }
-  status<> forward(std::span<const batch_seq> batch, batch_logits& out) override {
-    std::this_thread::sleep_for(delay_);
-    return inner_->forward(batch, out);
-  }
-  result<std::unique_ptr<backend>> share() override { return error{errc::unsupported, "slow_backend: no sharing"}; }
-
- private:
-  std::unique_ptr<backend> inner_;
-  std::chrono::milliseconds delay_;
-};
 
 inline const engine_model& micro() {
   static const auto m = engine_model::make();
@@ -43,12 +27,14 @@ struct served {
   //! step_delay 0: full speed.
   static served start(server::gateway_options opt = {}, engine_config cfg = {},
                       std::chrono::milliseconds step_delay = std::chrono::milliseconds(0)) {
+    return start(std::move(opt), std::move(cfg), backend_script{.delay = step_delay});
+  }
+
+  static served start(server::gateway_options opt, engine_config cfg, backend_script script) {
     const engine_model& m = micro();
     cfg.threads_per_worker = 1;
-    auto e = engine::start(cfg, m.tok, [&m, step_delay]() -> result<std::unique_ptr<backend>> {
-      std::unique_ptr<backend> b = m.backend(4096);
-      if (step_delay.count() > 0) b = std::make_unique<slow_backend>(std::move(b), step_delay);
-      return b;
+    auto e = engine::start(cfg, m.tok, [&m, script]() -> result<std::unique_ptr<backend>> {
+      return std::unique_ptr<backend>(std::make_unique<scripted_backend>(m.backend(4096), script));
     });
     if (!e) FAIL(e.error().message);
     if (opt.endpoint == server::gateway_options{}.endpoint) opt.endpoint = "tcp://127.0.0.1:*";

@@ -195,3 +195,19 @@ TEST_CASE("a reply whose type or id is not a string is dropped", "[client]") {
   REQUIRE(done.ok());
   CHECK(done->finish_reason == "eos");
 }
+
+TEST_CASE("a `refused` beside a stream does not end it", "[client]") {
+  fake_server s([](const json& r) {
+    const json& id = r["id"];
+    return std::vector<json>{message("accepted", id, {{"prompt_tokens", 1}}),
+                             message("token", id, {{"index", 0}, {"token", 5}, {"text", "a"}}),
+                             message("refused", id, {{"code", "bad_request"}, {"message", "field 'extra'"}}),
+                             message("token", id, {{"index", 1}, {"token", 6}, {"text", "b"}}),
+                             message("done", id, {{"finish_reason", "length"}})};
+  });
+  auto c = connect(s);
+  const auto [tokens, done] = generate(*c);
+  CHECK(tokens.size() == 2);
+  REQUIRE(done.ok());
+  CHECK(done->text == "ab");
+}

@@ -118,3 +118,33 @@ TEST_CASE("set_tenants applies new quotas to the next request and refuses a bad 
   CHECK(o.terminal.at(none).kind == event_kind::done);
   CHECK(rejected(*e->metrics(), "kid", reject_reason::too_long) == 2);
 }
+
+TEST_CASE("names outside the tenant table cost bounded memory, and one tenant's stats read only it",
+          "[engine]") {
+  engine_config cfg{.max_batched_tokens = 64, .max_seqs = 16};
+  cfg.tenants = {{.name = "listed"}};
+  auto e = start_engine(cfg);
+  caf::scoped_actor self{e->system()};
+  // 300 names, each refused at admission (prompt + max_tokens beyond the context of 512).
+  const size_t n_names = 300;
+  for (size_t i = 0; i < n_names; ++i)
+    e->submit(greedy(std::vector<token_id>(400, 5), 200, "guest-" + std::to_string(i)), self);
+  e->submit(greedy(std::vector<token_id>(400, 5), 200, "listed"), self);
+  outcome o;
+  collect(self, n_names + 1, o);
+  const auto all = *e->metrics();
+  INFO(all.tenants.size() << " names counted");
+  CHECK(all.tenants.size() <= 64 + 2);  // 64 unlisted names, the shared state, the listed one
+  CHECK(rejected(all, "listed", reject_reason::too_long) == 1);
+  CHECK(rejected(all, "guest-0", reject_reason::too_long) == 1);
+  CHECK(rejected(all, std::string(unlisted_tenants), reject_reason::too_long) == n_names - 64);
+  // One tenant's stats: that tenant alone, under the name it is counted as.
+  const auto one = *e->metrics(std::string("guest-0"));
+  REQUIRE(one.tenants.size() == 1);
+  CHECK(one.tenants[0].tenant == "guest-0");
+  const auto late = *e->metrics(std::string("guest-299"));
+  REQUIRE(late.tenants.size() == 1);
+  CHECK(late.tenants[0].tenant == unlisted_tenants);
+  CHECK(e->metrics(std::string("nobody"))->tenants.empty() == false);  // unlisted names share, once full
+  CHECK(e->metrics(std::string("listed"))->tenants.at(0).tenant == "listed");
+}

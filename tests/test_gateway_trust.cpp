@@ -20,8 +20,8 @@ namespace {
 class raw_peer {
  public:
   struct identity {
-    std::string routing_id;                                  //!< "" = libzmq chooses
-    std::string server_key;                                  //!< "" = no CURVE
+    std::string routing_id;  //!< "" = libzmq chooses
+    std::string server_key;  //!< "" = no CURVE
     client::key_pair keys;
   };
 
@@ -47,7 +47,8 @@ class raw_peer {
   std::optional<json> receive(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return std::nullopt;
       s_.set(zmq::sockopt::rcvtimeo, static_cast<int>(left.count()));
       std::vector<zmq::message_t> reply;
@@ -75,8 +76,8 @@ class raw_peer {
 };
 
 json generate_json(const std::string& id, uint32_t max_tokens, bool stream) {
-  return {{"type", "generate"}, {"id", id}, {"prompt", long_prompt()}, {"max_tokens", max_tokens},
-          {"temperature", 0},   {"stream", stream}};
+  return {{"type", "generate"},       {"id", id},         {"prompt", long_prompt()},
+          {"max_tokens", max_tokens}, {"temperature", 0}, {"stream", stream}};
 }
 
 // Everything `peer` receives until the engine has nothing left to run (and 200 ms more).
@@ -106,8 +107,9 @@ TEST_CASE("a new connection with another's routing id inherits nothing of its re
   const bool curve = GENERATE(true, false);
   const bool stream = GENERATE(true, false);
   const auto delay = GENERATE(0ms, 300ms, 1500ms);
-  DYNAMIC_SECTION((curve ? "CURVE" : "development mode") << ", " << (stream ? "streaming" : "not streaming")
-                                                         << ", B connects " << delay.count() << " ms after A left") {
+  DYNAMIC_SECTION((curve ? "CURVE" : "development mode")
+                  << ", " << (stream ? "streaming" : "not streaming") << ", B connects " << delay.count()
+                  << " ms after A left") {
     server::gateway_options opt;
     if (curve) opt = {.secret_key = keys.server.secret_key, .tenants = keys.tenants()};
     auto s = served::start(opt, {}, 5ms);
@@ -132,7 +134,8 @@ TEST_CASE("a new connection with another's routing id inherits nothing of its re
   }
 }
 
-TEST_CASE("a connection that waits with another's routing id gets nothing when that one leaves", "[gateway][trust]") {
+TEST_CASE("a connection that waits with another's routing id gets nothing when that one leaves",
+          "[gateway][trust]") {
   const curve_household keys;
   auto s = served::start({.secret_key = keys.server.secret_key, .tenants = keys.tenants()}, {}, 5ms);
   zmq::context_t ctx;
@@ -149,4 +152,207 @@ TEST_CASE("a connection that waits with another's routing id gets nothing when t
   INFO("B received: " << json(got).dump());
   for (const auto& j : got) CHECK(j["type"] == "pong");  // its own, if anything
   CHECK(s.idle());
+}
+
+TEST_CASE("a revoked key's open connection loses its requests and is refused every message",
+          "[gateway][trust]") {
+  const curve_household keys;
+  std::vector<tenant_config> tenants = keys.tenants();
+  const auto quota = static_cast<uint32_t>(raw_prompt(long_prompt()).size());  // its stream fits, no more
+  tenants[0].quota.max_prompt_tokens = quota;
+  engine_config cfg;
+  cfg.tenants = tenants;
+  auto s = served::start({.secret_key = keys.server.secret_key, .tenants = tenants}, cfg, 5ms);
+  zmq::context_t ctx;
+  raw_peer alice(ctx, s.gw->endpoint(), {"", keys.server.public_key, keys.alice});
+  raw_peer bob(ctx, s.gw->endpoint(), {"", keys.server.public_key, keys.bob});
+  alice.send(generate_json("g", 300, true));
+  REQUIRE((*alice.receive(5s))["type"] == "accepted");
+  std::vector<tenant_config> after;
+  SECTION("removed from the file") {
+    after = {tenants[1]};
+  }
+  SECTION("given another key") {
+    after = tenants;
+    after[0].key = client::generate_key_pair()->public_key;
+  }
+  REQUIRE(s.eng->set_tenants(after).ok());
+  s.gw->reconfigure({after, "fcfs"});
+  const auto ended = alice.receive_until("error", 5s);
+  REQUIRE_FALSE(ended.empty());
+  CHECK(ended.back()["id"] == "g");
+  CHECK(ended.back()["code"] == "unauthorized");
+  // Every message from then on, and no escape from the quota by being unknown: a prompt over
+  // max_prompt_tokens would once have been served with no quota at all.
+  alice.send({{"type", "ping"}, {"id", "p"}});
+  const auto pong = alice.receive(5s);
+  REQUIRE(pong);
+  CHECK((*pong)["type"] == "error");
+  CHECK((*pong)["code"] == "unauthorized");
+  json big = generate_json("h", 4, true);
+  big["prompt"] = long_prompt() + " " + long_prompt() + " " + long_prompt();
+  REQUIRE(raw_prompt(big["prompt"]).size() > quota);
+  alice.send(big);
+  const auto refused = alice.receive(5s);
+  REQUIRE(refused);
+  CHECK((*refused)["code"] == "unauthorized");
+  bob.send({{"type", "ping"}, {"id", "p"}});
+  CHECK((*bob.receive(5s))["tenant"] == "bob");
+  CHECK(s.idle());
+}
+
+TEST_CASE("a refusal that names a request in flight is `refused`, and the request goes on",
+          "[gateway][trust]") {
+  auto s = served::start({}, {}, 2ms);
+  zmq::context_t ctx;
+  raw_peer c(ctx, s.gw->endpoint(), {});
+  c.send(generate_json("t1", 60, true));
+  REQUIRE((*c.receive(5s))["type"] == "accepted");
+  c.send({{"type", "cancel"}, {"id", "t1"}, {"extra", 1}});
+  c.send(generate_json("t1", 5, true));
+  c.send({{"type", "ping"}, {"id", "t1"}, {"nonsense", true}});
+  const auto got = c.receive_until("done", 10s);
+  std::vector<json> refusals;
+  size_t tokens = 0;
+  for (const auto& j : got) {
+    CHECK(j["type"] != "error");  // nothing that reads as t1's end before its done
+    if (j["type"] == "refused") refusals.push_back(j);
+    if (j["type"] == "token") ++tokens;
+  }
+  REQUIRE(refusals.size() == 3);
+  for (const auto& r : refusals) {
+    CHECK(r["id"] == "t1");
+    CHECK(r["code"] == "bad_request");
+  }
+  REQUIRE(got.back()["type"] == "done");
+  CHECK(tokens == 60);
+  // With nothing in flight under that id, the refusal is its message's one answer: an error.
+  c.send({{"type", "ping"}, {"id", "t1"}, {"nonsense", true}});
+  const auto after = c.receive(5s);
+  REQUIRE(after);
+  CHECK((*after)["type"] == "error");
+  CHECK((*after)["id"] == "t1");
+}
+
+TEST_CASE("a client that stops reading is cancelled once its queue is full and its heartbeats lapse",
+          "[gateway][trust]") {
+  // 400 tokens at 30 ms a step would take 12 s; the reader stops at once, with a queue of 10
+  // messages and a 4 KiB socket buffer: libzmq then reads nothing more from the connection, the
+  // server's ZMTP heartbeats go unanswered, and 5 s later (their timeout) the server drops it.
+  auto s = served::start({}, {}, 30ms);
+  zmq::context_t ctx;
+  zmq::socket_t idle(ctx, zmq::socket_type::dealer);
+  idle.set(zmq::sockopt::rcvhwm, 10);
+  idle.set(zmq::sockopt::rcvbuf, 4096);
+  idle.set(zmq::sockopt::linger, 0);
+  idle.connect(s.gw->endpoint());
+  const std::string text = generate_json("g", 400, true).dump();
+  const std::array<zmq::const_buffer, 2> frames = {zmq::str_buffer("hearth/1"), zmq::buffer(text)};
+  REQUIRE(zmq::send_multipart(idle, frames));
+  const auto started = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(500ms);
+  REQUIRE(s.idle());  // waits up to 10 s for the engine to run nothing
+  const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const auto m = *s.eng->metrics(std::string("default"));
+  REQUIRE(m.tenants.size() == 1);
+  CHECK(m.tenants[0].cancelled == 1);
+  CHECK(m.tenants[0].done == 0);
+  CHECK(waited_s < 11.0);
+}
+
+TEST_CASE("a client that connects while the server stops is told shutting_down", "[gateway][trust]") {
+  auto s = served::start({}, {}, 5ms);
+  zmq::context_t ctx;
+  raw_peer early(ctx, s.gw->endpoint(), {});
+  early.send(generate_json("g", 100, true));
+  REQUIRE((*early.receive(5s))["type"] == "accepted");
+  s.gw->drain();
+  s.eng->shutdown();
+  s.gw->stop(5s);  // the engine may be destroyed from here; the socket still answers
+  const auto ended = early.receive_until("error", 5s);
+  REQUIRE_FALSE(ended.empty());
+  CHECK(ended.back()["code"] == "shutting_down");
+  raw_peer late(ctx, s.gw->endpoint(), {});
+  late.send({{"type", "ping"}, {"id", "p"}});
+  late.send(generate_json("h", 4, true));
+  for (const std::string id : {"p", "h"}) {
+    const auto j = late.receive(5s);
+    REQUIRE(j);
+    CHECK((*j)["id"] == id);
+    CHECK((*j)["type"] == "error");
+    CHECK((*j)["code"] == "shutting_down");
+  }
+}
+
+TEST_CASE("when the engine fails, every request in flight ends with internal, and so does every later one",
+          "[gateway][trust]") {
+  const bool hangs = GENERATE(false, true);
+  INFO((hangs ? "step 20 never returns" : "step 20 throws"));
+  auto hang = hangs ? std::make_shared<gate>() : nullptr;
+  auto s = served::start({}, {.step_timeout_ms = 300}, {.delay = 5ms, .fault_at = 20, .hang = hang});
+  // Opened before the engine is destroyed: its worker thread is the one that hangs.
+  struct opener {
+    std::shared_ptr<gate> g;
+    ~opener() {
+      if (g) g->open();
+    }
+  } open_at_end{hang};
+  zmq::context_t ctx;
+  raw_peer c(ctx, s.gw->endpoint(), {});
+  for (const std::string id : {"a", "b", "c"}) c.send(generate_json(id, 200, true));
+  std::map<std::string, std::string> codes;
+  while (codes.size() < 3) {
+    const auto j = c.receive(10s);
+    REQUIRE(j);
+    if ((*j)["type"] == "error") codes[(*j)["id"]] = (*j)["code"];
+    CHECK((*j)["type"] != "done");
+  }
+  for (const auto& [id, code] : codes) CHECK(code == "internal");
+  c.send(generate_json("d", 4, true));
+  const auto later = c.receive(5s);
+  REQUIRE(later);
+  CHECK((*later)["code"] == "internal");
+  CHECK_THAT((*later)["message"].get<std::string>(),
+             Catch::Matchers::Contains(hangs ? "step 20 has not returned in 300 ms" : "step 20 fails"));
+  c.send({{"type", "ping"}, {"id", "p"}});
+  CHECK((*c.receive(5s))["type"] == "pong");  // the gateway itself still answers
+}
+
+TEST_CASE("a long prompt is tokenized without holding up another client's reply", "[gateway][trust]") {
+  // A prompt whose tokenizing takes about a second here, measured in this run.
+  const tokenizer& tok = *micro().tok;
+  std::string words;
+  while (words.size() < (256 << 10)) words += "turn the kitchen lights off and the heating down ";
+  const auto t0 = std::chrono::steady_clock::now();
+  (void)tok.encode(words, {.add_bos = true, .parse_special = false});
+  const double piece_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const size_t pieces = std::clamp<size_t>(static_cast<size_t>(1000.0 / std::max(piece_ms, 1.0)), 1, 24);
+  std::string prompt;
+  for (size_t i = 0; i < pieces; ++i) prompt += words;
+  const double tokenize_ms = piece_ms * static_cast<double>(pieces);
+  INFO("prompt of " << prompt.size() << " bytes, about " << tokenize_ms << " ms to tokenize");
+
+  auto s = served::start({.max_message_bytes = prompt.size() + 4096});
+  zmq::context_t ctx;
+  raw_peer big(ctx, s.gw->endpoint(), {}), small(ctx, s.gw->endpoint(), {});
+  small.send({{"type", "ping"}, {"id", "warm"}});
+  REQUIRE(small.receive(5s));
+  json g = generate_json("g", 4, true);
+  g["prompt"] = prompt;
+  big.send(g);
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(tokenize_ms / 10) + 20));
+  double worst_ms = 0;
+  for (int i = 0; i < 5; ++i) {
+    const auto sent = std::chrono::steady_clock::now();
+    small.send({{"type", "ping"}, {"id", "p" + std::to_string(i)}});
+    REQUIRE(small.receive(10s));
+    worst_ms = std::max(
+        worst_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
+  }
+  INFO("slowest ping " << worst_ms << " ms");
+  CHECK(worst_ms < tokenize_ms / 4);
+  const auto answer = big.receive(30s);  // too long for the context: refused once tokenized
+  REQUIRE(answer);
+  CHECK((*answer)["code"] == "too_long");
 }

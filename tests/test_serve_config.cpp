@@ -162,3 +162,17 @@ TEST_CASE("key files: written 0600, read back, never overwritten, checked", "[se
   for (const char* f : {"/k.key", "/mixed.key", "/bad.key"}) ::unlink((dir + f).c_str());
   ::rmdir(dir.c_str());
 }
+
+TEST_CASE("a reload says what it changed: policy, tenants added, removed and changed", "[serve]") {
+  const std::vector<tenant_config> before = {
+      {.name = "voice", .key = "k1"}, {.name = "docs"}, {.name = "jobs"}};
+  std::vector<tenant_config> after = {{.name = "voice", .key = "k2"}, {.name = "docs"}, {.name = "garden"}};
+  after[1].quota.max_queued = 4;
+  after[1].admin = true;
+  CHECK(
+      describe_reload(before, after, "fcfs", "slo") ==
+      "policy fcfs -> slo; tenants added: garden; removed: jobs; changed: voice (key), docs (quota, admin)");
+  CHECK(describe_reload(before, before, "slo", "slo") == "nothing changed (policy slo, 3 tenant(s))");
+  CHECK(describe_reload(before, {}, "household", "fcfs") ==
+        "policy household -> fcfs; removed: voice, docs, jobs");
+}

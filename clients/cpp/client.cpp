@@ -241,7 +241,8 @@ outcome<json> client::call(json msg) {
   }
   reply r = std::move(inbox_[id].front());
   inbox_.erase(id);
-  if (r.type == "error") return error_of(r.body);
+  // `refused` answers a message whose id was in flight: for a one-shot call, its failure too.
+  if (r.type == "error" || r.type == "refused") return error_of(r.body);
   return std::move(r.body);
 }
 

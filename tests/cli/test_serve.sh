@@ -111,5 +111,14 @@ for _ in $(seq 1 50); do grep -q "reload refused" "$dir/curve.err" && break; sle
 grep -q "reload refused.*nonsense" "$dir/curve.err" || fail "a bad policy was not refused: $(cat "$dir/curve.err")"
 "$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/client.key" -n 2 hi >/dev/null ||
   fail "the server stopped serving after a refused reload"
+# An emptied file would shut every client out of a CURVE server: refused, and nothing changes.
+cp "$dir/home.toml" "$dir/home.toml.kept"
+: >"$dir/home.toml"
+kill -HUP "$serve_pid"
+for _ in $(seq 1 50); do grep -q "lists no tenant" "$dir/curve.err" && break; sleep 0.1; done
+grep -q "reload refused: .*home.toml lists no tenant" "$dir/curve.err" || fail "an empty file was not refused: $(cat "$dir/curve.err")"
+"$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/client.key" -n 2 hi >/dev/null ||
+  fail "the server stopped serving after refusing an empty file"
+cp "$dir/home.toml.kept" "$dir/home.toml"
 stop_serve "$dir/curve.err"
 echo "serve, chat, keygen: all checks passed"

@@ -206,7 +206,7 @@ class GenerationState:
 
 def reply_value(msg: dict) -> dict:
     """The payload of a one-shot reply (pong, stats, models, admin): the message without type and id;
-    an `error` reply is raised."""
-    if msg["type"] == "error":
+    an `error` reply is raised, and so is `refused` (the answer when the id was in flight)."""
+    if msg["type"] in ("error", "refused"):
         raise error_from_reply(msg)
     return {k: v for k, v in msg.items() if k not in ("type", "id")}

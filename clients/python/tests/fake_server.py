@@ -160,6 +160,9 @@ class FakeServer:
             if msg.get("policy") == "forbidden":
                 self._schedule(peer, rid, 0, {"type": "error", "id": rid, "code": "unauthorized",
                                               "message": "not an admin"})
+            elif msg.get("policy") == "clashing":  # as if its id were a generate's in flight
+                self._schedule(peer, rid, 0, {"type": "refused", "id": rid, "code": "bad_request",
+                                              "message": "field 'id': a request with this id is in flight"})
             else:
                 self._schedule(peer, rid, 0, {"type": "admin", "id": rid, "ok": True, "policy": msg.get("policy")})
         elif kind == "generate":

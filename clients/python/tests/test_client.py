@@ -183,6 +183,23 @@ class ErrorTest(ServerCase):
         self.assertEqual(sum("malformed" in line for line in logs.output), 7)
 
 
+class RefusedTest(ServerCase):
+    def test_a_refusal_beside_a_stream_does_not_end_it(self):
+        def plan(m):
+            rid = m["id"]
+            good = stream_replies(rid, ["a", "b"])
+            refused = {"type": "refused", "id": rid, "code": "bad_request", "message": "field 'extra'"}
+            return good[:2] + [(0.01, refused)] + [(0.02, r) for _, r in good[2:]]
+        self.use_plan(plan)
+        stream = self.client.generate("x")
+        self.assertEqual([t.text for t in stream], ["a", "b"])
+        self.assertEqual(stream.result.finish_reason, "length")
+
+    def test_a_refused_one_shot_call_raises(self):
+        with self.assertRaises(hc.BadRequest):
+            self.client.admin_set_policy("clashing")
+
+
 class TimeoutTest(ServerCase):
     def test_first_token_timeout_cancels(self):
         # Accepted and kept alive by heartbeats, but no token: heartbeats do not count as progress.

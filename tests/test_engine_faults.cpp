@@ -1,0 +1,134 @@
+// Supervision: a backend step that throws, or never returns, fails the engine for good. Every
+// request it holds ends with `internal` at once, later ones are refused with it, the failure
+// listeners hear of it exactly once, and the gauges say so instead of reading zero.
+#include <catch2/catch.hpp>
+
+#include <mutex>
+
+#include "engine_harness.hpp"
+#include "scripted_backend.hpp"
+
+using namespace hearth;
+using namespace hearth::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::unique_ptr<engine> start_scripted(engine_config cfg, backend_script script) {
+  const engine_model& m = tiny();
+  cfg.threads_per_worker = 1;
+  auto e = engine::start(cfg, m.tok, [&m, script]() -> result<std::unique_ptr<backend>> {
+    return std::unique_ptr<backend>(std::make_unique<scripted_backend>(m.backend(8192), script));
+  });
+  if (!e) FAIL(e.error().message);
+  return std::move(*e);
+}
+
+// What the failure listeners were told.
+struct told {
+  std::mutex m;
+  std::vector<std::string> whys;
+  void listen(engine& e) {
+    e.on_failure([this](const std::string& why) {
+      std::lock_guard lock(m);
+      whys.push_back(why);
+    });
+  }
+  std::vector<std::string> get() {
+    std::lock_guard lock(m);
+    return whys;
+  }
+};
+
+// The listeners are told by the supervisor, which may hear of the stopped actor just after the
+// requests have ended.
+std::vector<std::string> told_within(told& t, std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (t.get().empty() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  return t.get();
+}
+
+// Receives until n requests have ended; fails if that takes longer than `within`.
+void collect_within(caf::scoped_actor& self, size_t n, outcome& o, std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (o.terminal.size() < n) {
+    bool timed_out = false;
+    self->receive([&](request_event& e) { record(e, o); }, caf::after(10ms) >> [&] {});
+    if (std::chrono::steady_clock::now() > deadline) timed_out = true;
+    REQUIRE_FALSE(timed_out);
+  }
+}
+
+void check_all_internal(const outcome& o) {
+  for (const auto& [id, e] : o.terminal) {
+    INFO("request " << id << ": " << e.message);
+    CHECK(e.kind == event_kind::error);
+    CHECK(e.reason == reject_reason::internal);
+  }
+}
+
+void check_refused_later(engine& e, caf::scoped_actor& self) {
+  const request_id late = e.submit(greedy(std::vector<token_id>(8, 5), 4), self);
+  outcome o;
+  collect_within(self, 1, o, 2s);
+  CHECK(o.terminal.at(late).kind == event_kind::rejected);
+  CHECK(o.terminal.at(late).reason == reject_reason::internal);
+  CHECK_FALSE(e.gauges().ok());  // not zeros: the scheduler is gone
+}
+
+}  // namespace
+
+TEST_CASE("a backend step that throws fails the engine: every request ends with internal at once",
+          "[engine][faults]") {
+  auto e = start_scripted({}, {.fault_at = 3});
+  told listeners;
+  listeners.listen(*e);
+  caf::scoped_actor self{e->system()};
+  for (int i = 0; i < 6; ++i) e->submit(greedy(std::vector<token_id>(16, 7 + i), 100), self);
+  outcome o;
+  collect_within(self, 6, o, 5s);
+  check_all_internal(o);
+  const auto whys = told_within(listeners, 2s);
+  REQUIRE(whys.size() == 1);
+  CHECK_THAT(whys[0],
+             Catch::Matchers::Contains("worker stopped") && Catch::Matchers::Contains("step 3 fails"));
+  CHECK(e->failure() == whys[0]);
+  check_refused_later(*e, self);
+  // A listener that comes late hears at once.
+  told late;
+  late.listen(*e);
+  CHECK(late.get() == whys);
+}
+
+TEST_CASE("a backend step that never returns fails the engine after step_timeout_ms", "[engine][faults]") {
+  auto hang = std::make_shared<gate>();
+  auto e = start_scripted({.step_timeout_ms = 300}, {.fault_at = 3, .hang = hang});
+  // Opened before the engine is destroyed: its worker thread is the one that hangs.
+  struct opener {
+    std::shared_ptr<gate> g;
+    ~opener() { g->open(); }
+  } open_at_end{hang};
+  told listeners;
+  listeners.listen(*e);
+  caf::scoped_actor self{e->system()};
+  for (int i = 0; i < 4; ++i) e->submit(greedy(std::vector<token_id>(16, 9 + i), 100), self);
+  outcome o;
+  collect_within(self, 4, o, 5s);
+  check_all_internal(o);
+  for (const auto& [id, ev] : o.terminal)
+    CHECK_THAT(ev.message, Catch::Matchers::Contains("has not returned"));
+  const auto whys = told_within(listeners, 2s);
+  REQUIRE(whys.size() == 1);
+  CHECK_THAT(whys[0], Catch::Matchers::Contains("has not returned in 300 ms"));
+  check_refused_later(*e, self);
+}
+
+TEST_CASE("a step that takes long but returns is no failure", "[engine][faults]") {
+  auto e = start_scripted({.step_timeout_ms = 400}, {.delay = 100ms});
+  caf::scoped_actor self{e->system()};
+  const request_id id = e->submit(greedy(std::vector<token_id>(8, 11), 8), self);
+  outcome o;
+  collect_within(self, 1, o, 20s);
+  CHECK(o.terminal.at(id).kind == event_kind::done);
+  CHECK_FALSE(e->failure());
+}
