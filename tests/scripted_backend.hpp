@@ -36,6 +36,15 @@ class gate {
   bool open_ = false;
 };
 
+//! Opens its gate when it goes out of scope: declared after the engine, before the engine's
+//! destructor waits for the worker thread that hangs on the gate.
+struct open_at_exit {
+  std::shared_ptr<gate> g;
+  ~open_at_exit() {
+    if (g) g->open();
+  }
+};
+
 struct backend_script {
   std::chrono::milliseconds delay{0};  //!< slept before every step
   uint64_t fault_at = 0;               //!< the step (1-based) that fails; 0 = none

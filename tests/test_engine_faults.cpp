@@ -24,25 +24,31 @@ std::unique_ptr<engine> start_scripted(engine_config cfg, backend_script script)
   return std::move(*e);
 }
 
-// What the failure listeners were told.
-struct told {
-  std::mutex m;
-  std::vector<std::string> whys;
+// What a failure listener was told. Shared with the listener, which the engine keeps.
+class told {
+ public:
   void listen(engine& e) {
-    e.on_failure([this](const std::string& why) {
-      std::lock_guard lock(m);
-      whys.push_back(why);
+    e.on_failure([s = s_](const std::string& why) {
+      std::lock_guard lock(s->m);
+      s->whys.push_back(why);
     });
   }
-  std::vector<std::string> get() {
-    std::lock_guard lock(m);
-    return whys;
+  std::vector<std::string> get() const {
+    std::lock_guard lock(s_->m);
+    return s_->whys;
   }
+
+ private:
+  struct state {
+    std::mutex m;
+    std::vector<std::string> whys;
+  };
+  std::shared_ptr<state> s_ = std::make_shared<state>();
 };
 
 // The listeners are told by the supervisor, which may hear of the stopped actor just after the
 // requests have ended.
-std::vector<std::string> told_within(told& t, std::chrono::milliseconds within) {
+std::vector<std::string> told_within(const told& t, std::chrono::milliseconds within) {
   const auto deadline = std::chrono::steady_clock::now() + within;
   while (t.get().empty() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
   return t.get();
@@ -76,50 +82,47 @@ void check_refused_later(engine& e, caf::scoped_actor& self) {
   CHECK_FALSE(e.gauges().ok());  // not zeros: the scheduler is gone
 }
 
+// Submits n requests, which must all end with `internal` within 5 s; returns what the failure
+// listener was told (once).
+std::string fail_requests(engine& e, caf::scoped_actor& self, size_t n, outcome& o) {
+  told listeners;
+  listeners.listen(e);
+  for (size_t i = 0; i < n; ++i)
+    e.submit(greedy(std::vector<token_id>(16, static_cast<token_id>(7 + i)), 100), self);
+  collect_within(self, n, o, 5s);
+  check_all_internal(o);
+  const auto whys = told_within(listeners, 2s);
+  REQUIRE(whys.size() == 1);
+  return whys[0];
+}
+
 }  // namespace
 
 TEST_CASE("a backend step that throws fails the engine: every request ends with internal at once",
           "[engine][faults]") {
   auto e = start_scripted({}, {.fault_at = 3});
-  told listeners;
-  listeners.listen(*e);
   caf::scoped_actor self{e->system()};
-  for (int i = 0; i < 6; ++i) e->submit(greedy(std::vector<token_id>(16, 7 + i), 100), self);
   outcome o;
-  collect_within(self, 6, o, 5s);
-  check_all_internal(o);
-  const auto whys = told_within(listeners, 2s);
-  REQUIRE(whys.size() == 1);
-  CHECK_THAT(whys[0],
-             Catch::Matchers::Contains("worker stopped") && Catch::Matchers::Contains("step 3 fails"));
-  CHECK(e->failure() == whys[0]);
+  const std::string why = fail_requests(*e, self, 6, o);
+  CHECK_THAT(why, Catch::Matchers::Contains("worker stopped") && Catch::Matchers::Contains("step 3 fails"));
+  CHECK(e->failure() == why);
   check_refused_later(*e, self);
   // A listener that comes late hears at once.
   told late;
   late.listen(*e);
-  CHECK(late.get() == whys);
+  CHECK(late.get() == std::vector<std::string>{why});
 }
 
 TEST_CASE("a backend step that never returns fails the engine after step_timeout_ms", "[engine][faults]") {
   auto hang = std::make_shared<gate>();
   auto e = start_scripted({.step_timeout_ms = 300}, {.fault_at = 3, .hang = hang});
-  // Opened before the engine is destroyed: its worker thread is the one that hangs.
-  struct opener {
-    std::shared_ptr<gate> g;
-    ~opener() { g->open(); }
-  } open_at_end{hang};
-  told listeners;
-  listeners.listen(*e);
+  const open_at_exit opener{hang};
   caf::scoped_actor self{e->system()};
-  for (int i = 0; i < 4; ++i) e->submit(greedy(std::vector<token_id>(16, 9 + i), 100), self);
   outcome o;
-  collect_within(self, 4, o, 5s);
-  check_all_internal(o);
+  const std::string why = fail_requests(*e, self, 4, o);
   for (const auto& [id, ev] : o.terminal)
     CHECK_THAT(ev.message, Catch::Matchers::Contains("has not returned"));
-  const auto whys = told_within(listeners, 2s);
-  REQUIRE(whys.size() == 1);
-  CHECK_THAT(whys[0], Catch::Matchers::Contains("has not returned in 300 ms"));
+  CHECK_THAT(why, Catch::Matchers::Contains("has not returned in 300 ms"));
   check_refused_later(*e, self);
 }
 

@@ -290,13 +290,7 @@ TEST_CASE("when the engine fails, every request in flight ends with internal, an
   INFO((hangs ? "step 20 never returns" : "step 20 throws"));
   auto hang = hangs ? std::make_shared<gate>() : nullptr;
   auto s = served::start({}, {.step_timeout_ms = 300}, {.delay = 5ms, .fault_at = 20, .hang = hang});
-  // Opened before the engine is destroyed: its worker thread is the one that hangs.
-  struct opener {
-    std::shared_ptr<gate> g;
-    ~opener() {
-      if (g) g->open();
-    }
-  } open_at_end{hang};
+  const open_at_exit opener{hang};
   zmq::context_t ctx;
   raw_peer c(ctx, s.gw->endpoint(), {});
   for (const std::string id : {"a", "b", "c"}) c.send(generate_json(id, 200, true));

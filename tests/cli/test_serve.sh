@@ -100,25 +100,23 @@ rc=0; "$hearth" chat -e "$endpoint" --timeout 1000 hi >/dev/null 2>&1 || rc=$?
 rc=0; "$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/stranger.key" --timeout 1000 hi >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "chat with an unknown key: exit $rc, expected 2"
 
-# SIGHUP re-reads the policy; a broken file is refused and changes nothing.
+# hup_expect PATTERN WHAT: sends SIGHUP and waits for the log line PATTERN; then the server must
+# still serve a CURVE chat.
+hup_expect() {
+  kill -HUP "$serve_pid"
+  for _ in $(seq 1 50); do grep -q "$1" "$dir/curve.err" && break; sleep 0.1; done
+  grep -q "$1" "$dir/curve.err" || fail "$2: $(cat "$dir/curve.err")"
+  "$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/client.key" -n 2 hi >/dev/null ||
+    fail "the server stopped serving after: $2"
+}
+
+# SIGHUP re-reads the policy and says what changed; a broken file is refused and changes nothing,
+# and so is an emptied one, which would shut every client out of a CURVE server.
 sed -i 's/policy = "fcfs"/policy = "vtc"/' "$dir/home.toml"
-kill -HUP "$serve_pid"
-for _ in $(seq 1 50); do grep -q "policy fcfs -> vtc" "$dir/curve.err" && break; sleep 0.1; done
-grep -q "reloaded .*policy fcfs -> vtc" "$dir/curve.err" || fail "SIGHUP did not reload: $(cat "$dir/curve.err")"
+hup_expect "reloaded .*policy fcfs -> vtc" "SIGHUP did not reload"
 sed -i 's/policy = "vtc"/policy = "nonsense"/' "$dir/home.toml"
-kill -HUP "$serve_pid"
-for _ in $(seq 1 50); do grep -q "reload refused" "$dir/curve.err" && break; sleep 0.1; done
-grep -q "reload refused.*nonsense" "$dir/curve.err" || fail "a bad policy was not refused: $(cat "$dir/curve.err")"
-"$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/client.key" -n 2 hi >/dev/null ||
-  fail "the server stopped serving after a refused reload"
-# An emptied file would shut every client out of a CURVE server: refused, and nothing changes.
-cp "$dir/home.toml" "$dir/home.toml.kept"
+hup_expect "reload refused.*nonsense" "a bad policy was not refused"
 : >"$dir/home.toml"
-kill -HUP "$serve_pid"
-for _ in $(seq 1 50); do grep -q "lists no tenant" "$dir/curve.err" && break; sleep 0.1; done
-grep -q "reload refused: .*home.toml lists no tenant" "$dir/curve.err" || fail "an empty file was not refused: $(cat "$dir/curve.err")"
-"$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/client.key" -n 2 hi >/dev/null ||
-  fail "the server stopped serving after refusing an empty file"
-cp "$dir/home.toml.kept" "$dir/home.toml"
+hup_expect "reload refused: .*home.toml lists no tenant" "an empty file was not refused"
 stop_serve "$dir/curve.err"
 echo "serve, chat, keygen: all checks passed"
