@@ -32,8 +32,9 @@ caf::behavior admission(caf::stateful_actor<admission_state>* self, admission_li
           ev.reason = no->reason;
           ev.message = std::move(no->message);
           ev.retry_after_ms = no->retry_after_ms;
-          self->send(sink, std::move(ev));
+          // Counted before the client hears of it, so its next stats already show it.
           self->send(st.metrics, rejected_atom::value, r.tenant, no->reason);
+          self->send(sink, std::move(ev));
           return;
         }
         ev.kind = event_kind::accepted;

@@ -114,7 +114,7 @@ std::set<std::string> names_of(const std::vector<tenant_config>& tenants) {
 }
 
 caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::steady_clock::time_point started,
-                      const std::vector<tenant_config>& tenants) {
+                      std::vector<tenant_config> tenants) {
   self->state.started = started;
   self->state.listed = names_of(tenants);
   return {

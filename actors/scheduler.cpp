@@ -34,18 +34,11 @@ struct scheduler_state {
 
 using self_ptr = caf::stateful_actor<scheduler_state>*;
 
-// Sends each event to its request's sink; after a terminal one the sink is forgotten. Then the
-// bookkeeping the other actors need.
+// The bookkeeping the other actors need, then each event to its request's sink (after a terminal
+// one the sink is forgotten). Metrics first: a request's record is in by the time its client
+// hears of its end, so the client's next stats counts it.
 void dispatch(self_ptr self, std::vector<request_event>& events) {
   auto& st = self->state;
-  for (auto& e : events) {
-    const auto it = st.sinks.find(e.id);
-    if (it == st.sinks.end()) continue;
-    const bool last = e.terminal();
-    self->send(it->second, std::move(e));
-    if (last) st.sinks.erase(it);
-  }
-  events.clear();
   if (auto dq = st.core->take_dequeued(); !dq.empty()) self->send(st.opt.admission, dequeued_atom::value, std::move(dq));
   if (auto records = st.core->take_records(); !records.empty()) {
     std::vector<request_id> ids;
@@ -57,6 +50,14 @@ void dispatch(self_ptr self, std::vector<request_event>& events) {
     self->send(st.opt.admission, finished_atom::value, std::move(ids), std::move(completion));
     self->send(st.opt.metrics, records_atom::value, std::move(records));
   }
+  for (auto& e : events) {
+    const auto it = st.sinks.find(e.id);
+    if (it == st.sinks.end()) continue;
+    const bool last = e.terminal();
+    self->send(it->second, std::move(e));
+    if (last) st.sinks.erase(it);
+  }
+  events.clear();
 }
 
 scheduler_gauges gauges_of(const scheduler_state& st) {

@@ -128,7 +128,7 @@ void read_engine(const section& s, serve_config& c) {
                  : handoff == "copy" ? kv_handoff_mode::copy
                                      : kv_handoff_mode::automatic;
   s.count("threads_per_worker", e.threads_per_worker, 0, 1024);
-  s.count("step_timeout_ms", e.step_timeout_ms, 100, 3600000);
+  s.count("step_timeout_ms", e.step_timeout_ms, 1, 3600000);
   s.count("kv_tokens", c.kv_tokens, 16, int64_t{1} << 32);
 }
 

@@ -71,6 +71,18 @@ stop_serve "$dir/dev.err"
 rc=0; "$hearth" chat -e "$endpoint" --timeout 300 hi >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "chat to a stopped server: exit $rc, expected 2"
 
+# An engine that fails ends the process, non-zero, after every request got `internal`: a step
+# limit of 1 ms stands for a hung backend (a 200-token prefill takes far longer).
+printf '[engine]\nstep_timeout_ms = 1\n' >"$dir/hang.toml"
+start_serve hang --model "$dir/tiny.gguf" --config "$dir/hang.toml"
+long_q=$(printf 'the kitchen light number %d, ' $(seq 1 40))
+rc=0; "$hearth" chat -e "$endpoint" -n 4 "$long_q" >/dev/null 2>"$dir/hang.chat" || rc=$?
+[ "$rc" -eq 3 ] && grep -q "internal" "$dir/hang.chat" || fail "chat to a failed engine: exit $rc, $(cat "$dir/hang.chat")"
+rc=0; wait "$serve_pid" || rc=$?
+[ "$rc" -eq 1 ] || fail "serve exited with $rc after its engine failed, expected 1: $(cat "$dir/hang.err")"
+grep -q "the engine failed: scheduler stopped: worker: step 1 has not returned in 1 ms" "$dir/hang.err" ||
+  fail "serve did not say why its engine failed: $(cat "$dir/hang.err")"
+
 # CURVE: the server's key file and a tenants file with the client's key.
 server_pub=$("$hearth" keygen -o "$dir/server.key" 2>/dev/null)
 cat >"$dir/home.toml" <<TOML
