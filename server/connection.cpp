@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include <zmq.h>
+
 namespace hearth::server {
 
 std::string to_user_id(const connection& c) {
@@ -23,6 +25,33 @@ std::optional<connection> from_user_id(std::string_view user_id) {
   c.key = rest.substr(0, second);
   c.tenant = rest.substr(second + 1);
   return c;
+}
+
+void authenticator::set_tenants(const std::vector<tenant_config>& tenants) {
+  key_to_tenant_.clear();
+  for (const auto& t : tenants)
+    if (!t.key.empty()) key_to_tenant_[t.key] = t.name;
+}
+
+std::optional<connection> authenticator::authenticate(std::span<const std::string_view> request) {
+  if (request.size() < 6 || request[0] != "1.0") return std::nullopt;
+  const std::string_view mechanism = request[5];
+  if (!curve_) {
+    if (mechanism != "NULL") return std::nullopt;
+    return connection{.serial = next_serial_++};
+  }
+  if (mechanism != "CURVE" || request.size() < 7 || request[6].size() != 32) return std::nullopt;
+  char z85[41];
+  zmq_z85_encode(z85, reinterpret_cast<const uint8_t*>(request[6].data()), 32);
+  const auto it = key_to_tenant_.find(z85);
+  if (it == key_to_tenant_.end()) return std::nullopt;
+  return connection{.serial = next_serial_++, .key = z85, .tenant = it->second};
+}
+
+bool authenticator::listed(const connection& c) const {
+  if (!curve_) return true;
+  const auto it = key_to_tenant_.find(c.key);
+  return it != key_to_tenant_.end() && it->second == c.tenant;
 }
 
 }  // namespace hearth::server

@@ -7,9 +7,14 @@
 // connection has taken an old one's routing id (docs/architecture.md, "Gateway").
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "tenants/tenant_config.hpp"
 
 namespace hearth::server {
 
@@ -26,5 +31,24 @@ struct connection {
 std::string to_user_id(const connection& c);
 //! The connection a User-Id names; nullopt for text this gateway did not write.
 std::optional<connection> from_user_id(std::string_view user_id);
+
+//! The ZAP handler's decisions (RFC 27), without sockets: which handshakes open a connection,
+//! and which connections a tenant table still lets in.
+class authenticator {
+ public:
+  //! `curve`: CURVE handshakes with a listed key; else (development mode) NULL ones, all of them.
+  explicit authenticator(bool curve) : curve_(curve) {}
+  void set_tenants(const std::vector<tenant_config>& tenants);
+  //! A ZAP request's frames ([version, request id, domain, address, routing id, mechanism,
+  //! credentials...]): the connection it opens, with a fresh serial, or nullopt to refuse it.
+  std::optional<connection> authenticate(std::span<const std::string_view> request);
+  //! Under CURVE, whether c's key is still listed for the tenant it authenticated as.
+  bool listed(const connection& c) const;
+
+ private:
+  bool curve_;
+  std::map<std::string, std::string> key_to_tenant_;  // Z85 public key -> tenant name
+  uint64_t next_serial_ = 1;
+};
 
 }  // namespace hearth::server

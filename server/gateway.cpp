@@ -45,12 +45,6 @@ caf::behavior sink_actor(caf::event_based_actor*, std::shared_ptr<inbox> box) {
   return {[box](request_event& e) { box->push(std::move(e)); }};
 }
 
-std::string z85_encode(const uint8_t* key32) {
-  char text[41];
-  zmq_z85_encode(text, key32, 32);
-  return text;
-}
-
 size_t prompt_bytes(const wire::generate_request& g) {
   if (g.prompt) return g.prompt->size();
   size_t n = 0;
@@ -88,23 +82,19 @@ struct gateway::impl {
 
   // Gateway thread only.
   request_table table;
-  std::map<std::string, std::string> key_to_tenant;  // Z85 public key -> tenant name
-  uint64_t next_serial = 1;                          // the next handshake's connection
+  authenticator zap_auth;  // the ZAP handler's decisions
   std::optional<std::string> failure;                // the engine's, once it has failed
   bool stopping = false, detached = false, closing = false;
   clock_type::time_point deadline;
 
-  impl(engine& e, gateway_options o) : eng(e), opt(std::move(o)), curve(!opt.secret_key.empty()) {}
+  impl(engine& e, gateway_options o) : eng(e), opt(std::move(o)), curve(!opt.secret_key.empty()), zap_auth(curve) {
+    zap_auth.set_tenants(opt.tenants);
+  }
 
   void log(const std::string& line) const {
     if (opt.log) opt.log(line);
   }
 
-  void index_keys() {
-    key_to_tenant.clear();
-    for (const auto& t : opt.tenants)
-      if (!t.key.empty()) key_to_tenant[t.key] = t.name;
-  }
 
   const tenant_config* tenant_config_of(const std::string& name) const {
     for (const auto& t : opt.tenants)
@@ -112,12 +102,6 @@ struct gateway::impl {
     return nullptr;
   }
 
-  // Under CURVE, whether the connection's key is still listed for the tenant it authenticated as.
-  bool listed(const connection& c) const {
-    if (!curve) return true;
-    const auto it = key_to_tenant.find(c.key);
-    return it != key_to_tenant.end() && it->second == c.tenant;
-  }
 
   status<> bind() {
     // First, so a malformed endpoint is not reported as a non-local one: libzmq would bind a
@@ -270,31 +254,16 @@ struct gateway::impl {
     std::vector<zmq::message_t> req;
     while (zmq::recv_multipart(zap, std::back_inserter(req), zmq::recv_flags::dontwait)) {
       probe_peers();
-      // [version, request id, domain, address, routing id, mechanism, credentials...]
+      std::vector<std::string_view> frames;
+      for (const auto& f : req) frames.push_back(f.to_string_view());
       std::string status = "400", text = "unknown key", user;
-      if (req.size() >= 6 && req[0].to_string_view() == "1.0") {
-        if (auto c = authenticate(req)) status = "200", text = "OK", user = to_user_id(*c);
-      }
+      if (auto c = zap_auth.authenticate(frames)) status = "200", text = "OK", user = to_user_id(*c);
       const std::string version = "1.0", request_id = req.size() > 1 ? req[1].to_string() : std::string();
       std::array<zmq::const_buffer, 6> reply = {zmq::buffer(version), zmq::buffer(request_id), zmq::buffer(status),
                                                 zmq::buffer(text),    zmq::buffer(user),       zmq::const_buffer()};
       zmq::send_multipart(zap, reply);
       req.clear();
     }
-  }
-
-  // The connection a handshake opens: a fresh serial, and under CURVE a listed key's tenant.
-  std::optional<connection> authenticate(const std::vector<zmq::message_t>& req) {
-    const std::string_view mechanism = req[5].to_string_view();
-    if (!curve) {
-      if (mechanism != "NULL") return std::nullopt;
-      return connection{.serial = next_serial++};
-    }
-    if (mechanism != "CURVE" || req.size() < 7 || req[6].size() != 32) return std::nullopt;
-    std::string key = z85_encode(req[6].data<uint8_t>());
-    const auto it = key_to_tenant.find(key);
-    if (it == key_to_tenant.end()) return std::nullopt;
-    return connection{.serial = next_serial++, .key = std::move(key), .tenant = it->second};
   }
 
   // A handshake is about to complete, and libzmq gives a routing id that is free to the next
@@ -336,7 +305,7 @@ struct gateway::impl {
     for (size_t i = 1; i < frames.size(); ++i) body.push_back(frames[i].to_string_view());
     auto msg = wire::parse_message(body, {n_vocab});
     const std::optional<std::string> id = msg ? std::optional(id_of(*msg)) : msg.error().id;
-    if (!listed(*conn))
+    if (!zap_auth.listed(*conn))
       return refuse(
           peer, id, wire::code::unauthorized,
           "tenant '" + conn->tenant + "': this key is no longer listed (the configuration was reloaded)");
@@ -449,10 +418,10 @@ struct gateway::impl {
   void apply(gateway_config c) {
     opt.tenants = std::move(c.tenants);
     opt.policy = std::move(c.policy);
-    index_keys();
+    zap_auth.set_tenants(opt.tenants);
     for (const auto& peer : table.peers()) {
       const connection* held = table.connection_of(peer);
-      if (listed(*held)) continue;
+      if (zap_auth.listed(*held)) continue;
       const std::string tenant = held->tenant;
       end_peer(peer, wire::code::unauthorized,
                "tenant '" + tenant + "': this key is no longer listed (revoked)");
@@ -502,7 +471,6 @@ gateway::gateway(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 result<std::unique_ptr<gateway>> gateway::start(engine& e, gateway_options opt) {
   auto p = std::make_unique<impl>(e, std::move(opt));
   if (!p->box->ok()) return error{errc::io, "gateway: cannot create an eventfd"};
-  p->index_keys();
   p->n_vocab = static_cast<uint32_t>(e.tok().n_vocab());
   if (auto st = p->bind(); !st) return st.error();
   p->sink = e.system().spawn(sink_actor, p->box);
