@@ -66,13 +66,14 @@ typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
-  return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p, x.repetition_penalty,
-           x.repeat_last_n, x.seed);
+  return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p,
+           x.repetition_penalty, x.repeat_last_n, x.seed, x.banned);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request& x) {
-  return f(caf::meta::type_name("request"), x.tenant, x.prompt, x.max_tokens, x.sampling, x.stop, x.share_prefix);
+  return f(caf::meta::type_name("request"), x.tenant, x.prompt, x.max_tokens, x.sampling, x.stop,
+           x.share_prefix, x.ignore_eos);
 }
 
 template <class Inspector>

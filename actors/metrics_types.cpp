@@ -32,7 +32,8 @@ double latency_histogram::quantile(double q) const {
   uint64_t seen = 0;
   for (size_t b = 0; b < n_buckets; ++b) {
     seen += buckets_[b];
-    if (seen >= std::max<uint64_t>(rank, 1)) return std::min(bucket_upper_ms(b), max_);
+    if (seen < std::max<uint64_t>(rank, 1)) continue;
+    return b == n_buckets - 1 ? max_ : std::min(bucket_upper_ms(b), max_);
   }
   return max_;
 }

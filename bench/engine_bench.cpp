@@ -13,8 +13,7 @@ namespace hearth {
 namespace {
 
 // The workload: opt.seqs requests of opt.prompt tokens, each generating exactly opt.gen
-// (end-of-generation tokens are never drawn: the prompts repeat one ordinary token and greedy
-// decoding of the null backend emits it too; a real model may end early, which only shortens it).
+// (ignore_eos: end-of-generation tokens are never drawn, on the null backend or a real model).
 result<engine_run> run_once(const engine_bench_options& opt, std::shared_ptr<const tokenizer> tok, token_id filler,
                             backend_factory make) {
   engine_config cfg{.max_batched_tokens = std::max(opt.seqs, 256u), .max_seqs = opt.seqs,
@@ -27,6 +26,7 @@ result<engine_run> run_once(const engine_bench_options& opt, std::shared_ptr<con
   r.prompt.assign(opt.prompt, filler);
   r.max_tokens = opt.gen;
   r.sampling.temperature = 0;
+  r.ignore_eos = true;
   r.share_prefix = false;  // every request computes its own prompt, as distinct prompts would
   const auto t0 = std::chrono::steady_clock::now();
   for (uint32_t i = 0; i < opt.seqs; ++i) (*e)->submit(r, self);

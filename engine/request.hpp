@@ -21,6 +21,8 @@ struct request {
   sampling_params sampling;
   std::vector<std::string> stop;    //!< stop strings: generation ends before the first match
   bool share_prefix = true;         //!< false: a private prefix-cache salt, never shared
+  bool ignore_eos = false;          //!< the end-of-generation tokens are never drawn: it runs to
+                                    //!< max_tokens (a stop string, or the context), as benchmarks need
 };
 
 enum class event_kind : uint8_t { accepted, token, done, cancelled, rejected, error };

@@ -136,6 +136,7 @@ scheduler_core::~scheduler_core() = default;
 
 void scheduler_core::add(request_id id, request r, double arrival_s) {
   const uint64_t salt = salt_of(r, id);
+  if (r.ignore_eos) r.sampling.banned = tok_->end_of_generation_tokens();
   auto s = std::make_unique<sequence>(id, std::move(r), salt, *tok_, arrival_s);
   s->tenant = slot_of(s->req.tenant);
   enter_waiting(*s, waiting_.end());
@@ -501,7 +502,9 @@ void scheduler_core::finish(sequence& s, event_kind kind, finish_reason fin, rej
     ev.text = s.stop.push(s.decoder.flush());
     if (!s.stop.stopped()) ev.text += s.stop.flush();
   }
-  ev.use = {s.n_prompt, s.draws, s.cached_tokens};
+  // What the client received: an end-of-generation token is drawn (s.draws counts it) but
+  // never streamed.
+  ev.use = {s.n_prompt, s.generated(), s.cached_tokens};
   ev.preemptions = s.preemptions;
   now_s = std::max(now_s, s.arrival_s);
   const auto ms = [&](double t) { return 1e3 * ((t < 0 ? now_s : t) - s.arrival_s); };

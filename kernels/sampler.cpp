@@ -137,6 +137,9 @@ token_id sampler::sample(std::span<const float> logits, std::span<const token_id
   for (size_t i = 0; i < logits.size(); ++i) {
     s.cands[i] = {static_cast<token_id>(i), sanitize(logits[i])};
   }
+  for (token_id b : params_.banned)
+    if (b >= 0 && static_cast<size_t>(b) < s.cands.size())
+      s.cands[static_cast<size_t>(b)].logit = -std::numeric_limits<float>::infinity();
   apply_penalty(params_, history, s);
   if (params_.temperature == 0.0f) {
     // max_element keeps the first of equal maxima: the lowest id.

@@ -24,6 +24,7 @@ struct sampling_params {
   float repetition_penalty = 1.0f;  //!< logit > 0 ? logit / p : logit * p; 1 = off
   uint32_t repeat_last_n = 64;      //!< how many trailing history tokens the penalty looks at
   uint64_t seed = 0;                //!< seeds the sampler's own random stream
+  std::vector<token_id> banned = {};  //!< never drawn (a request's ignore_eos: its end-of-generation tokens)
 };
 
 class sampler {

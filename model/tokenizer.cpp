@@ -349,6 +349,13 @@ bool tokenizer::is_end_of_generation(token_id id) const {
   return id >= 0 && size_t(id) < n_vocab() && impl_->end_of_generation[size_t(id)];
 }
 
+std::vector<token_id> tokenizer::end_of_generation_tokens() const {
+  std::vector<token_id> ids;
+  for (size_t i = 0; i < impl_->end_of_generation.size(); ++i)
+    if (impl_->end_of_generation[i]) ids.push_back(static_cast<token_id>(i));
+  return ids;
+}
+
 tokenizer::tokenizer(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 tokenizer::tokenizer(tokenizer&&) noexcept = default;
 tokenizer& tokenizer::operator=(tokenizer&&) noexcept = default;

@@ -42,6 +42,8 @@ class tokenizer {
   token_id eos() const;
   token_id eot() const;
   bool is_end_of_generation(token_id id) const;  //!< eos, eot, or another end marker
+  //! Every id is_end_of_generation holds for, in order.
+  std::vector<token_id> end_of_generation_tokens() const;
   const vocab_spec& spec() const;
 
   tokenizer(tokenizer&&) noexcept;

@@ -333,6 +333,7 @@ struct gateway::impl {
     r.max_tokens = g.max_tokens;
     r.sampling = g.sampling;
     r.stop = std::move(g.stop);
+    r.ignore_eos = g.ignore_eos;
     if (const tenant_config* t = tenant_config_of(r.tenant)) r.share_prefix = t->share_prefix;
     const request_id rid = eng.next_id();
     table.add(rid, {.peer = peer, .id = g.id, .stream = g.stream, .tokenizing = true}, conn,

@@ -173,7 +173,7 @@ std::vector<std::string> read_stops(const fields& f) {
 
 generate_request read_generate(const fields& f, std::string id, const parse_limits& lim) {
   f.only({"type", "id", "prompt", "messages", "max_tokens", "temperature", "top_k", "top_p", "min_p",
-          "repetition_penalty", "repeat_last_n", "seed", "stop", "stream", "tenant"});
+          "repetition_penalty", "repeat_last_n", "seed", "stop", "stream", "ignore_eos", "tenant"});
   generate_request g;
   g.id = std::move(id);
   if (f.has("prompt") == f.has("messages")) f.fail("prompt", "or 'messages': exactly one must be given");
@@ -190,6 +190,7 @@ generate_request read_generate(const fields& f, std::string id, const parse_limi
   s.seed = static_cast<uint64_t>(f.integer("seed", 0, max_seed, 0));
   g.stop = read_stops(f);
   g.stream = f.flag("stream", true);
+  g.ignore_eos = f.flag("ignore_eos", false);
   g.tenant = tenant_field(f);
   return g;
 }

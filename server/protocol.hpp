@@ -45,6 +45,7 @@ struct generate_request {
   sampling_params sampling = {};
   std::vector<std::string> stop = {};
   bool stream = true;
+  bool ignore_eos = false;                  //!< run to max_tokens: end-of-generation tokens never drawn
   std::optional<std::string> tenant;        //!< development mode: who asks; CURVE: must match
 };
 struct cancel_request { std::string id; };

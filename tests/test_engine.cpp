@@ -189,3 +189,36 @@ TEST_CASE("the worker pins itself to its cpuset, and a bad cpuset fails the star
   CHECK_THAT(bad.error().message, Catch::Contains("9999"));
   CHECK_FALSE(engine::start({.policy = "nope"}, m.tok, {}));
 }
+
+TEST_CASE("ignore_eos runs a request to max_tokens, drawing what it drew until its end", "[engine]") {
+  // The micro model (600 tokens): its greedy completions often end early, tiny's seldom do.
+  static const auto micro = engine_model::make();
+  const engine_model& m = *micro;
+  auto be = m.backend(1024);
+  // A prompt whose greedy completion ends early.
+  request early;
+  for (token_id t = 10; t < 590 && early.prompt.empty(); ++t) {
+    request r = greedy({1, t, t + 1}, 64);
+    if (generate_alone(*be, *m.tok, r).size() < 32) early = r;
+  }
+  REQUIRE_FALSE(early.prompt.empty());
+  const auto until_eos = generate_alone(*be, *m.tok, early);
+  auto e = start_engine({}, 8192, 16, m);
+  caf::scoped_actor self{e->system()};
+  const request_id plain = e->submit(early, self);
+  request forced = early;
+  forced.ignore_eos = true;
+  const request_id id = e->submit(forced, self);
+  outcome o;
+  collect(self, 2, o);
+  CHECK(o.terminal.at(plain).finish == finish_reason::eos);
+  CHECK(o.terminal.at(plain).use.completion_tokens == until_eos.size());  // what was streamed
+  const auto& done = o.terminal.at(id);
+  CHECK(done.finish == finish_reason::length);
+  CHECK(done.use.completion_tokens == 64);
+  const auto tokens = o.tokens_of(id);
+  REQUIRE(tokens.size() == 64);
+  CHECK(std::vector<token_id>(tokens.begin(), tokens.begin() + static_cast<long>(until_eos.size())) ==
+        until_eos);
+  for (token_id t : tokens) CHECK_FALSE(m.tok->is_end_of_generation(t));
+}

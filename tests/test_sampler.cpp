@@ -240,3 +240,21 @@ TEST_CASE("invalid parameters are rejected, naming the field", "[sampler]") {
   edge.min_p = 0.0f;
   CHECK(sampler::create(edge));
 }
+
+TEST_CASE("banned tokens are never drawn, and the others keep their odds", "[sampler]") {
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  test::seed_sequence seeds(seed);
+  const auto logits = logits_of({0.7, 0.1, 0.1, 0.1});
+  sampling_params greedy;
+  greedy.temperature = 0.0f;
+  greedy.banned = {0, 7, -1};  // ids outside the vocabulary are ignored
+  sampler g = make(greedy);
+  CHECK(g.sample(logits, {}) == 1);  // the argmax banned: the next best, lowest id on ties
+  sampling_params p;
+  p.banned = {0};
+  sampler s = make(with_seed(p, seeds));
+  const auto f = frequencies(s, logits, 6000);
+  CHECK(f[0] == 0);
+  for (size_t i = 1; i < 4; ++i) CHECK(f[i] == Approx(1.0 / 3).margin(0.04));
+}

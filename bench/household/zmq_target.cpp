@@ -123,7 +123,10 @@ result<std::unique_ptr<zmq_target>> zmq_target::connect(const client::options& o
 
 void zmq_target::submit(const bench_request& r, std::shared_ptr<bench_sink> sink) {
   // Greedy: the same tokens in every run.
-  client::generate_params p{.prompt = r.prompt, .max_tokens = r.max_tokens, .temperature = 0, .stream = true};
+  // ignore_eos: every request runs to its max_tokens, so a random end of generation on a
+  // generated model never shortens the mix.
+  client::generate_params p{
+      .prompt = r.prompt, .max_tokens = r.max_tokens, .temperature = 0, .stream = true, .ignore_eos = true};
   if (impl_->name_tenants) p.tenant = r.tenant;
   std::lock_guard lock(impl_->mu);
   impl_->queue.push_back({r.index, std::move(p), std::move(sink)});

@@ -27,6 +27,7 @@ json request_json(const std::string& id, const generate_params& p, const std::st
             {"min_p", p.min_p},            {"repetition_penalty", p.repetition_penalty},
             {"repeat_last_n", p.repeat_last_n}, {"seed", p.seed},
             {"stop", p.stop},              {"stream", p.stream}};
+  if (p.ignore_eos) j["ignore_eos"] = true;
   if (p.messages.empty()) {
     j["prompt"] = p.prompt;
   } else {

@@ -62,6 +62,7 @@ struct generate_params {
   uint64_t seed = 0;
   std::vector<std::string> stop = {};
   bool stream = true;
+  bool ignore_eos = false;  //!< run to max_tokens: the model's end-of-generation tokens are never drawn
   std::string tenant = {};  //!< development mode: this request's tenant instead of options.tenant
   //! Start to the first token (with stream = false, to the end); time in the queue counts.
   std::chrono::milliseconds first_token_timeout{0};

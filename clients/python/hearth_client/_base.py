@@ -17,7 +17,7 @@ log = logging.getLogger("hearth_client")
 
 # Sampling options of `generate`, sent as given (None: not sent, the server's default applies).
 SAMPLING_OPTIONS = ("max_tokens", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
-                    "repeat_last_n", "seed", "stop")
+                    "repeat_last_n", "seed", "stop", "ignore_eos")
 
 DEFAULT = object()  # "the client's default" for a per-request timeout; None means no timeout
 HEARTBEAT_IVL_MS = 1000  # ZMTP heartbeats, as the server sets them (docs/protocol.md)

@@ -85,7 +85,7 @@ class Client(ClientBase):
         """Send a generation and return its `Stream`. Give `prompt` (raw text) or `messages`
         (`[{"role": ..., "content": ...}]`). Sampling options (server defaults when left out):
         max_tokens, temperature (0 = greedy), top_k, top_p, min_p, repetition_penalty,
-        repeat_last_n, seed, stop (a string or a list of them). stream=False: no tokens are sent,
+        repeat_last_n, seed, stop (a string or a list of them), ignore_eos (run to max_tokens). stream=False: no tokens are sent,
         the text comes with the result, and first_token_timeout bounds the wait for it."""
         msg, state = self._start_generation(prompt, messages, stream, request_id, tenant, first_token_timeout,
                                             idle_timeout, sampling, time.monotonic())
