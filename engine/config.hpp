@@ -25,7 +25,7 @@ struct engine_config {
   uint32_t long_prefill_threshold = 128; //!< prefill tokens one request gets per step; 0 = no cap
   uint32_t max_partial_prefills = 2;     //!< chunks per step that leave their prompt unfinished
   uint32_t max_preemptions = 3;          //!< then a request reserves all its blocks and is never preempted
-  std::string policy = "fcfs";
+  std::string policy = "household";      // docs/policies.md: the default for a home server
   //! The household's services. Empty: no tenant configuration (every policy orders by arrival).
   std::vector<tenant_config> tenants = {};
   // Admission

@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "policies/ordering.hpp"
+#include "policies/stream_guard.hpp"
 
 namespace hearth {
 
@@ -28,6 +28,11 @@ int effective_rank(uint32_t t, std::span<const fair_tenant> tenants, double lag)
 std::vector<uint32_t> household_policy::order_waiting(const policy_snapshot& s) const {
   return fair_order(s, cost_.input,
                     [this](uint32_t t, std::span<const fair_tenant> tenants) { return effective_rank(t, tenants, lag_); });
+}
+
+std::optional<uint32_t> household_policy::prefill_cap(const policy_snapshot& s) const {
+  const request_view* first = s.waiting.empty() ? nullptr : &s.waiting[order_waiting(s).front()];
+  return stream_guard_cap(s, first, min_prefill_tokens_);
 }
 
 uint32_t household_policy::pick_victim(const policy_snapshot& s, std::span<const uint32_t> candidates) const {

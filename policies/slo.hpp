@@ -11,18 +11,11 @@ namespace hearth {
 //!   then requests of tenants without a TTFT target, in arrival order.
 //! - Victim: the running request whose tenant has the loosest ITL target (none is loosest),
 //!   latest arrival first.
-//! - prefill_cap: while streams with an ITL target decode, the next step's prefill tokens are
-//!   capped so the predicted step time, step_time.predict_ms(decodes + prefill, running + 1,
-//!   their attention), stays within the tightest ITL target among them; the attention of the
-//!   chunk is counted at the position of the request served first. The model's recent error
-//!   is kept in reserve: the step is planned to target / (1 + 2 * its relative RMS error). With tenants
-//!   that have a TTFT target, no step is planned beyond half the tightest, so that a request arriving
-//!   mid-step can still make its own. A target is a quantile (itl_quantile of a stream's gaps must keep it),
-//!   and a stream whose short gaps so far leave room for one more long one (misses + 1 <= (1 - quantile) *
-//!   gaps) does not hold the step back when the request served first would miss its TTFT in held steps and
-//!   make it at full speed: when no stream holds it then, the step takes its full budget, and a long prompt
-//!   gets a chunk at full speed. The cap never goes below `min_prefill_tokens`, so prefill always progresses
-//!   even when the decodes alone already exceed the target.
+//! - prefill_cap: the stream guard (stream_guard.hpp) for the request it serves first: while
+//!   streams with an ITL target decode, the step's prefill fits within the tightest target
+//!   (error kept in reserve), never beyond half the tightest TTFT target, a stream's earned long
+//!   gap spent only on a prompt that would otherwise miss its TTFT; never below
+//!   `min_prefill_tokens`, so prefill always progresses.
 class slo_policy final : public policy {
  public:
   //! 16 tokens: one 16-position KV block, enough that a long prompt still finishes. (32 held

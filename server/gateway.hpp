@@ -54,7 +54,7 @@ struct gateway_options {
   //! CURVE: who may connect (key -> tenant) and who may send `admin`.
   std::vector<tenant_config> tenants = {};
   model_card model = {};
-  std::string policy = "fcfs";  //!< the policy in force, for `stats`
+  std::string policy = "household";  //!< the policy in force, for `stats`
   //! The `admin` `reload` action: re-reads the configuration and applies it to the engine;
   //! returns what the gateway then applies itself (as reconfigure does). Runs on the gateway
   //! thread. Empty: reload is refused.

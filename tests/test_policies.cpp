@@ -222,8 +222,12 @@ request_view decoding(request_id id, uint32_t tenant) {
 
 }  // namespace
 
-TEST_CASE("slo caps prefill so the predicted step keeps the tightest ITL target", "[policies]") {
-  const auto p = make_policy("slo");
+TEST_CASE("slo and household cap prefill so the predicted step keeps the tightest ITL target", "[policies]") {
+  // One stream guard (policies/stream_guard.hpp) serves both.
+  const std::string name = GENERATE("slo", "household");
+  CAPTURE(name);
+  const auto p = make_policy(name);
+  static_assert(slo_policy::default_min_prefill_tokens == household_policy::default_min_prefill_tokens);
   // Three voice streams (ITL 100 ms) and a docs stream decode; a docs prompt is mid-prefill.
   const request_view running[] = {decoding(1, 0), decoding(2, 0), decoding(3, 0), decoding(4, 1),
                                   {.id = 5, .tenant_index = 1, .prompt_tokens = 1500, .computed_tokens = 512}};

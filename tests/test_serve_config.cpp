@@ -83,7 +83,7 @@ TEST_CASE("an empty configuration is development mode with the defaults", "[serv
   CHECK(r->endpoint == "tcp://127.0.0.1:5555");
   CHECK(r->max_message_bytes == 1 << 20);
   CHECK(r->heartbeat_ms == 1000);
-  CHECK(r->engine.policy == "fcfs");
+  CHECK(r->engine.policy == "household");
 }
 
 TEST_CASE("bad fields are named with their line", "[serve]") {

@@ -17,7 +17,7 @@ python3 - "$dir/serve.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 c, r = j["config"], j["report"]
-assert c["command"] == "serve" and c["engine"]["policy"] == "fcfs", c
+assert c["command"] == "serve" and c["engine"]["policy"] == "household", c
 assert [t["name"] for t in c["workload"]["classes"]] == ["chat", "rag", "background"], c["workload"]
 dist = {"count", "mean", "p50", "p90", "p99", "max"}
 for g in r["tenants"] + [r["overall"]]:
