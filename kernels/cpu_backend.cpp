@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "kernels/kernel_tuner.hpp"
 #include "model/gguf.hpp"
 #include "model/llama_weights.hpp"
 
@@ -61,6 +62,17 @@ result<uint32_t> pool_blocks(const hparams& hp, const kv_layout& layout, const c
   return n;
 }
 
+// A linear on the plan the process's tuner gives its shape.
+result<linear> make_linear(std::span<const weight_part> parts, uint32_t n_in,
+                           const cpu_backend_options& opt) {
+  uint64_t n_out = 0;
+  for (const auto& p : parts) n_out += p.n_out;
+  if (n_out == 0 || n_out > UINT32_MAX) return linear::create(parts, n_in, opt.compute);  // its error
+  auto plan = process_tuner().plan(n_in, static_cast<uint32_t>(n_out), opt.compute, opt.kernels);
+  if (!plan) return plan.error();
+  return linear::create(parts, n_in, *plan);
+}
+
 void add_rows(float* x, const float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += y[i];
 }
@@ -99,10 +111,10 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
     const weight_part wo[] = {ix->part(weight_kind::attn_output, l)};
     const weight_part gate_up[] = {ix->part(weight_kind::ffn_gate, l), ix->part(weight_kind::ffn_up, l)};
     const weight_part down[] = {ix->part(weight_kind::ffn_down, l)};
-    auto lq = linear::create(qkv, d, opt.compute);
-    auto lo = linear::create(wo, hp->n_head * hp->head_dim, opt.compute);
-    auto lg = linear::create(gate_up, d, opt.compute);
-    auto ld = linear::create(down, hp->n_ff, opt.compute);
+    auto lq = make_linear(qkv, d, opt);
+    auto lo = make_linear(wo, hp->n_head * hp->head_dim, opt);
+    auto lg = make_linear(gate_up, d, opt);
+    auto ld = make_linear(down, hp->n_ff, opt);
     for (const auto* r : {&lq, &lo, &lg, &ld}) {
       if (!*r) return r->error();
     }
@@ -115,7 +127,7 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
   w->output_norm = ix->floats(weight_kind::output_norm);
   const weight_kind head_kind = hp->tied_output ? weight_kind::token_embd : weight_kind::output;
   const weight_part head[] = {ix->part(head_kind, 0)};
-  auto lh = linear::create(head, d, opt.compute);
+  auto lh = make_linear(head, d, opt);
   if (!lh) return lh.error();
   w->head.emplace(std::move(*lh));
   w->embd_type = ix->get(weight_kind::token_embd)->type;

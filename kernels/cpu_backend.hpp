@@ -34,6 +34,7 @@ struct cpu_backend_options {
   uint32_t block_size = 16;  //!< KV positions per block
   uint64_t kv_tokens = 0;    //!< pool capacity in positions (0: see kv_bytes)
   uint64_t kv_bytes = 0;     //!< pool capacity in bytes (0 and kv_tokens 0: one full-context sequence)
+  kernel_choice kernels = kernel_choice::automatic;  //!< which matmul paths the tuner may choose
 };
 
 class cpu_backend final : public backend {
