@@ -65,7 +65,9 @@ class cpu_backend final : public backend {
   // Read-only once loaded, so backends on several worker threads share one copy.
   struct weights {
     tensor_type embd_type = tensor_type::f32;
-    std::vector<std::byte> embd;    // (vocab, d) as stored in the file; rows dequantized on use
+    std::span<const std::byte> embd;   // (vocab, d) as stored in the file; rows dequantized on use
+    std::vector<std::byte> embd_copy;  // embd's bytes when the file has no mapping to read them in
+    std::shared_ptr<const void> file;  // the file's mapping, which embd and kept weights point into
     std::vector<layer> layers;
     std::vector<float> output_norm; // (d,)
     std::optional<linear> head;     // (vocab, d)

@@ -14,6 +14,8 @@
 #include "common/checked.hpp"
 #include "kernels/bf16_gemm.hpp"
 #include "kernels/dnnl_context.hpp"
+#include "kernels/parallel.hpp"
+#include "kernels/quant_dot.hpp"
 
 // Primitives, one per batch size. A matmul primitive is built for a fixed m: oneDNN's runtime-M
 // primitive (DNNL_RUNTIME_DIM_VAL) falls back to gemm:jit, which on AVX-512 machines is much
@@ -77,6 +79,9 @@ bool path_available(matmul_path p) {
   switch (p) {
     case matmul_path::onednn_bf16:
       return bf16_matmul_supported();
+    case matmul_path::quant_dot:
+    case matmul_path::quant_f32:
+      return quant::isa_available(quant::isa::avx2);
     case matmul_path::hearth_w16:  // x86-64-v4, which its clone is built for (Clang has no name for it)
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
@@ -90,7 +95,8 @@ std::vector<matmul_path> paths_for(compute_type ct) {
   std::vector<matmul_path> out;
   for (matmul_path p : all_matmul_paths) {
     const bool f32 = storage_of(p) == weight_storage::onednn_f32;
-    if (f32 == (ct == compute_type::f32) && path_available(p)) out.push_back(p);
+    const bool converted = storage_of(p) != weight_storage::quantized;  // those depend on the file's types
+    if (converted && f32 == (ct == compute_type::f32) && path_available(p)) out.push_back(p);
   }
   return out;
 }
@@ -177,9 +183,23 @@ struct linear::impl {
   // widened into: slices[0] every slice but the last, slices[1] the last.
   bf16_matrix packed;
   dnnl_gemm slices[2];
+  // Quantized: each part's blocks as the file holds them, read in place (owner keeps them) or
+  // from `copy`, and for quant-f32 the slices its rows are dequantized into, as `slices` above.
+  struct quant_part {
+    tensor_type type;
+    const std::byte* data;
+    size_t row_bytes;
+    uint32_t first_row, n_out;
+    dnnl_gemm slices[2];
+  };
+  std::vector<quant_part> qparts;
+  std::vector<std::shared_ptr<const void>> owners;
+  std::vector<std::byte> copy;
+  quant::isa isa = quant::isa::avx2;
 
   void create_native(std::span<const weight_part> parts);
   void create_panels(std::span<const weight_part> parts);
+  status<> create_quantized(std::span<const weight_part> parts);
   dnnl::memory::desc src_desc(uint32_t m) const { return {dims2(m, n_in), src_dt, dnnl_tag::ab}; }
   dnnl::matmul make_matmul(const dnnl_gemm& g, uint32_t m) const;
   std::shared_ptr<const dnnl::matmul> matmul_for(const dnnl_gemm& g, uint32_t m) const;
@@ -193,6 +213,8 @@ struct linear::impl {
   void forward_native(const float* x, float* y, uint32_t m) const;
   void forward_panels(const float* x, float* y, uint32_t m, bf16_kernel kernel) const;
   void forward_widened(const float* x, float* y, uint32_t m) const;
+  void forward_quant_dot(const float* x, float* y, uint32_t m) const;
+  void forward_quant_f32(const float* x, float* y, uint32_t m) const;
   size_t x_row_bytes() const { return size_t{n_in} * (src_dt == dnnl_dt::bf16 ? 2 : 4); }
   const float* bias_at(uint32_t column) const { return bias.empty() ? nullptr : bias.data() + column; }
 };
@@ -286,6 +308,54 @@ void linear::impl::forward_widened(const float* x, float* y, uint32_t m) const {
   }
 }
 
+// Rows per work item of the quantized dots: a few KiB of weights, and enough items for the threads.
+constexpr uint32_t quant_rows_per_item = 16;
+
+void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const {
+  const uint32_t nb = n_in / 32;
+  quant::act_block* act = scratch<quant::act_block>(size_t{m} * nb);
+  for (uint32_t i = 0; i < m; ++i)
+    quant::quantize_activations(x + size_t{i} * n_in, n_in, act + size_t{i} * nb);
+  size_t items = 0;
+  for (const auto& p : qparts) items += (p.n_out + quant_rows_per_item - 1) / quant_rows_per_item;
+  parallel_for(items, [&](size_t item) {
+    for (const auto& p : qparts) {
+      const size_t here = (p.n_out + quant_rows_per_item - 1) / quant_rows_per_item;
+      if (item >= here) {
+        item -= here;
+        continue;
+      }
+      const auto r0 = static_cast<uint32_t>(item) * quant_rows_per_item;
+      const uint32_t rows = std::min(quant_rows_per_item, p.n_out - r0);
+      quant::dot_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, act, m,
+                      y + p.first_row + r0, n_out);
+      return;
+    }
+  });
+  if (bias.empty()) return;
+  for (uint32_t i = 0; i < m; ++i)
+    for (uint32_t o = 0; o < n_out; ++o) y[size_t{i} * n_out + o] += bias[o];
+}
+
+void linear::impl::forward_quant_f32(const float* x, float* y, uint32_t m) const {
+  float* w = scratch<float, 1>(size_t{n_in} * qparts.front().slices[0].n);
+  for (const auto& p : qparts) {
+    for (uint32_t c = 0; c < p.n_out; c += p.slices[0].n) {
+      const dnnl_gemm& g = p.slices[c + p.slices[0].n < p.n_out ? 0 : 1];
+      parallel_for((g.n + quant_rows_per_item - 1) / quant_rows_per_item, [&](size_t item) {
+        const auto r = static_cast<uint32_t>(item) * quant_rows_per_item;
+        quant::dequantize_rows(isa, p.type, p.data + (c + r) * p.row_bytes, p.row_bytes,
+                               std::min(quant_rows_per_item, g.n - r), n_in, w + size_t{r} * n_in);
+      });
+      const float* b = bias_at(p.first_row + c);
+      const bool ran =
+          run_rows(g, x, dnnl::memory(g.weights, dnnl_ctx::engine(), w), b, y + p.first_row + c, m);
+      dnnl_ctx::stream().wait();  // before the next slice overwrites w
+      if (!ran) return forward_quant_dot(x, y, m);
+    }
+  }
+}
+
 namespace {
 
 // Converts the stacked rows into a plain (n_in, n_out) "ba" buffer of `dt` (W (n_out, n_in)
@@ -355,6 +425,44 @@ void linear::impl::create_panels(std::span<const weight_part> parts) {
   }
 }
 
+// Quantized: the parts' blocks in place when their owner keeps them, else one copy.
+status<> linear::impl::create_quantized(std::span<const weight_part> parts) {
+  if (!quant::isa_available(quant::isa::avx2))
+    return error{errc::unsupported, "linear: quantized weights need AVX2 (kept as stored, dotted in 8 bits)"};
+  isa = quant::best_isa();
+  const bool owned =
+      std::all_of(parts.begin(), parts.end(), [](const auto& p) { return p.owner != nullptr; });
+  if (!owned) {
+    for (const auto& p : parts) copy.insert(copy.end(), p.data.begin(), p.data.end());
+  }
+  size_t at = 0;
+  uint32_t first_row = 0;
+  for (const auto& part : parts) {
+    if (!quant::has_dot(part.type))
+      return error{errc::unsupported,
+                   std::string("linear: a ") + traits_of(part.type).name + " part cannot be kept quantized"};
+    quant_part q{part.type,
+                 owned ? part.data.data() : copy.data() + at,
+                 *bytes_for(part.type, n_in),
+                 first_row,
+                 part.n_out,
+                 {}};
+    const size_t fit = slice_bytes / (sizeof(float) * n_in) / 16 * 16;
+    const uint32_t cols = static_cast<uint32_t>(std::clamp<size_t>(fit, 16, part.n_out));
+    const uint32_t last = part.n_out - (part.n_out - 1) / cols * cols;
+    for (int i = 0; i < 2; ++i) {
+      const uint32_t n = i == 0 ? cols : last;
+      const dnnl::memory::desc wei(dims2(n_in, n), dnnl_dt::f32, dnnl_tag::ba);  // dequantized rows
+      q.slices[i] = {wei, dnnl_ctx::intern_layout(wei), n, n_out};
+    }
+    qparts.push_back(q);
+    if (owned) owners.push_back(part.owner);
+    at += part.data.size();
+    first_row += part.n_out;
+  }
+  return {};
+}
+
 result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in, const matmul_plan& plan) {
   uint64_t n_out = 0;
   if (auto ok = check_parts(parts, n_in, n_out); !ok) return ok.error();
@@ -367,10 +475,13 @@ result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in,
   p->src_dt = plan.storage() == weight_storage::onednn_bf16 ? dnnl_dt::bf16 : dnnl_dt::f32;
   try {
     p->bias = stack_bias(parts);
-    if (plan.storage() == weight_storage::bf16_panels)
+    if (plan.storage() == weight_storage::quantized) {
+      if (auto st = p->create_quantized(parts); !st) return st.error();
+    } else if (plan.storage() == weight_storage::bf16_panels) {
       p->create_panels(parts);
-    else
+    } else {
       p->create_native(parts);
+    }
   } catch (const dnnl::error& e) {
     return error{errc::unsupported, std::string("linear: oneDNN: ") + e.what()};
   } catch (const std::bad_alloc&) {
@@ -392,6 +503,10 @@ void linear::forward(const float* x, float* y, uint32_t m) const {
       return impl_->forward_panels(x, y, m, bf16_kernel::w16);
     case matmul_path::widened_f32:
       return impl_->forward_widened(x, y, m);
+    case matmul_path::quant_dot:
+      return impl_->forward_quant_dot(x, y, m);
+    case matmul_path::quant_f32:
+      return impl_->forward_quant_f32(x, y, m);
     default:
       return impl_->forward_native(x, y, m);
   }
@@ -407,9 +522,17 @@ const matmul_plan& linear::plan() const {
   return impl_->plan;
 }
 size_t linear::weight_bytes() const {
-  const size_t matrix = impl_->plan.storage() == weight_storage::bf16_panels
-                            ? impl_->packed.bytes()
-                            : impl_->weights.get_desc().get_size();
+  size_t matrix = 0;
+  switch (impl_->plan.storage()) {
+    case weight_storage::bf16_panels:
+      matrix = impl_->packed.bytes();
+      break;
+    case weight_storage::quantized:
+      for (const auto& p : impl_->qparts) matrix += p.n_out * p.row_bytes;
+      break;
+    default:
+      matrix = impl_->weights.get_desc().get_size();
+  }
   return matrix + impl_->bias.size() * sizeof(float);
 }
 

@@ -25,19 +25,23 @@ std::vector<matmul_path> paths_for(compute_type ct);
 matmul_plan default_plan(compute_type ct);
 
 //! One GGUF weight tensor's raw data, (n_out, n_in) in `type`, with an optional bias (n_out,).
+//! `owner` keeps `data` alive (the file's mapping): a linear that keeps the weights as stored
+//! holds it, or copies the bytes when there is none.
 struct weight_part {
   tensor_type type;
   std::span<const std::byte> data;
   uint32_t n_out;
   std::span<const float> bias;
+  std::shared_ptr<const void> owner = {};
 };
 
 class linear {
  public:
   //! Stacks the parts' rows into one matrix (sum of n_out, n_in), so Q/K/V or gate/up run as one
   //! matmul. Any tensor_type is accepted: f16/q8_0/q4_0 are dequantized and converted to what the
-  //! plan computes with. Parts without a bias get zeros when another part has one. errc::unsupported
-  //! for a plan whose paths do not share a storage.
+  //! plan computes with, unless the plan keeps them quantized (quant::has_dot types only).
+  //! Parts without a bias get zeros when another part has one. errc::unsupported for a plan whose
+  //! paths do not share a storage, or that keeps a type quantized that has no dot kernels.
   static result<linear> create(std::span<const weight_part> parts, uint32_t n_in, const matmul_plan& plan);
   //! With default_plan(ct).
   static result<linear> create(std::span<const weight_part> parts, uint32_t n_in, compute_type ct);

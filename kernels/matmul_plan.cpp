@@ -16,6 +16,10 @@ const char* to_string(matmul_path p) {
       return "hearth-w16";
     case matmul_path::widened_f32:
       return "widened-f32";
+    case matmul_path::quant_dot:
+      return "quant-dot";
+    case matmul_path::quant_f32:
+      return "quant-f32";
   }
   return "?";
 }
@@ -33,6 +37,9 @@ weight_storage storage_of(matmul_path p) {
       return weight_storage::onednn_f32;
     case matmul_path::onednn_bf16:
       return weight_storage::onednn_bf16;
+    case matmul_path::quant_dot:
+    case matmul_path::quant_f32:
+      return weight_storage::quantized;
     default:
       return weight_storage::bf16_panels;
   }

@@ -26,21 +26,20 @@ enum class matmul_path : uint8_t {
   hearth_w8,    //!< our kernel over bf16 panels, 8 lanes (kernels/bf16_gemm.hpp)
   hearth_w16,   //!< the same, 16 lanes (AVX-512)
   widened_f32,  //!< bf16 panels widened to f32 per call, a cache-sized slice at a time, for oneDNN f32
+  quant_dot,    //!< quantized blocks as stored, dotted against 8-bit activations (kernels/quant_dot.hpp)
+  quant_f32,    //!< quantized blocks dequantized per call, a slice at a time, for oneDNN f32
 };
-inline constexpr matmul_path all_matmul_paths[] = {matmul_path::onednn_f32, matmul_path::onednn_bf16,
-                                                   matmul_path::hearth_w8, matmul_path::hearth_w16,
-                                                   matmul_path::widened_f32};
-//! "onednn-f32", "onednn-bf16", "hearth-w8", "hearth-w16", "widened-f32".
+inline constexpr matmul_path all_matmul_paths[] = {
+    matmul_path::onednn_f32,  matmul_path::onednn_bf16, matmul_path::hearth_w8, matmul_path::hearth_w16,
+    matmul_path::widened_f32, matmul_path::quant_dot,   matmul_path::quant_f32};
+//! "onednn-f32", "onednn-bf16", "hearth-w8", "hearth-w16", "widened-f32", "quant-dot", "quant-f32".
 const char* to_string(matmul_path p);
 std::optional<matmul_path> matmul_path_from_name(std::string_view name);
 
-//! How a linear keeps its weights; the paths of one plan share it.
-enum class weight_storage { onednn_f32, onednn_bf16, bf16_panels };
+//! How a linear keeps its weights; the paths of one plan share it. quantized: the file's blocks,
+//! read in place from its mapping.
+enum class weight_storage { onednn_f32, onednn_bf16, bf16_panels, quantized };
 weight_storage storage_of(matmul_path p);
-//! Bytes per weight the storage takes.
-inline uint32_t bytes_per_weight(weight_storage s) {
-  return s == weight_storage::onednn_f32 ? 4 : 2;
-}
 
 //! Buckets of m: [1, 4), [4, 64), [64, ...), measured at bucket_m (decode, a batch of decodes,
 //! a prefill chunk).
@@ -49,6 +48,11 @@ inline constexpr std::array<uint32_t, n_m_buckets> bucket_m{1, 16, 256};
 inline uint32_t bucket_of(uint32_t m) {
   return m < 4 ? 0 : m < 64 ? 1 : 2;
 }
+
+//! The plan for weights kept quantized: dots while m is small, oneDNN f32 over dequantized slices
+//! for prefill chunks, where the dots' per-row work would dominate.
+inline constexpr std::array<matmul_path, 3> quantized_paths{matmul_path::quant_dot, matmul_path::quant_dot,
+                                                            matmul_path::quant_f32};
 
 struct matmul_plan {
   std::array<matmul_path, n_m_buckets> paths{};

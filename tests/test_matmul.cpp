@@ -77,7 +77,22 @@ double rel_error(const std::vector<float>& y, const std::vector<double>& ref) {
 }
 
 double tolerance(const matmul_plan& plan) {
-  return plan.storage() == weight_storage::onednn_f32 ? 1e-4 : 2e-2;
+  // bf16 rounds weights and activations to 8 bits of mantissa; quantized dots round activations
+  // to 8-bit integers per block of 32.
+  return plan.storage() == weight_storage::onednn_f32  ? 1e-4
+         : plan.storage() == weight_storage::quantized ? 3e-2
+                                                       : 2e-2;
+}
+
+size_t expected_bytes(const std::vector<test_part>& parts, uint32_t n_in, const matmul_plan& plan) {
+  size_t n = 0;
+  for (const auto& p : parts) {
+    const size_t elems = size_t{p.n_out} * n_in;
+    n += plan.storage() == weight_storage::quantized    ? *bytes_for(p.type, elems)
+         : plan.storage() == weight_storage::onednn_f32 ? 4 * elems
+                                                        : 2 * elems;
+  }
+  return n;
 }
 
 // Every plan a linear can run here: each path alone (hearth-w16 too, which runs on any x86-64 CPU
@@ -86,6 +101,7 @@ double tolerance(const matmul_plan& plan) {
 std::vector<matmul_plan> test_plans() {
   std::vector<matmul_plan> plans;
   for (matmul_path p : all_matmul_paths) {
+    if (storage_of(p) == weight_storage::quantized) continue;  // for quantized parts only: below
     if (p != matmul_path::onednn_bf16 || path_available(p)) plans.push_back(matmul_plan::uniform(p));
   }
   plans.push_back({{matmul_path::hearth_w16, matmul_path::hearth_w8, matmul_path::widened_f32}});
@@ -103,7 +119,7 @@ void check_against_reference(rng& r, const std::vector<test_part>& parts, uint32
   CHECK(lin->n_in() == n_in);
   CHECK(lin->n_out() == n_out);
   CHECK(lin->plan() == plan);
-  CHECK(lin->weight_bytes() >= size_t{n_in} * n_out * bytes_per_weight(plan.storage()));
+  CHECK(lin->weight_bytes() >= expected_bytes(parts, n_in, plan));
   for (uint32_t m : ms) {
     CAPTURE(m);
     const auto x = random_values(r, size_t{m} * n_in);
@@ -245,6 +261,62 @@ TEST_CASE("gemm_bf16w matches a double reference for any shape and thread count"
     }
   }
   set_kernel_threads(threads_before);
+}
+
+TEST_CASE("quantized parts kept as stored match the reference at every batch size", "[matmul]") {
+  if (!path_available(matmul_path::quant_dot)) {
+    WARN("not run: no AVX2, so quantized weights are expanded at load here");
+    return;
+  }
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  rng r(seed);
+  const uint32_t n_in = 256;
+  for (const matmul_plan plan : {matmul_plan{quantized_paths}, matmul_plan::uniform(matmul_path::quant_dot),
+                                 matmul_plan::uniform(matmul_path::quant_f32)}) {
+    // Q/K/V of a Q4_K_M file: parts of different types in one linear, one with a bias.
+    check_against_reference(
+        r,
+        {make_part(r, tensor_type::q4_0, 40, n_in, true), make_part(r, tensor_type::q8_0, 24, n_in, false)},
+        n_in, plan, {1, 2, 5, 16, 64, 300});
+  }
+}
+
+TEST_CASE("quantized weights are read in place when owned, copied when not", "[matmul]") {
+  if (!path_available(matmul_path::quant_dot)) {
+    WARN("not run: no AVX2, so quantized weights are expanded at load here");
+    return;
+  }
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  rng r(seed);
+  const uint32_t n_in = 64, m = 3;
+  std::vector<test_part> parts{make_part(r, tensor_type::q8_0, 16, n_in, false)};
+  const auto x = random_values(r, size_t{m} * n_in);
+  auto owned_bytes = std::make_shared<std::vector<std::byte>>(parts[0].data);
+  const weight_part owned{tensor_type::q8_0, *owned_bytes, 16, {}, owned_bytes};
+  auto in_place = linear::create(std::span(&owned, 1), n_in, matmul_plan{quantized_paths});
+  std::vector<std::byte> scratch_bytes = parts[0].data;
+  const weight_part borrowed{tensor_type::q8_0, scratch_bytes, 16, {}};
+  auto copied = linear::create(std::span(&borrowed, 1), n_in, matmul_plan{quantized_paths});
+  REQUIRE(in_place.ok());
+  REQUIRE(copied.ok());
+  std::fill(scratch_bytes.begin(), scratch_bytes.end(), std::byte{0x7f});  // the caller's bytes change
+  owned_bytes.reset();                                                     // the linear holds the owner
+  std::vector<float> y1(size_t{m} * 16), y2(y1.size());
+  in_place->forward(x.data(), y1.data(), m);
+  copied->forward(x.data(), y2.data(), m);
+  const auto ref = reference(parts, x, m, n_in);
+  CHECK(rel_error(y1, ref) <= 3e-2);
+  CHECK(rel_error(y2, ref) <= 3e-2);
+  CHECK(in_place->weight_bytes() == *bytes_for(tensor_type::q8_0, 16 * n_in));
+  // f32 weights have no dot kernels: refused by name.
+  const std::vector<float> w(16 * n_in, 0.5f);
+  const weight_part plain{tensor_type::f32, std::as_bytes(std::span(w)), 16, {}};
+  auto refused = linear::create(std::span(&plain, 1), n_in, matmul_plan{quantized_paths});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == errc::unsupported);
+  CHECK(refused.error().message.find("f32 part cannot be kept quantized") != std::string::npos);
 }
 
 TEST_CASE("linear refuses a plan whose paths need different storages", "[matmul]") {
