@@ -259,6 +259,7 @@ void compare(kernels_bench_report& r) {
     r.batch16_pct_of_gemm = d.pct_of_gemm;
   }
   r.rss_ratio = r.peak_rss_bytes / (r.weight_bytes + r.kv_pool_bytes);
+  r.rss_vs_file = r.peak_rss_bytes / (r.file_bytes + r.kv_pool_bytes);
 }
 
 result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const plan& p) {
@@ -279,13 +280,18 @@ result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const
   if (!be) return be.error();
   r.hp = (*be)->params();
   const auto decisions = process_tuner().decisions();
-  for (const auto& s : model_shapes(r.hp)) {
+  const auto plans = (*be)->plans();
+  const auto shapes = model_shapes(r.hp);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& s = shapes[i];
     const auto d = std::find_if(decisions.begin(), decisions.end(), [&](const shape_plan& sp) {
       return sp.n_in == s.n_in && sp.n_out == s.n_out && sp.ct == r.compute && sp.choice == r.kernels &&
-             sp.threads == r.threads;
+             sp.threads == r.threads && sp.plan == plans[i];
     });
-    if (d != decisions.end()) r.plans.push_back({s.name, *d});
+    shape_plan kept{s.n_in, s.n_out, r.compute, r.kernels, r.threads, plans[i], {}, "as stored", 0};
+    r.plans.push_back({s.name, d != decisions.end() ? *d : kept});
   }
+  r.file_bytes = static_cast<double>(f->size_bytes());
   if (positions_per_seq(p) > r.hp.n_ctx_train) {
     return error{errc::invalid_argument, "bench needs " + std::to_string(positions_per_seq(p)) +
                                              " positions; the model's context is " + std::to_string(r.hp.n_ctx_train)};
@@ -376,8 +382,11 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
   }
   std::fprintf(out, "batch 16 / batch 1 aggregate tok/s: %.2f, roofline bound %.2f; batch 16 at %.1f%% of GEMM\n\n",
                r.batch16_over_batch1, r.batch16_bound, r.batch16_pct_of_gemm);
-  std::fprintf(out, "peak RSS %.1f MiB = %.2f x (weights %.1f MiB + KV pool %.1f MiB)\n", r.peak_rss_bytes / (1 << 20),
-               r.rss_ratio, r.weight_bytes / (1 << 20), r.kv_pool_bytes / (1 << 20));
+  std::fprintf(
+      out,
+      "peak RSS %.1f MiB = %.2f x (weights %.1f MiB + KV pool %.1f MiB) = %.2f x (file %.1f MiB + KV pool)\n",
+      r.peak_rss_bytes / (1 << 20), r.rss_ratio, r.weight_bytes / (1 << 20), r.kv_pool_bytes / (1 << 20),
+      r.rss_vs_file, r.file_bytes / (1 << 20));
 }
 
 }  // namespace hearth

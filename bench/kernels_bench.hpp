@@ -88,6 +88,8 @@ struct kernels_bench_report {
   double kv_pool_bytes = 0;
   double peak_rss_bytes = 0;        //!< before the ceiling runs, which allocate their own buffers
   double rss_ratio = 0;             //!< peak_rss / (weights + KV pool)
+  double file_bytes = 0;            //!< the model file's size
+  double rss_vs_file = 0;           //!< peak_rss / (file + KV pool): what keeping weights as stored costs
 };
 
 //! Loads the model and measures everything; errors name the file or the step that failed.

@@ -72,8 +72,10 @@ nlohmann::json to_json(const kernels_bench_report& r) {
   j["batch16_over_batch1"] = r.batch16_over_batch1;
   j["batch16_bound"] = r.batch16_bound;
   j["batch16_pct_of_gemm"] = r.batch16_pct_of_gemm;
-  j["memory"] = {{"weight_bytes", r.weight_bytes}, {"embedding_bytes", r.embedding_bytes},
-                 {"kv_pool_bytes", r.kv_pool_bytes}, {"peak_rss_bytes", r.peak_rss_bytes}, {"rss_ratio", r.rss_ratio}};
+  j["memory"] = {{"weight_bytes", r.weight_bytes},   {"embedding_bytes", r.embedding_bytes},
+                 {"kv_pool_bytes", r.kv_pool_bytes}, {"peak_rss_bytes", r.peak_rss_bytes},
+                 {"rss_ratio", r.rss_ratio},         {"file_bytes", r.file_bytes},
+                 {"rss_vs_file", r.rss_vs_file}};
   return j;
 }
 

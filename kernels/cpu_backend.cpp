@@ -160,6 +160,11 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
       new cpu_backend(*hp, std::move(w), std::make_shared<kv_pool>(std::move(*pool))));
 }
 
+std::array<matmul_plan, 5> cpu_backend::plans() const {
+  const layer& l = w_->layers.front();
+  return {l.qkv.plan(), l.wo.plan(), l.gate_up.plan(), l.down.plan(), w_->head->plan()};
+}
+
 size_t cpu_backend::weight_bytes() const {
   size_t n = w_->embd.size() + w_->output_norm.size() * 4 + w_->head->weight_bytes();
   for (const layer& l : w_->layers) {

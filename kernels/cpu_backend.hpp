@@ -11,6 +11,7 @@
 //   logits (R, vocab) = rmsnorm(x[rows that need logits]) @ Whead^T
 // Prefill chunks and decode tokens are the same thing here: rows with positions.
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -51,6 +52,8 @@ class cpu_backend final : public backend {
 
   //! Bytes of weights as computed (converted matrices, norms, embedding table).
   size_t weight_bytes() const;
+  //! The first layer's linears' plans (qkv, wo, gate_up, down) and the head's: what the bench shows.
+  std::array<matmul_plan, 5> plans() const;
 
  private:
   struct layer {

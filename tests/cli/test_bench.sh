@@ -30,7 +30,7 @@ assert c["kernels"] == "auto" and c["cpu"], c
 assert [p["name"] for p in j["plans"]] == ["qkv", "wo", "gate_up", "down", "head"], j["plans"]
 for p in j["plans"]:
     assert [b["m"] for b in p["paths"]] == [1, 16, 256], p
-    assert p["why"] in ("measured", "cached", "noisy"), p
+    assert p["why"] in ("measured", "cached", "noisy", "only path"), p
     assert "hearth-w8" in p["rates"] and all(b["path"] in p["rates"] for b in p["paths"]), p
 positive("gemm combined", j["gemm"]["combined_gflops"])
 positive("stream gbps", j["stream"]["gbps"])
@@ -44,8 +44,20 @@ for d in j["decode"]:
     for k in ("step_seconds", "tok_per_s", "vs_batch1", "vs_batch1_bound", "bytes_per_step", "gbps",
               "pct_of_stream", "gflop_per_step", "gflops", "pct_of_gemm"):
         positive(f"decode {d['context']}x{d['batch']} {k}", d[k])
-for k in ("weight_bytes", "embedding_bytes", "kv_pool_bytes", "peak_rss_bytes", "rss_ratio"):
+for k in ("weight_bytes", "embedding_bytes", "kv_pool_bytes", "peak_rss_bytes", "rss_ratio", "file_bytes", "rss_vs_file"):
     positive("memory " + k, j["memory"][k])
+PY
+
+# A quantized file's weights stay as stored: every shape on the quantized paths.
+"$hearth" model make --preset tiny --dtype q4_0 --seed 5 -o "$dir/tiny_q4.gguf" >/dev/null
+"$hearth" bench kernels --model "$dir/tiny_q4.gguf" --quick --threads 2 --json "$dir/q4.json" >/dev/null
+python3 - "$dir/q4.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for p in j["plans"]:
+    assert [b["path"] for b in p["paths"]] == ["quant-dot", "quant-dot", "quant-f32"] and p["why"] == "as stored", p
+m = j["memory"]
+assert m["weight_bytes"] < m["file_bytes"] and m["rss_vs_file"] > 0, m
 PY
 
 expect_one_line_error "missing model" "none.gguf" "$hearth" bench kernels --model "$dir/none.gguf" --quick
