@@ -314,8 +314,9 @@ constexpr uint32_t quant_rows_per_item = 16;
 void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const {
   const uint32_t nb = n_in / 32;
   quant::act_block* act = scratch<quant::act_block>(size_t{m} * nb);
+  float* dsum = scratch<float, 2>(size_t{m} * nb * 2);
   for (uint32_t i = 0; i < m; ++i)
-    quant::quantize_activations(x + size_t{i} * n_in, n_in, act + size_t{i} * nb);
+    quant::quantize_activations(x + size_t{i} * n_in, n_in, act + size_t{i} * nb, dsum + size_t{i} * nb * 2);
   size_t items = 0;
   for (const auto& p : qparts) items += (p.n_out + quant_rows_per_item - 1) / quant_rows_per_item;
   parallel_for(items, [&](size_t item) {
@@ -327,7 +328,7 @@ void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const
       }
       const auto r0 = static_cast<uint32_t>(item) * quant_rows_per_item;
       const uint32_t rows = std::min(quant_rows_per_item, p.n_out - r0);
-      quant::dot_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, act, m,
+      quant::dot_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, act, dsum, m,
                       y + p.first_row + r0, n_out);
       return;
     }

@@ -8,19 +8,19 @@ namespace hearth::quant {
 // Defined by quant_kernels.inc, once per instruction set.
 namespace avx2 {
 void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
-              const act_block* x, uint32_t m, float* y, size_t ldy);
+              const act_block* x, const float* dsum, uint32_t m, float* y, size_t ldy);
 void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
                      float* out);
 }  // namespace avx2
 namespace vnni {
 void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
-              const act_block* x, uint32_t m, float* y, size_t ldy);
+              const act_block* x, const float* dsum, uint32_t m, float* y, size_t ldy);
 void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
                      float* out);
 }  // namespace vnni
 
-void quantize_activations(const float* x, uint32_t n, act_block* out) {
-  for (uint32_t b = 0; b < n / 32; ++b, x += 32, ++out) {
+void quantize_activations(const float* x, uint32_t n, act_block* out, float* dsum) {
+  for (uint32_t b = 0; b < n / 32; ++b, x += 32, ++out, dsum += 2) {
     float amax = 0.0f;
     for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
     const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
@@ -31,8 +31,8 @@ void quantize_activations(const float* x, uint32_t n, act_block* out) {
       sum[i / 16] += q;
     }
     out->d = d;
-    out->dsum[0] = d * static_cast<float>(sum[0]);
-    out->dsum[1] = d * static_cast<float>(sum[1]);
+    dsum[0] = d * static_cast<float>(sum[0]);
+    dsum[1] = d * static_cast<float>(sum[1]);
   }
 }
 
@@ -72,10 +72,10 @@ bool has_dot(tensor_type type) {
 }
 
 void dot_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,
-              uint32_t n_in, const act_block* x, uint32_t m, float* y, size_t ldy) {
+              uint32_t n_in, const act_block* x, const float* dsum, uint32_t m, float* y, size_t ldy) {
   const auto t = static_cast<uint32_t>(type);
-  if (variant == isa::avx512_vnni) return vnni::dot_rows(t, w, row_bytes, rows, n_in, x, m, y, ldy);
-  avx2::dot_rows(t, w, row_bytes, rows, n_in, x, m, y, ldy);
+  if (variant == isa::avx512_vnni) return vnni::dot_rows(t, w, row_bytes, rows, n_in, x, dsum, m, y, ldy);
+  avx2::dot_rows(t, w, row_bytes, rows, n_in, x, dsum, m, y, ldy);
 }
 
 void dequantize_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,

@@ -23,15 +23,15 @@ inline constexpr uint32_t q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q2_K
                           q5_K = 13, q6_K = 14;
 }  // namespace type_number
 
-//! 32 activations: x ≈ d q, and d Σ q over each half of 16 (what the offsets multiply).
+//! 32 activations: x ≈ d q.
 struct act_block {
   float d;
-  float dsum[2];
   int8_t q[32];
 };
 
-//! x (n,) -> n / 32 blocks; n is a multiple of 32. d = max |x| / 127.
-void quantize_activations(const float* x, uint32_t n, act_block* out);
+//! x (n,) -> n / 32 blocks, and dsum (n / 16,): d Σ q over each 16, what the weights' offsets
+//! multiply; n is a multiple of 32. d = max |x| / 127.
+void quantize_activations(const float* x, uint32_t n, act_block* out, float* dsum);
 
 enum class isa { avx2, avx512_vnni };
 //! "avx2", "avx512-vnni".
@@ -44,9 +44,10 @@ isa best_isa();
 bool has_dot(tensor_type type);
 
 //! y[i * ldy + r] = W row r . x row i, for r < rows, i < m. W: rows of n_in elements of `type`,
-//! row_bytes apart; x: m rows of n_in / 32 blocks. One thread; callers split the rows.
+//! row_bytes apart; x: m rows of n_in / 32 blocks, dsum m rows of n_in / 16 sums. One thread;
+//! callers split the rows.
 void dot_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,
-              uint32_t n_in, const act_block* x, uint32_t m, float* y, size_t ldy);
+              uint32_t n_in, const act_block* x, const float* dsum, uint32_t m, float* y, size_t ldy);
 
 //! out (rows, n_in) f32 = W rows dequantized, with the same decoding the dots use.
 void dequantize_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,
