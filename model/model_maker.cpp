@@ -26,6 +26,7 @@ uint32_t file_type_of(tensor_type t) {
     case tensor_type::q4_0: return 2;
     case tensor_type::q8_0: return 7;
     case tensor_type::bf16: return 32;
+    default: return 0;  // the other quantized types: not written by `model make` yet
   }
   return 0;
 }
