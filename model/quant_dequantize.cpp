@@ -1,5 +1,7 @@
-// Reference dequantization of ggml's quantized blocks: one plain loop per type, each element's
-// bits located by a formula over its index e, so that a reader can check one element by hand.
+// Reference dequantization of ggml's quantized blocks: one plain loop per type (per sub-block,
+// then per element), each element's bits located by a formula over its index e in the block, so
+// that a reader can check one element by hand. Each product is formed in ggml's order (d * sc
+// first), so the floats are ggml's to the bit.
 // The formulas restate the loops of llama.cpp's ggml/src/ggml-quants.c dequantize_row_* (commit
 // c392e509); tests/test_quant_blocks.cpp checks them against blocks built by hand.
 #include "model/quant_blocks.hpp"
@@ -68,10 +70,12 @@ void dequantize_iq4_nl(const std::byte* in, float* out) {
 void dequantize_q2_k(const std::byte* in, float* out) {
   const auto b = load_block<block_q2_K>(in);
   const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
-  for (uint32_t e = 0; e < qk_k; ++e) {
-    const uint8_t sm = b.scales[e / 16];
-    const int q = (b.qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
-    out[e] = d * static_cast<float>(sm & 0xf) * static_cast<float>(q) - dmin * static_cast<float>(sm >> 4);
+  for (uint32_t j = 0; j < qk_k / 16; ++j) {
+    const float dl = d * static_cast<float>(b.scales[j] & 0xf), ml = dmin * static_cast<float>(b.scales[j] >> 4);
+    for (uint32_t e = 16 * j; e < 16 * j + 16; ++e) {
+      const int q = (b.qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
+      out[e] = dl * static_cast<float>(q) - ml;
+    }
   }
 }
 
@@ -80,10 +84,13 @@ void dequantize_q2_k(const std::byte* in, float* out) {
 void dequantize_q3_k(const std::byte* in, float* out) {
   const auto b = load_block<block_q3_K>(in);
   const float d = fp16_to_fp32(b.d);
-  for (uint32_t e = 0; e < qk_k; ++e) {
-    const int low = (b.qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
-    const int high = (b.hmask[e % 32] >> (e / 32)) & 1;
-    out[e] = d * static_cast<float>(q3_k_scale(e / 16, b.scales)) * static_cast<float>(low - (high ? 0 : 4));
+  for (uint32_t j = 0; j < qk_k / 16; ++j) {
+    const float dl = d * static_cast<float>(q3_k_scale(j, b.scales));
+    for (uint32_t e = 16 * j; e < 16 * j + 16; ++e) {
+      const int low = (b.qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
+      const int high = (b.hmask[e % 32] >> (e / 32)) & 1;
+      out[e] = dl * static_cast<float>(low - (high ? 0 : 4));
+    }
   }
 }
 
@@ -92,12 +99,15 @@ void dequantize_q3_k(const std::byte* in, float* out) {
 void dequantize_q4_k(const std::byte* in, float* out) {
   const auto b = load_block<block_q4_K>(in);
   const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
-  for (uint32_t e = 0; e < qk_k; ++e) {
+  for (uint32_t j = 0; j < qk_k / 32; ++j) {
     uint8_t sc = 0, m = 0;
-    get_scale_min_k4(e / 32, b.scales, sc, m);
-    const uint8_t byte = b.qs[32 * (e / 64) + e % 32];
-    const int q = (e % 64) < 32 ? (byte & 0xf) : (byte >> 4);
-    out[e] = d * static_cast<float>(sc) * static_cast<float>(q) - dmin * static_cast<float>(m);
+    get_scale_min_k4(j, b.scales, sc, m);
+    const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
+    for (uint32_t e = 32 * j; e < 32 * j + 32; ++e) {
+      const uint8_t byte = b.qs[32 * (e / 64) + e % 32];
+      const int q = (e % 64) < 32 ? (byte & 0xf) : (byte >> 4);
+      out[e] = dl * static_cast<float>(q) - ml;
+    }
   }
 }
 
@@ -105,13 +115,16 @@ void dequantize_q4_k(const std::byte* in, float* out) {
 void dequantize_q5_k(const std::byte* in, float* out) {
   const auto b = load_block<block_q5_K>(in);
   const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
-  for (uint32_t e = 0; e < qk_k; ++e) {
+  for (uint32_t j = 0; j < qk_k / 32; ++j) {
     uint8_t sc = 0, m = 0;
-    get_scale_min_k4(e / 32, b.scales, sc, m);
-    const uint8_t byte = b.qs[32 * (e / 64) + e % 32];
-    const int nibble = (e % 64) < 32 ? (byte & 0xf) : (byte >> 4);
-    const int q = nibble | (((b.qh[e % 32] >> (e / 32)) & 1) << 4);
-    out[e] = d * static_cast<float>(sc) * static_cast<float>(q) - dmin * static_cast<float>(m);
+    get_scale_min_k4(j, b.scales, sc, m);
+    const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
+    for (uint32_t e = 32 * j; e < 32 * j + 32; ++e) {
+      const uint8_t byte = b.qs[32 * (e / 64) + e % 32];
+      const int nibble = (e % 64) < 32 ? (byte & 0xf) : (byte >> 4);
+      const int q = nibble | (((b.qh[e % 32] >> (e / 32)) & 1) << 4);
+      out[e] = dl * static_cast<float>(q) - ml;
+    }
   }
 }
 
@@ -122,12 +135,15 @@ void dequantize_q5_k(const std::byte* in, float* out) {
 void dequantize_q6_k(const std::byte* in, float* out) {
   const auto b = load_block<block_q6_K>(in);
   const float d = fp16_to_fp32(b.d);
-  for (uint32_t e = 0; e < qk_k; ++e) {
-    const uint32_t h = e / 128, g = (e % 128) / 32, l = e % 32;
-    const uint8_t low_byte = b.ql[64 * h + 32 * (g % 2) + l];
-    const int low = g < 2 ? (low_byte & 0xf) : (low_byte >> 4);
-    const int high = (b.qh[32 * h + l] >> (2 * g)) & 3;
-    out[e] = d * static_cast<float>(b.scales[e / 16]) * static_cast<float>((low | (high << 4)) - 32);
+  for (uint32_t j = 0; j < qk_k / 16; ++j) {
+    const float dl = d * static_cast<float>(b.scales[j]);
+    for (uint32_t e = 16 * j; e < 16 * j + 16; ++e) {
+      const uint32_t h = e / 128, g = (e % 128) / 32, l = e % 32;
+      const uint8_t low_byte = b.ql[64 * h + 32 * (g % 2) + l];
+      const int low = g < 2 ? (low_byte & 0xf) : (low_byte >> 4);
+      const int high = (b.qh[32 * h + l] >> (2 * g)) & 3;
+      out[e] = dl * static_cast<float>((low | (high << 4)) - 32);
+    }
   }
 }
 
