@@ -85,7 +85,7 @@ TEST_CASE("a generated model reads back with its hyper-parameters", "[model_make
   }
 }
 
-TEST_CASE("a preset mix needs whole 32-element rows; a pure K type whole 256-element rows", "[model_maker]") {
+TEST_CASE("a preset mix needs whole 32-element rows, a pure K type whole 256-element rows", "[model_maker]") {
   const auto* tiny = find_preset("tiny");  // 288 wide: 9 blocks of 32, not whole super-blocks
   make_options opt{*tiny, tensor_type::q4_k, 1, tokenizer_kind::bpe, 2048};
   const auto pure = validate(opt);
