@@ -60,6 +60,17 @@ std::string tensor_type_summary(const gguf::file& f, uint64_t& n_params) {
   return s;
 }
 
+// ", file type q4_k_m" from general.file_type (llama.cpp's LLAMA_FTYPE), a number for one that
+// Hearth does not write; nothing when the key is absent.
+std::string file_type_note(const gguf::file& f) {
+  const auto number = f.get_uint("general.file_type");
+  if (!number) return "";
+  for (const file_type ft : file_types()) {
+    if (static_cast<uint64_t>(ft) == *number) return std::string(", file type ") + to_string(ft);
+  }
+  return ", file type " + std::to_string(*number);
+}
+
 void print_vocab(const vocab_spec& v) {
   std::printf("vocabulary     %s%s, %zu tokens, %zu merges, bos %d, eos %d, eot %d\n",
               v.kind == tokenizer_kind::bpe ? "bpe" : "spm",
@@ -86,8 +97,8 @@ int run_info(const std::string& path) {
   std::printf("context        %u tokens (rope base %g, %s pairs%s)\n", hp->n_ctx_train, hp->rope_freq_base,
               hp->pairing == rope_pairing::adjacent ? "adjacent" : "half-split",
               hp->rope_freq_factors.empty() ? "" : ", scaled frequencies");
-  std::printf("tensors        %s%s%s\n", types.c_str(), hp->tied_output ? ", output tied to embedding" : "",
-              hp->has_qkv_bias ? ", q/k/v biases" : "");
+  std::printf("tensors        %s%s%s%s\n", types.c_str(), file_type_note(*f).c_str(),
+              hp->tied_output ? ", output tied to embedding" : "", hp->has_qkv_bias ? ", q/k/v biases" : "");
   print_vocab(*vocab);
   return 0;
 }

@@ -21,7 +21,7 @@ for mix in "${!types[@]}"; do
   f="$dir/tiny-$mix.gguf"
   "$hearth" model make --preset tiny --dtype "$mix" --seed 3 -o "$f" >/dev/null
   info=$("$hearth" model info "$f")
-  grep -q "tensors        57: ${types[$mix]}" <<<"$info" || fail "$mix: model info types: $info"
+  grep -q "tensors        57: ${types[$mix]}, file type $mix" <<<"$info" || fail "$mix: model info types: $info"
   a=$("$hearth" generate -m "$f" -p "The kettle" -n 8 --temperature 0 2>/dev/null)
   b=$("$hearth" generate -m "$f" -p "The kettle" -n 8 --temperature 0 2>/dev/null)
   [ -n "$a" ] && [ "$a" = "$b" ] || fail "$mix: greedy generation empty or not deterministic: '$a' vs '$b'"
