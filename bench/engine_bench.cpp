@@ -78,8 +78,11 @@ result<engine_bench_report> run_engine_bench(const engine_bench_options& opt) {
   if (!null_run) return null_run.error();
   r.null_run = *null_run;
   auto real_run = run_once(opt, shared_tok, filler, [&]() -> result<std::unique_ptr<backend>> {
-    auto b = cpu_backend::load(*f, {.compute = opt.compute, .kv = kv_dtype_for(opt.compute), .block_size = block,
-                                    .kv_tokens = tokens});
+    auto b = cpu_backend::load(*f, {.compute = opt.compute,
+                                    .kv = kv_dtype_for(opt.compute),
+                                    .block_size = block,
+                                    .kv_tokens = tokens,
+                                    .kernels = opt.kernels});
     if (!b) return b.error();
     return std::unique_ptr<backend>(std::move(*b));
   });

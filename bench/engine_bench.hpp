@@ -16,6 +16,7 @@ namespace hearth {
 struct engine_bench_options {
   std::string model_path;
   compute_type compute = compute_type::bf16;
+  kernel_choice kernels = kernel_choice::automatic;
   uint32_t seqs = 64;         //!< requests running together
   uint32_t prompt = 32;       //!< tokens per prompt
   uint32_t gen = 128;         //!< tokens each request generates

@@ -100,22 +100,28 @@ double decode_gflop(const hparams& hp, uint32_t batch, uint32_t context) {
   return (linears + attention) / 1e9;
 }
 
+// Every path the compute type has here, and oneDNN's f32 (which needs an f32 copy of the weights,
+// twice the memory, but a ceiling lower than what some path achieves would be no ceiling).
+std::vector<matmul_path> ceiling_paths(compute_type ct) {
+  auto paths = paths_for(ct);
+  if (ct != compute_type::f32) paths.insert(paths.begin(), matmul_path::onednn_f32);
+  return paths;
+}
+
 void measure_gemm(kernels_bench_report& r, const plan& p) {
   double flops = 0, seconds = 0;
   for (const auto& s : model_shapes(r.hp)) {
-    // Both oneDNN's own f32 matmul and our path in the compute type: on a CPU without a bf16
-    // matmul the emulated path can beat plain f32, and a ceiling lower than what the forward
-    // achieves would be no ceiling.
-    const double f32 = measure_gemm_peak_gflops(p.gemm_m, s.n_in, s.n_out, compute_type::f32, p.gemm_seconds);
-    const double own = r.compute == compute_type::f32
-                           ? f32
-                           : measure_gemm_peak_gflops(p.gemm_m, s.n_in, s.n_out, r.compute, p.gemm_seconds);
-    const double g = std::max(f32, own);
-    r.gemm.push_back({s.name, p.gemm_m, s.n_in, s.n_out, f32, own, g});
+    gemm_shape_result g{s.name, p.gemm_m, s.n_in, s.n_out, {}, 0};
+    for (matmul_path path : ceiling_paths(r.compute)) {
+      g.paths.emplace_back(path, measure_gemm_peak_gflops(p.gemm_m, s.n_in, s.n_out,
+                                                          matmul_plan::uniform(path), p.gemm_seconds));
+      g.gflops = std::max(g.gflops, g.paths.back().second);
+    }
+    r.gemm.push_back(g);
     // Harmonic weighting: the time one token's forward would take if every shape ran at its ceiling.
     const double f = 2.0 * s.n_in * s.n_out * s.count;
     flops += f;
-    seconds += g > 0 ? f / (g * 1e9) : 0.0;
+    seconds += g.gflops > 0 ? f / (g.gflops * 1e9) : 0.0;
   }
   const bool all_ran = std::all_of(r.gemm.begin(), r.gemm.end(), [](const auto& g) { return g.gflops > 0; });
   r.gemm_combined_gflops = all_ran ? flops / seconds / 1e9 : 0.0;
@@ -253,6 +259,7 @@ void compare(kernels_bench_report& r) {
     r.batch16_pct_of_gemm = d.pct_of_gemm;
   }
   r.rss_ratio = r.peak_rss_bytes / (r.weight_bytes + r.kv_pool_bytes);
+  r.rss_vs_file = r.peak_rss_bytes / (r.file_bytes + r.kv_pool_bytes);
 }
 
 result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const plan& p) {
@@ -265,10 +272,26 @@ result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const
   r.block_size = 16;
   const uint32_t max_batch = *std::max_element(p.batches.begin(), p.batches.end());
   const uint32_t per_seq = (positions_per_seq(p) + r.block_size - 1) / r.block_size * r.block_size;
-  auto be = cpu_backend::load(*f, {.compute = r.compute, .kv = r.kv, .block_size = r.block_size,
-                                   .kv_tokens = uint64_t{max_batch} * per_seq});
+  auto be = cpu_backend::load(*f, {.compute = r.compute,
+                                   .kv = r.kv,
+                                   .block_size = r.block_size,
+                                   .kv_tokens = uint64_t{max_batch} * per_seq,
+                                   .kernels = r.kernels});
   if (!be) return be.error();
   r.hp = (*be)->params();
+  const auto decisions = process_tuner().decisions();
+  const auto plans = (*be)->plans();
+  const auto shapes = model_shapes(r.hp);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& s = shapes[i];
+    const auto d = std::find_if(decisions.begin(), decisions.end(), [&](const shape_plan& sp) {
+      return sp.n_in == s.n_in && sp.n_out == s.n_out && sp.ct == r.compute && sp.choice == r.kernels &&
+             sp.threads == r.threads && sp.plan == plans[i];
+    });
+    shape_plan kept{s.n_in, s.n_out, r.compute, r.kernels, r.threads, plans[i], {}, "as stored", 0};
+    r.plans.push_back({s.name, d != decisions.end() ? *d : kept});
+  }
+  r.file_bytes = static_cast<double>(f->size_bytes());
   if (positions_per_seq(p) > r.hp.n_ctx_train) {
     return error{errc::invalid_argument, "bench needs " + std::to_string(positions_per_seq(p)) +
                                              " positions; the model's context is " + std::to_string(r.hp.n_ctx_train)};
@@ -286,6 +309,9 @@ result<kernels_bench_report> run_kernels_bench(const kernels_bench_options& opt)
   r.model_path = opt.model_path;
   r.threads = kernel_threads();
   r.compute = opt.compute;
+  r.kernels = opt.kernels;
+  r.cpu = cpu_identity();
+  r.plan_cache = process_tuner().cache_path();
   r.quick = opt.quick;
   {
     auto be = load_backend(r, p);
@@ -301,6 +327,30 @@ result<kernels_bench_report> run_kernels_bench(const kernels_bench_options& opt)
   return r;
 }
 
+namespace {
+
+// Which path each shape took at each m bucket, and the rates it was chosen by.
+void print_plans(const kernels_bench_report& r, std::FILE* out) {
+  std::fprintf(out, "matmul paths on %s, kernels %s (plans cached in %s)\n", r.cpu.c_str(),
+               to_string(r.kernels), r.plan_cache.empty() ? "no file" : r.plan_cache.c_str());
+  std::fprintf(out,
+               "  shape      n_in x n_out   m = 1        m = 16       m = 256      why        GFLOP/s at m = "
+               "1/16/256\n");
+  for (const auto& [name, s] : r.plans) {
+    std::fprintf(out, "  %-8s %6u x %-6u  %-12s %-12s %-12s %-10s", name.c_str(), s.n_in, s.n_out,
+                 to_string(s.plan.paths[0]), to_string(s.plan.paths[1]), to_string(s.plan.paths[2]),
+                 s.why.c_str());
+    for (const auto& rate : s.rates)
+      std::fprintf(out, " %s %.0f/%.0f/%.0f", to_string(rate.path), rate.gflops[0], rate.gflops[1],
+                   rate.gflops[2]);
+    if (s.tune_seconds > 0) std::fprintf(out, " (%.2f s)", s.tune_seconds);
+    std::fprintf(out, "\n");
+  }
+  std::fprintf(out, "\n");
+}
+
+}  // namespace
+
 void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
   const hparams& hp = r.hp;
   std::fprintf(out, "model %s: d %u, %u layers, %u/%u heads of %u, ff %u, vocab %u\n", r.model_path.c_str(),
@@ -308,11 +358,13 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
   std::fprintf(out, "threads %d, compute %s, kv %s, block %u%s\n\n", r.threads,
                to_string(r.compute), to_string(r.kv),
                r.block_size, r.quick ? ", quick" : "");
-  std::fprintf(out, "GEMM ceiling (m = %u)   n_in x n_out  GFLOP/s: f32 oneDNN  %-4s  ceiling\n",
-               r.gemm.empty() ? 0 : r.gemm[0].m, to_string(r.compute));
+  print_plans(r, out);
+  std::fprintf(out, "GEMM ceiling (m = %u)    n_in x n_out   GFLOP/s by path            ceiling\n",
+               r.gemm.empty() ? 0 : r.gemm[0].m);
   for (const auto& g : r.gemm) {
-    std::fprintf(out, "  %-8s %14u x %-6u %19.1f %5.1f %8.1f\n", g.name.c_str(), g.n_in, g.n_out, g.f32_gflops,
-                 g.compute_gflops, g.gflops);
+    std::fprintf(out, "  %-8s %14u x %-6u ", g.name.c_str(), g.n_in, g.n_out);
+    for (const auto& [path, gflops] : g.paths) std::fprintf(out, " %s %.1f", to_string(path), gflops);
+    std::fprintf(out, "   %.1f\n", g.gflops);
   }
   std::fprintf(out, "  combined (FLOP-weighted)       %10.1f\n", r.gemm_combined_gflops);
   std::fprintf(out, "STREAM triad over %.0f MiB: %.1f GB/s\n\n", r.stream_bytes / (1 << 20), r.stream_gbps);
@@ -330,8 +382,11 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
   }
   std::fprintf(out, "batch 16 / batch 1 aggregate tok/s: %.2f, roofline bound %.2f; batch 16 at %.1f%% of GEMM\n\n",
                r.batch16_over_batch1, r.batch16_bound, r.batch16_pct_of_gemm);
-  std::fprintf(out, "peak RSS %.1f MiB = %.2f x (weights %.1f MiB + KV pool %.1f MiB)\n", r.peak_rss_bytes / (1 << 20),
-               r.rss_ratio, r.weight_bytes / (1 << 20), r.kv_pool_bytes / (1 << 20));
+  std::fprintf(
+      out,
+      "peak RSS %.1f MiB = %.2f x (weights %.1f MiB + KV pool %.1f MiB) = %.2f x (file %.1f MiB + KV pool)\n",
+      r.peak_rss_bytes / (1 << 20), r.rss_ratio, r.weight_bytes / (1 << 20), r.kv_pool_bytes / (1 << 20),
+      r.rss_vs_file, r.file_bytes / (1 << 20));
 }
 
 }  // namespace hearth

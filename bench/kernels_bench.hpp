@@ -10,21 +10,29 @@
 
 #include "common/result.hpp"
 #include "kernels/cpu_backend.hpp"
+#include "kernels/kernel_tuner.hpp"
 
 namespace hearth {
 
 struct kernels_bench_options {
   std::string model_path;
   compute_type compute = compute_type::bf16;
+  kernel_choice kernels = kernel_choice::automatic;
   bool quick = false;  //!< seconds instead of minutes: fewer reps, small contexts and batches
 };
 
 struct gemm_shape_result {
   std::string name;  //!< qkv, wo, gate_up, down, head
   uint32_t m = 0, n_in = 0, n_out = 0;
-  double f32_gflops = 0;       //!< oneDNN's f32 matmul on an f32 copy of the weights
-  double compute_gflops = 0;   //!< `linear` in the run's compute type (bf16: our emulated path)
-  double gflops = 0;           //!< the ceiling: the faster of the two
+  //! Every path this CPU has in the compute type, and oneDNN's f32 on an f32 copy of the weights.
+  std::vector<std::pair<matmul_path, double>> paths;
+  double gflops = 0;  //!< the ceiling: the fastest of them
+};
+
+//! The plan a model shape got at load, and the rates it was chosen by.
+struct shape_plan_result {
+  std::string name;
+  shape_plan plan;
 };
 
 struct prefill_result {
@@ -56,6 +64,10 @@ struct kernels_bench_report {
   hparams hp;
   int threads = 0;
   compute_type compute = compute_type::bf16;
+  kernel_choice kernels = kernel_choice::automatic;
+  std::string cpu;         //!< cpu_identity()
+  std::string plan_cache;  //!< the tuner's cache file, or ""
+  std::vector<shape_plan_result> plans;
   kv_dtype kv = kv_dtype::bf16;
   uint32_t block_size = 0;
   bool quick = false;
@@ -76,6 +88,8 @@ struct kernels_bench_report {
   double kv_pool_bytes = 0;
   double peak_rss_bytes = 0;        //!< before the ceiling runs, which allocate their own buffers
   double rss_ratio = 0;             //!< peak_rss / (weights + KV pool)
+  double file_bytes = 0;            //!< the model file's size
+  double rss_vs_file = 0;           //!< peak_rss / (file + KV pool): what keeping weights as stored costs
 };
 
 //! Loads the model and measures everything; errors name the file or the step that failed.

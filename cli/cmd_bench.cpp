@@ -24,16 +24,38 @@ struct bench_kernels_args {
 nlohmann::json to_json(const kernels_bench_report& r) {
   const hparams& hp = r.hp;
   nlohmann::json j;
-  j["config"] = {{"model", r.model_path}, {"arch", to_string(hp.arch)}, {"n_vocab", hp.n_vocab},
-                 {"n_ctx_train", hp.n_ctx_train}, {"n_embd", hp.n_embd}, {"n_layer", hp.n_layer},
-                 {"n_head", hp.n_head}, {"n_head_kv", hp.n_head_kv}, {"n_ff", hp.n_ff},
-                 {"head_dim", hp.head_dim}, {"threads", r.threads},
+  j["config"] = {{"model", r.model_path},
+                 {"arch", to_string(hp.arch)},
+                 {"n_vocab", hp.n_vocab},
+                 {"n_ctx_train", hp.n_ctx_train},
+                 {"n_embd", hp.n_embd},
+                 {"n_layer", hp.n_layer},
+                 {"n_head", hp.n_head},
+                 {"n_head_kv", hp.n_head_kv},
+                 {"n_ff", hp.n_ff},
+                 {"head_dim", hp.head_dim},
+                 {"threads", r.threads},
                  {"compute", to_string(r.compute)},
-                 {"kv_dtype", to_string(r.kv)}, {"block_size", r.block_size},
+                 {"kernels", to_string(r.kernels)},
+                 {"cpu", r.cpu},
+                 {"kv_dtype", to_string(r.kv)},
+                 {"block_size", r.block_size},
                  {"quick", r.quick}};
   for (const auto& g : r.gemm) {
-    j["gemm"]["shapes"].push_back({{"name", g.name}, {"m", g.m}, {"n_in", g.n_in}, {"n_out", g.n_out},
-                                  {"f32_gflops", g.f32_gflops}, {"compute_gflops", g.compute_gflops}, {"gflops", g.gflops}});
+    j["gemm"]["shapes"].push_back(
+        {{"name", g.name}, {"m", g.m}, {"n_in", g.n_in}, {"n_out", g.n_out}, {"gflops", g.gflops}});
+    for (const auto& [path, gflops] : g.paths) j["gemm"]["shapes"].back()["paths"][to_string(path)] = gflops;
+  }
+  for (const auto& [name, s] : r.plans) {
+    nlohmann::json plan = {{"name", name},
+                           {"n_in", s.n_in},
+                           {"n_out", s.n_out},
+                           {"why", s.why},
+                           {"tune_seconds", s.tune_seconds}};
+    for (uint32_t b = 0; b < n_m_buckets; ++b)
+      plan["paths"].push_back({{"m", bucket_m[b]}, {"path", to_string(s.plan.paths[b])}});
+    for (const auto& rate : s.rates) plan["rates"][to_string(rate.path)] = rate.gflops;
+    j["plans"].push_back(plan);
   }
   j["gemm"]["combined_gflops"] = r.gemm_combined_gflops;
   j["stream"] = {{"bytes", r.stream_bytes}, {"gbps", r.stream_gbps}};
@@ -50,13 +72,18 @@ nlohmann::json to_json(const kernels_bench_report& r) {
   j["batch16_over_batch1"] = r.batch16_over_batch1;
   j["batch16_bound"] = r.batch16_bound;
   j["batch16_pct_of_gemm"] = r.batch16_pct_of_gemm;
-  j["memory"] = {{"weight_bytes", r.weight_bytes}, {"embedding_bytes", r.embedding_bytes},
-                 {"kv_pool_bytes", r.kv_pool_bytes}, {"peak_rss_bytes", r.peak_rss_bytes}, {"rss_ratio", r.rss_ratio}};
+  j["memory"] = {{"weight_bytes", r.weight_bytes},   {"embedding_bytes", r.embedding_bytes},
+                 {"kv_pool_bytes", r.kv_pool_bytes}, {"peak_rss_bytes", r.peak_rss_bytes},
+                 {"rss_ratio", r.rss_ratio},         {"file_bytes", r.file_bytes},
+                 {"rss_vs_file", r.rss_vs_file}};
   return j;
 }
 
 int run_bench_kernels(const bench_kernels_args& a) {
-  auto r = run_kernels_bench({.model_path = a.model, .compute = apply_compute_args(a.compute), .quick = a.quick});
+  auto r = run_kernels_bench({.model_path = a.model,
+                              .compute = apply_compute_args(a.compute),
+                              .kernels = kernels_of(a.compute),
+                              .quick = a.quick});
   if (!r) return fail(r.error().message);
   print_kernels_bench(*r, stdout);
   if (a.json_path.empty()) return 0;

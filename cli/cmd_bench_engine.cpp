@@ -26,6 +26,7 @@ nlohmann::json to_json(const engine_run& r) {
 int run_bench_engine(bench_engine_args& a) {
   a.opt.model_path = a.model;
   a.opt.compute = apply_compute_args(a.compute);
+  a.opt.kernels = kernels_of(a.compute);
   if (a.compute.threads > 0) a.opt.threads = static_cast<unsigned>(a.compute.threads);
   auto r = run_engine_bench(a.opt);
   if (!r) return fail(r.error().message);

@@ -60,8 +60,11 @@ result<household_model> load_household_model(const household_args& a) {
     return household_model{std::make_shared<const tokenizer>(std::move(*tok)), hp->n_ctx_train, nullptr};
   }
   const compute_type ct = apply_compute_args(a.compute);
-  auto be = cpu_backend::load(
-      *f, {.compute = ct, .kv = kv_dtype_for(ct), .block_size = 16, .kv_tokens = a.kv_tokens});
+  auto be = cpu_backend::load(*f, {.compute = ct,
+                                   .kv = kv_dtype_for(ct),
+                                   .block_size = 16,
+                                   .kv_tokens = a.kv_tokens,
+                                   .kernels = kernels_of(a.compute)});
   if (!be) return be.error();
   household_model m;
   m.tok = std::make_shared<const tokenizer>(std::move(*tok));

@@ -52,12 +52,12 @@ struct loaded_model {
   std::unique_ptr<cpu_backend> backend;
 };
 
-result<loaded_model> load(const generate_args& a, compute_type ct) {
+result<loaded_model> load(const generate_args& a, compute_type ct, kernel_choice kernels) {
   auto f = gguf::file::open(a.model);
   if (!f) return f.error().to_error();
   auto tok = tokenizer::from_gguf(*f);
   if (!tok) return tok.error();
-  auto be = cpu_backend::load(*f, {.compute = ct, .kv = kv_dtype_for(ct)});
+  auto be = cpu_backend::load(*f, {.compute = ct, .kv = kv_dtype_for(ct), .kernels = kernels});
   if (!be) return be.error();
   return loaded_model{std::move(*tok), std::move(*be)};
 }
@@ -65,7 +65,7 @@ result<loaded_model> load(const generate_args& a, compute_type ct) {
 int run_generate(const generate_args& a) {
   auto smp = sampler::create(a.sampling);
   if (!smp) return fail(smp.error().message);
-  auto loaded = load(a, apply_compute_args(a.compute));
+  auto loaded = load(a, apply_compute_args(a.compute), kernels_of(a.compute));
   if (!loaded) return fail(loaded.error().message);
   auto& [tok, backend] = *loaded;
   const uint32_t n_ctx = backend->params().n_ctx_train;

@@ -33,7 +33,7 @@ constexpr const char* default_model = "models/tiny.gguf";
 constexpr auto shutdown_grace = std::chrono::seconds(5);
 
 struct serve_args {
-  std::string config, model, endpoint, policy, key_file, compute;
+  std::string config, model, endpoint, policy, key_file, compute, kernels;
   int threads = -1;
 };
 
@@ -63,6 +63,7 @@ result<server::serve_config> configure(const serve_args& a) {
   if (!a.policy.empty()) c.engine.policy = a.policy;
   if (!a.key_file.empty()) c.secret_key_file = a.key_file;
   if (!a.compute.empty()) c.compute = a.compute;
+  if (!a.kernels.empty()) c.kernels = a.kernels;
   if (a.threads >= 0) c.engine.threads_per_worker = static_cast<uint32_t>(a.threads);
   if (auto st = server::check_tenant_keys(c); !st) return st.error();
   if (c.model_path.empty()) {
@@ -141,7 +142,11 @@ int run_serve(const serve_args& a) {
   auto hp = read_hparams(*shared_file);
   if (!hp) return fail(hp.error().message);
   const compute_type ct = cfg->compute == "f32" ? compute_type::f32 : compute_type::bf16;
-  const cpu_backend_options backend_opt{.compute = ct, .kv = kv_dtype_for(ct), .kv_tokens = cfg->kv_tokens};
+  const cpu_backend_options backend_opt{
+      .compute = ct,
+      .kv = kv_dtype_for(ct),
+      .kv_tokens = cfg->kv_tokens,
+      .kernels = kernel_choice_from_name(cfg->kernels).value_or(kernel_choice::automatic)};
   auto shared_tok = std::make_shared<const tokenizer>(std::move(*tok));
   auto eng = engine::start(cfg->engine, shared_tok, [shared_file, backend_opt]() -> result<std::unique_ptr<backend>> {
     auto b = cpu_backend::load(*shared_file, backend_opt);
@@ -226,6 +231,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--policy", a->policy, "Scheduling policy: fcfs, priority, vtc, slo, household");
   cmd->add_option("--key", a->key_file, "Server key file from `hearth keygen` (turns CURVE on)");
   cmd->add_option("--compute", a->compute, "Matrix compute type")->check(CLI::IsMember({"bf16", "f32"}));
+  cmd->add_option("--kernels", a->kernels, "Matmul paths to measure and choose among: auto, onednn, hearth")
+      ->check(CLI::IsMember({"auto", "onednn", "hearth"}));
   cmd->add_option("--threads", a->threads, "Kernel threads per worker (0: one per cpu of its set)");
   cmd->callback([a, &exit_code] { exit_code = run_serve(*a); });
 }

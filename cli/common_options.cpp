@@ -17,11 +17,19 @@ void add_compute_options(CLI::App* cmd, compute_args& a) {
   cmd->add_option("--compute", a.compute, "Matrix compute type")
       ->check(CLI::IsMember({"bf16", "f32"}))
       ->capture_default_str();
+  cmd->add_option("--kernels", a.kernels,
+                  "Matmul paths to choose among by measuring: auto (all this CPU has), onednn, hearth")
+      ->check(CLI::IsMember({"auto", "onednn", "hearth"}))
+      ->capture_default_str();
 }
 
 compute_type apply_compute_args(const compute_args& a) {
   set_kernel_threads(a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency()));
   return a.compute == "f32" ? compute_type::f32 : compute_type::bf16;
+}
+
+kernel_choice kernels_of(const compute_args& a) {
+  return kernel_choice_from_name(a.kernels).value_or(kernel_choice::automatic);  // CLI11 checked it
 }
 
 }  // namespace hearth::cli

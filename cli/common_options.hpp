@@ -11,14 +11,16 @@ namespace hearth::cli {
 //! Prints "hearth: <message>" on stderr and returns exit code 1.
 int fail(const std::string& message);
 
-//! --threads and --compute, as `generate` and `bench kernels` take them.
+//! --threads, --compute and --kernels, as `generate` and `bench kernels` take them.
 struct compute_args {
   int threads = 0;  //!< 0: every core
   std::string compute = "bf16";
+  std::string kernels = "auto";
 };
 
 void add_compute_options(CLI::App* cmd, compute_args& a);
 //! Sets the calling thread's kernel threads (before its first kernel) and returns the compute type.
 compute_type apply_compute_args(const compute_args& a);
+kernel_choice kernels_of(const compute_args& a);
 
 }  // namespace hearth::cli

@@ -4,6 +4,9 @@
 #include <new>
 #include <vector>
 
+#include <cstring>
+
+#include "kernels/bf16_panels.hpp"
 #include "kernels/big_alloc.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
@@ -20,16 +23,12 @@
 namespace hearth {
 namespace {
 
+using bf16_panels::panel_rows;
+using bf16_panels::slot_of;
 using simd::vec;
 
-constexpr uint32_t panel_rows = bf16_matrix::panel_rows;
 //! Activation rows per pass over a panel (see above).
 constexpr uint32_t max_acts = 6;
-
-//! The slot of output row r (of a panel's 16) within each k's 16 weights.
-constexpr uint32_t slot_of(uint32_t r) {
-  return r < panel_rows / 2 ? 2 * r : 2 * (r - panel_rows / 2) + 1;
-}
 
 //! acc[u] += the panel's weights at k + u times x rows (M, at k + u), for u < U.
 template <uint32_t M, uint32_t U>
@@ -111,6 +110,20 @@ void gemm_panel(const bf16_matrix& w, uint32_t p, const float* x, uint32_t m, fl
   }
 }
 
+//! Panel p's rows [0, n) widened into out (n_in, ld): column j of out is row j of the panel.
+HEARTH_SIMD_CLONES
+void widen_panel(const bf16_matrix& w, uint32_t p, float* out, size_t ld, uint32_t n) {
+  const uint16_t* panel = w.panel(p);
+  for (uint32_t k = 0; k < w.n_in(); ++k) {
+    float col[panel_rows];
+    vec lo, hi;
+    simd::widen_bf16_pairs(panel + size_t{k} * panel_rows, lo, hi);  // rows 0-7, rows 8-15
+    simd::store(col, lo);
+    simd::store(col + simd::lanes, hi);
+    std::memcpy(out + k * ld, col, n * sizeof(float));
+  }
+}
+
 //! The calling thread's buffer for the rounded activations, grown as needed.
 float* activation_scratch(size_t n) {
   thread_local std::vector<float> buf;
@@ -134,11 +147,21 @@ void bf16_matrix::set_rows(uint32_t first, uint32_t rows, const float* values) {
   }
 }
 
-void gemm_bf16w(const bf16_matrix& w, const float* x, float* y, uint32_t m, std::span<const float> bias) {
+void gemm_bf16w(const bf16_matrix& w, const float* x, float* y, uint32_t m, std::span<const float> bias,
+                bf16_kernel kernel) {
   float* xr = activation_scratch(size_t{m} * w.n_in());
   round_to_bf16(x, xr, size_t{m} * w.n_in());
   const float* b = bias.empty() ? nullptr : bias.data();
+  if (kernel == bf16_kernel::w16) return bf16_panels::gemm_w16(w, xr, y, m, b);
   parallel_for(w.n_panels(), [&](size_t p) { gemm_panel(w, static_cast<uint32_t>(p), xr, m, y, b); });
+}
+
+void widen_columns(const bf16_matrix& w, uint32_t first, uint32_t n, float* out) {
+  const uint32_t p0 = first / panel_rows, n_panels = (n + panel_rows - 1) / panel_rows;
+  parallel_for(n_panels, [&](size_t i) {
+    const auto c = static_cast<uint32_t>(i) * panel_rows;
+    widen_panel(w, p0 + static_cast<uint32_t>(i), out + c, n, std::min(panel_rows, n - c));
+  });
 }
 
 HEARTH_SIMD_CLONES

@@ -46,11 +46,23 @@ class bf16_matrix {
   std::unique_ptr<uint16_t[], free_delete> data_;
 };
 
+//! Our kernels over a bf16_matrix, by vector width. w8: 8 f32 lanes, AVX2's ymm (two SSE registers
+//! on older CPUs; AVX-512 CPUs run its x86-64-v4 clone). w16: 16 lanes, one AVX-512 zmm, two panels
+//! at a time in up to 24 of its 32 registers; on a CPU without AVX-512 it still runs (as pairs of
+//! ymm, spilling), which is how its logic is tested there, but it is only a candidate where
+//! AVX-512 is present.
+enum class bf16_kernel { w8, w16 };
+
 //! y (m, n_out) = bf16(x) (m, n_in) @ W^T (+ bias (n_out,) unless empty), f32 accumulation.
 //! x is rounded to bf16 first, so y is what a bf16 matmul gives, up to summation order. Parallel
 //! over panels (parallel_for); all m activation rows are done on a panel while it is in cache,
 //! so the batch reads W from memory once. Results do not depend on the thread count.
-void gemm_bf16w(const bf16_matrix& w, const float* x, float* y, uint32_t m, std::span<const float> bias);
+void gemm_bf16w(const bf16_matrix& w, const float* x, float* y, uint32_t m, std::span<const float> bias,
+                bf16_kernel kernel = bf16_kernel::w8);
+
+//! out (n_in, n) f32 row-major = the columns [first, first + n) of W^T, that is rows
+//! [first, first + n) of W widened; first is a multiple of panel_rows. Parallel over panels.
+void widen_columns(const bf16_matrix& w, uint32_t first, uint32_t n, float* out);
 
 //! out (n,) = x rounded to bf16 (nearest even), as bf16 bits.
 void to_bf16(const float* x, uint16_t* out, size_t n);

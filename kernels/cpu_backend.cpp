@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "kernels/kernel_tuner.hpp"
+#include "kernels/quant_dot.hpp"
 #include "model/gguf.hpp"
 #include "model/llama_weights.hpp"
 
@@ -38,7 +40,7 @@ class tensor_index {
   //! A matrix as a part of a stacked linear, with its bias when there is one.
   weight_part part(weight_kind k, uint32_t layer, std::span<const float> bias = {}) const {
     const auto* t = get(k, layer);
-    return {t->type, f_->data(*t), static_cast<uint32_t>(t->dims[1]), bias};
+    return {t->type, f_->data(*t), static_cast<uint32_t>(t->dims[1]), bias, f_->keep_alive()};
   }
 
  private:
@@ -59,6 +61,30 @@ result<uint32_t> pool_blocks(const hparams& hp, const kv_layout& layout, const c
                                     : kv_pool::blocks_for_tokens(layout, hp.n_ctx_train);
   if (n == 0) return error{errc::invalid_argument, "cpu backend: the KV pool would hold no block"};
   return n;
+}
+
+// Whether a linear keeps its parts as the file stores them: quantized types with dot kernels, in
+// bf16 compute (f32 compute expands everything to f32; oneDNN's kernels need converted weights).
+bool keep_quantized(std::span<const weight_part> parts, const cpu_backend_options& opt) {
+  return opt.compute == compute_type::bf16 && opt.kernels != kernel_choice::onednn &&
+         path_available(matmul_path::quant_dot) &&
+         std::all_of(parts.begin(), parts.end(), [](const weight_part& p) { return quant::has_dot(p.type); });
+}
+
+// A linear kept quantized, or on the plan the process's tuner gives its shape.
+result<linear> make_linear(std::span<const weight_part> parts, uint32_t n_in,
+                           const cpu_backend_options& opt) {
+  if (keep_quantized(parts, opt)) return linear::create(parts, n_in, matmul_plan{quantized_paths});
+  uint64_t n_out = 0;
+  for (const auto& p : parts) n_out += p.n_out;
+  if (n_out == 0 || n_out > UINT32_MAX) return linear::create(parts, n_in, opt.compute);  // its error
+  auto plan = process_tuner().plan(n_in, static_cast<uint32_t>(n_out), opt.compute, opt.kernels);
+  if (!plan) return plan.error();
+  return linear::create(parts, n_in, *plan);
+}
+
+bool kept(const linear& l) {
+  return l.plan().storage() == weight_storage::quantized;
 }
 
 void add_rows(float* x, const float* y, size_t n) {
@@ -99,31 +125,44 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
     const weight_part wo[] = {ix->part(weight_kind::attn_output, l)};
     const weight_part gate_up[] = {ix->part(weight_kind::ffn_gate, l), ix->part(weight_kind::ffn_up, l)};
     const weight_part down[] = {ix->part(weight_kind::ffn_down, l)};
-    auto lq = linear::create(qkv, d, opt.compute);
-    auto lo = linear::create(wo, hp->n_head * hp->head_dim, opt.compute);
-    auto lg = linear::create(gate_up, d, opt.compute);
-    auto ld = linear::create(down, hp->n_ff, opt.compute);
+    auto lq = make_linear(qkv, d, opt);
+    auto lo = make_linear(wo, hp->n_head * hp->head_dim, opt);
+    auto lg = make_linear(gate_up, d, opt);
+    auto ld = make_linear(down, hp->n_ff, opt);
     for (const auto* r : {&lq, &lo, &lg, &ld}) {
       if (!*r) return r->error();
     }
+    // Converted weights' file pages go back to the kernel; kept ones are read in place.
+    if (!kept(*lq)) ix->release({weight_kind::attn_q, weight_kind::attn_k, weight_kind::attn_v}, l);
+    if (!kept(*lo)) ix->release({weight_kind::attn_output}, l);
+    if (!kept(*lg)) ix->release({weight_kind::ffn_gate, weight_kind::ffn_up}, l);
+    if (!kept(*ld)) ix->release({weight_kind::ffn_down}, l);
     w->layers.push_back(layer{ix->floats(weight_kind::attn_norm, l), ix->floats(weight_kind::ffn_norm, l),
-                               std::move(*lq), std::move(*lo), std::move(*lg), std::move(*ld)});
-    ix->release({weight_kind::attn_q, weight_kind::attn_k, weight_kind::attn_v, weight_kind::attn_output,
-                 weight_kind::ffn_gate, weight_kind::ffn_up, weight_kind::ffn_down},
-                l);
+                              std::move(*lq), std::move(*lo), std::move(*lg), std::move(*ld)});
   }
   w->output_norm = ix->floats(weight_kind::output_norm);
   const weight_kind head_kind = hp->tied_output ? weight_kind::token_embd : weight_kind::output;
   const weight_part head[] = {ix->part(head_kind, 0)};
-  auto lh = linear::create(head, d, opt.compute);
+  auto lh = make_linear(head, d, opt);
   if (!lh) return lh.error();
-  w->head.emplace(std::move(*lh));
+  // The embedding table's rows are read where the file maps them (a copy only of a file without
+  // a mapping): they are dequantized row by row on use.
   w->embd_type = ix->get(weight_kind::token_embd)->type;
-  const auto embd = ix->data(weight_kind::token_embd);
-  w->embd.assign(embd.begin(), embd.end());
-  ix->release({head_kind, weight_kind::token_embd});
+  w->embd = ix->data(weight_kind::token_embd);
+  w->file = f.keep_alive();
+  if (!w->file) {
+    w->embd_copy.assign(w->embd.begin(), w->embd.end());
+    w->embd = w->embd_copy;
+  }
+  if (!hp->tied_output && !kept(*lh)) ix->release({head_kind});
+  w->head.emplace(std::move(*lh));
   return std::unique_ptr<cpu_backend>(
       new cpu_backend(*hp, std::move(w), std::make_shared<kv_pool>(std::move(*pool))));
+}
+
+std::array<matmul_plan, 5> cpu_backend::plans() const {
+  const layer& l = w_->layers.front();
+  return {l.qkv.plan(), l.wo.plan(), l.gate_up.plan(), l.down.plan(), w_->head->plan()};
 }
 
 size_t cpu_backend::weight_bytes() const {
@@ -167,7 +206,7 @@ void cpu_backend::embed(std::span<const batch_seq> batch) {
   size_t r = 0;
   for (const batch_seq& s : batch) {
     for (token_id t : s.tokens) {
-      dequantize(w_->embd_type, std::span(w_->embd).subspan(static_cast<size_t>(t) * row_bytes, row_bytes),
+      dequantize(w_->embd_type, w_->embd.subspan(static_cast<size_t>(t) * row_bytes, row_bytes),
                  std::span(x_).subspan(r++ * d, d));
     }
   }

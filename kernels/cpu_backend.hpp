@@ -11,6 +11,7 @@
 //   logits (R, vocab) = rmsnorm(x[rows that need logits]) @ Whead^T
 // Prefill chunks and decode tokens are the same thing here: rows with positions.
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -34,6 +35,7 @@ struct cpu_backend_options {
   uint32_t block_size = 16;  //!< KV positions per block
   uint64_t kv_tokens = 0;    //!< pool capacity in positions (0: see kv_bytes)
   uint64_t kv_bytes = 0;     //!< pool capacity in bytes (0 and kv_tokens 0: one full-context sequence)
+  kernel_choice kernels = kernel_choice::automatic;  //!< which matmul paths the tuner may choose
 };
 
 class cpu_backend final : public backend {
@@ -50,6 +52,8 @@ class cpu_backend final : public backend {
 
   //! Bytes of weights as computed (converted matrices, norms, embedding table).
   size_t weight_bytes() const;
+  //! The first layer's linears' plans (qkv, wo, gate_up, down) and the head's: what the bench shows.
+  std::array<matmul_plan, 5> plans() const;
 
  private:
   struct layer {
@@ -64,7 +68,9 @@ class cpu_backend final : public backend {
   // Read-only once loaded, so backends on several worker threads share one copy.
   struct weights {
     tensor_type embd_type = tensor_type::f32;
-    std::vector<std::byte> embd;    // (vocab, d) as stored in the file; rows dequantized on use
+    std::span<const std::byte> embd;   // (vocab, d) as stored in the file; rows dequantized on use
+    std::vector<std::byte> embd_copy;  // embd's bytes when the file has no mapping to read them in
+    std::shared_ptr<const void> file;  // the file's mapping, which embd and kept weights point into
     std::vector<layer> layers;
     std::vector<float> output_norm; // (d,)
     std::optional<linear> head;     // (vocab, d)

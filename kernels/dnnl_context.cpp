@@ -17,7 +17,8 @@ constexpr size_t cache_capacity = 1024;
 
 struct key_hash {
   size_t operator()(const matmul_key& k) const {
-    uint64_t h = (uint64_t{k.layout} << 32) ^ (uint64_t{k.m} << 8) ^ (uint64_t(k.threads) << 1) ^ k.bias;
+    uint64_t h = (uint64_t{k.layout} << 32) ^ (uint64_t{k.m} << 8) ^ (uint64_t(k.threads) << 1) ^ k.bias ^
+                 (uint64_t{k.ldc} << 40);
     return std::hash<uint64_t>{}(h);
   }
 };

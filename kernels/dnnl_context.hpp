@@ -17,12 +17,14 @@ dnnl::stream& stream();
 
 //! Everything that selects one matmul primitive. `layout` numbers a weights memory desc
 //! (intern_layout), which fixes n_in, n_out and the data type; `threads` is the OpenMP thread
-//! count of the creating thread, which oneDNN's kernels bake in when they partition the work.
+//! count of the creating thread, which oneDNN's kernels bake in when they partition the work;
+//! `ldc` the distance of the output's rows (n, or n_out for a column slice).
 struct matmul_key {
   uint32_t layout;
   uint32_t m;
   bool bias;
   int threads;
+  uint32_t ldc;
   bool operator==(const matmul_key&) const = default;
 };
 

@@ -14,6 +14,8 @@
 #include "common/checked.hpp"
 #include "kernels/bf16_gemm.hpp"
 #include "kernels/dnnl_context.hpp"
+#include "kernels/parallel.hpp"
+#include "kernels/quant_dot.hpp"
 
 // Primitives, one per batch size. A matmul primitive is built for a fixed m: oneDNN's runtime-M
 // primitive (DNNL_RUNTIME_DIM_VAL) falls back to gemm:jit, which on AVX-512 machines is much
@@ -27,12 +29,13 @@
 // The weights' layout is fixed once, the one oneDNN picks (format_tag::any) for layout_m rows,
 // and every other m's primitive is created with that layout, so one reordered copy serves all.
 //
-// Emulated bf16 (no oneDNN bf16 matmul on this CPU): the weights are kept once, as bf16
-// (bf16_gemm.hpp), at 2 bytes per weight, and our kernel multiplies them at every m, in chunks
-// of max_rows_per_call rows like oneDNN's (it reads each weight panel once per chunk). Widening column panels to f32
-// for oneDNN's f32 matmul (this path until 2026-11-30 for m > 32) costs a pass over every
-// weight per call: at m = 48-96, the chunked prefill's steps, it ran at 56-78 GFLOP/s against
-// our kernel's 92-122, and at m = 128-256 it was no faster (docs/threads.md).
+// bf16 panels (bf16_gemm.hpp): the weights are kept once, as bf16, at 2 bytes per weight. Our
+// kernels multiply them in chunks of max_rows_per_call rows like oneDNN's (each weight panel is
+// read once per chunk). widened-f32 widens a column slice of at most slice_bytes at a time and
+// runs oneDNN's f32 matmul on it while it is in cache: a pass over every weight per call, which
+// only pays where oneDNN's f32 is much faster than our kernels (AVX-512 without bf16: 215-258
+// against ~110 GFLOP/s); on AVX2 it lost (56-78 against 92-122 GFLOP/s at m = 48-96,
+// docs/threads.md). The tuner measures which.
 
 namespace hearth {
 namespace {
@@ -43,6 +46,8 @@ using dnnl_tag = dnnl::memory::format_tag;
 constexpr uint32_t max_rows_per_call = 256;
 // A prefill-sized batch: the compute-bound case, where the blocked layout matters most.
 constexpr uint32_t layout_m = 64;
+// widened-f32: the f32 bytes of one widened column slice (a core's share of L2 and more).
+constexpr size_t slice_bytes = size_t{1} << 20;
 // Rows dequantized at a time while loading (bounds the f32 temporary to ~256 KiB).
 constexpr size_t dequant_block_elems = 64 * 1024;
 
@@ -50,9 +55,10 @@ dnnl::memory::dims dims2(uint64_t a, uint64_t b) {
   return {static_cast<dnnl::memory::dim>(a), static_cast<dnnl::memory::dim>(b)};
 }
 
-// Whether this CPU runs bf16 matmuls (oneDNN 2.6 needs AVX-512: avx512_core at least). Without
-// one, bf16 is emulated exactly: weights and x rounded to bf16, multiplied in f32 (the products
-// of two bf16 values are exact in f32), so results match a bf16 matmul up to summation order.
+// Whether oneDNN runs bf16 matmuls on this CPU (oneDNN 2.6 needs AVX-512: avx512_core at least;
+// without bf16 hardware it accepts them and runs gemm:jit, slowly). Our panel kernels compute bf16
+// exactly instead: weights and x rounded to bf16, multiplied in f32 (the products of two bf16
+// values are exact in f32), so results match a bf16 matmul up to summation order.
 bool bf16_matmul_supported() {
   static const bool supported = [] {
     try {
@@ -67,8 +73,45 @@ bool bf16_matmul_supported() {
   return supported;
 }
 
-// The calling thread's buffer of T, grown as needed (x converted to the compute type).
-template <class T>
+}  // namespace
+
+bool path_available(matmul_path p) {
+  switch (p) {
+    case matmul_path::onednn_bf16:
+      return bf16_matmul_supported();
+    case matmul_path::quant_dot:
+    case matmul_path::quant_f32:
+      return quant::isa_available(quant::isa::avx2);
+    case matmul_path::hearth_w16:  // x86-64-v4, which its clone is built for (Clang has no name for it)
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512cd");
+    default:
+      return true;
+  }
+}
+
+std::vector<matmul_path> paths_for(compute_type ct) {
+  std::vector<matmul_path> out;
+  for (matmul_path p : all_matmul_paths) {
+    const bool f32 = storage_of(p) == weight_storage::onednn_f32;
+    const bool converted = storage_of(p) != weight_storage::quantized;  // those depend on the file's types
+    if (converted && f32 == (ct == compute_type::f32) && path_available(p)) out.push_back(p);
+  }
+  return out;
+}
+
+matmul_plan default_plan(compute_type ct) {
+  if (ct == compute_type::f32) return matmul_plan::uniform(matmul_path::onednn_f32);
+  return matmul_plan::uniform(path_available(matmul_path::onednn_bf16) ? matmul_path::onednn_bf16
+                                                                       : matmul_path::hearth_w8);
+}
+
+namespace {
+
+// The calling thread's buffer number `Slot` of T, grown as needed (x converted to the compute
+// type; widened weights).
+template <class T, int Slot = 0>
 T* scratch(size_t n) {
   thread_local std::vector<T> buf;
   if (buf.size() < n) buf.resize(n);
@@ -117,29 +160,46 @@ void for_each_row_block(std::span<const weight_part> parts, uint32_t n_in, Sink&
 
 }  // namespace
 
-// One oneDNN matmul: x (m, n_in) @ W (n_in, n) -> y (m, n).
+// One oneDNN matmul: x (m, n_in) @ W (n_in, n) -> y (m, n), whose rows lie ldc floats apart.
 struct dnnl_gemm {
   dnnl::memory::desc weights;
   uint32_t layout = 0;  // dnnl_ctx::intern_layout(weights)
   uint32_t n = 0;
+  uint32_t ldc = 0;
 };
 
 struct linear::impl {
   uint32_t n_in = 0;
   uint32_t n_out = 0;
-  dnnl_dt src_dt = dnnl_dt::f32;  // what oneDNN multiplies: bf16, or f32 (also for emulated bf16)
+  matmul_plan plan;
+  dnnl_dt src_dt = dnnl_dt::f32;  // what oneDNN multiplies: bf16, or f32 (also widened-f32)
   std::vector<float> bias;        // (n_out,) or empty
-  // oneDNN's bf16 or f32: the weights in the pinned layout, all columns in one matmul.
+  // oneDNN's storage: the weights in the pinned layout, all columns in one matmul.
   dnnl::memory weights;  // (n_in, n_out)
   dnnl_gemm whole;
   // m = 1, made at load: forward falls back to it row by row if a primitive cannot be created.
   std::shared_ptr<const dnnl::matmul> row_matmul;
-  // Emulated bf16: the only copy of the weights.
-  bool emulated_bf16 = false;
+  // bf16 panels: the only copy of the weights, and for widened-f32 the column slices they are
+  // widened into: slices[0] every slice but the last, slices[1] the last.
   bf16_matrix packed;
+  dnnl_gemm slices[2];
+  // Quantized: each part's blocks as the file holds them, read in place (owner keeps them) or
+  // from `copy`, and for quant-f32 the slices its rows are dequantized into, as `slices` above.
+  struct quant_part {
+    tensor_type type;
+    const std::byte* data;
+    size_t row_bytes;
+    uint32_t first_row, n_out;
+    dnnl_gemm slices[2];
+  };
+  std::vector<quant_part> qparts;
+  std::vector<std::shared_ptr<const void>> owners;
+  std::vector<std::byte> copy;
+  quant::isa isa = quant::isa::avx2;
 
   void create_native(std::span<const weight_part> parts);
-  void create_emulated(std::span<const weight_part> parts);
+  void create_panels(std::span<const weight_part> parts);
+  status<> create_quantized(std::span<const weight_part> parts);
   dnnl::memory::desc src_desc(uint32_t m) const { return {dims2(m, n_in), src_dt, dnnl_tag::ab}; }
   dnnl::matmul make_matmul(const dnnl_gemm& g, uint32_t m) const;
   std::shared_ptr<const dnnl::matmul> matmul_for(const dnnl_gemm& g, uint32_t m) const;
@@ -151,15 +211,18 @@ struct linear::impl {
   bool run_rows(const dnnl_gemm& g, const void* x, const dnnl::memory& w, const float* b, float* y,
                 uint32_t m) const;
   void forward_native(const float* x, float* y, uint32_t m) const;
-  void forward_emulated(const float* x, float* y, uint32_t m) const;
+  void forward_panels(const float* x, float* y, uint32_t m, bf16_kernel kernel) const;
+  void forward_widened(const float* x, float* y, uint32_t m) const;
+  void forward_quant_dot(const float* x, float* y, uint32_t m) const;
+  void forward_quant_f32(const float* x, float* y, uint32_t m) const;
   size_t x_row_bytes() const { return size_t{n_in} * (src_dt == dnnl_dt::bf16 ? 2 : 4); }
-  const float* bias_or_null() const { return bias.empty() ? nullptr : bias.data(); }
+  const float* bias_at(uint32_t column) const { return bias.empty() ? nullptr : bias.data() + column; }
 };
 
 namespace {
 
 dnnl::memory::desc dst_desc(uint32_t m, const dnnl_gemm& g) {
-  return {dims2(m, g.n), dnnl_dt::f32, dnnl_tag::ab};
+  return {dims2(m, g.n), dnnl_dt::f32, dims2(g.ldc, 1)};
 }
 
 dnnl::memory::desc bias_desc(const dnnl_gemm& g) {
@@ -177,7 +240,7 @@ dnnl::matmul linear::impl::make_matmul(const dnnl_gemm& g, uint32_t m) const {
 
 std::shared_ptr<const dnnl::matmul> linear::impl::matmul_for(const dnnl_gemm& g, uint32_t m) const {
   // oneDNN partitions work by the creating thread's OpenMP thread count: part of the key.
-  const dnnl_ctx::matmul_key key{g.layout, m, !bias.empty(), omp_get_max_threads()};
+  const dnnl_ctx::matmul_key key{g.layout, m, !bias.empty(), omp_get_max_threads(), g.ldc};
   if (auto found = dnnl_ctx::find_matmul(key)) return found;
   try {
     return dnnl_ctx::store_matmul(key, make_matmul(g, m));
@@ -204,7 +267,7 @@ bool linear::impl::run_rows(const dnnl_gemm& g, const void* x, const dnnl::memor
     const uint32_t rows = std::min(max_rows_per_call, m - r);
     const auto prim = matmul_for(g, rows);
     if (!prim) return false;
-    execute(*prim, g, static_cast<const std::byte*>(x) + r * x_row_bytes(), w, b, y + size_t{r} * g.n,
+    execute(*prim, g, static_cast<const std::byte*>(x) + r * x_row_bytes(), w, b, y + size_t{r} * g.ldc,
             rows);
   }
   return true;
@@ -217,18 +280,79 @@ void linear::impl::forward_native(const float* x, float* y, uint32_t m) const {
     to_bf16(x, buf, size_t{m} * n_in);
     src = buf;
   }
-  if (!run_rows(whole, src, weights, bias_or_null(), y, m)) {
+  if (!run_rows(whole, src, weights, bias_at(0), y, m)) {
     for (uint32_t i = 0; i < m; ++i)
-      execute(*row_matmul, whole, static_cast<const std::byte*>(src) + i * x_row_bytes(), weights, bias_or_null(),
+      execute(*row_matmul, whole, static_cast<const std::byte*>(src) + i * x_row_bytes(), weights, bias_at(0),
               y + size_t{i} * n_out, 1);
   }
   dnnl_ctx::stream().wait();
 }
 
-void linear::impl::forward_emulated(const float* x, float* y, uint32_t m) const {
+void linear::impl::forward_panels(const float* x, float* y, uint32_t m, bf16_kernel kernel) const {
   for (uint32_t i = 0; i < m; i += max_rows_per_call) {
     const uint32_t rows = std::min(max_rows_per_call, m - i);
-    gemm_bf16w(packed, x + size_t{i} * n_in, y + size_t{i} * n_out, rows, bias);
+    gemm_bf16w(packed, x + size_t{i} * n_in, y + size_t{i} * n_out, rows, bias, kernel);
+  }
+}
+
+void linear::impl::forward_widened(const float* x, float* y, uint32_t m) const {
+  float* xr = scratch<float>(size_t{m} * n_in);
+  round_to_bf16(x, xr, size_t{m} * n_in);
+  float* w = scratch<float, 1>(size_t{n_in} * slices[0].n);
+  for (uint32_t c = 0; c < n_out; c += slices[0].n) {
+    const dnnl_gemm& g = slices[c + slices[0].n < n_out ? 0 : 1];
+    widen_columns(packed, c, g.n, w);
+    const bool ran = run_rows(g, xr, dnnl::memory(g.weights, dnnl_ctx::engine(), w), bias_at(c), y + c, m);
+    dnnl_ctx::stream().wait();  // before the next slice overwrites w
+    if (!ran) return forward_panels(x, y, m, bf16_kernel::w8);
+  }
+}
+
+// Rows per work item of the quantized dots: a few KiB of weights, and enough items for the threads.
+constexpr uint32_t quant_rows_per_item = 16;
+
+void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const {
+  const uint32_t nb = n_in / 32;
+  quant::act_block* act = scratch<quant::act_block>(size_t{m} * nb);
+  for (uint32_t i = 0; i < m; ++i)
+    quant::quantize_activations(x + size_t{i} * n_in, n_in, act + size_t{i} * nb);
+  size_t items = 0;
+  for (const auto& p : qparts) items += (p.n_out + quant_rows_per_item - 1) / quant_rows_per_item;
+  parallel_for(items, [&](size_t item) {
+    for (const auto& p : qparts) {
+      const size_t here = (p.n_out + quant_rows_per_item - 1) / quant_rows_per_item;
+      if (item >= here) {
+        item -= here;
+        continue;
+      }
+      const auto r0 = static_cast<uint32_t>(item) * quant_rows_per_item;
+      const uint32_t rows = std::min(quant_rows_per_item, p.n_out - r0);
+      quant::dot_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, act, m,
+                      y + p.first_row + r0, n_out);
+      return;
+    }
+  });
+  if (bias.empty()) return;
+  for (uint32_t i = 0; i < m; ++i)
+    for (uint32_t o = 0; o < n_out; ++o) y[size_t{i} * n_out + o] += bias[o];
+}
+
+void linear::impl::forward_quant_f32(const float* x, float* y, uint32_t m) const {
+  float* w = scratch<float, 1>(size_t{n_in} * qparts.front().slices[0].n);
+  for (const auto& p : qparts) {
+    for (uint32_t c = 0; c < p.n_out; c += p.slices[0].n) {
+      const dnnl_gemm& g = p.slices[c + p.slices[0].n < p.n_out ? 0 : 1];
+      parallel_for((g.n + quant_rows_per_item - 1) / quant_rows_per_item, [&](size_t item) {
+        const auto r = static_cast<uint32_t>(item) * quant_rows_per_item;
+        quant::dequantize_rows(isa, p.type, p.data + (c + r) * p.row_bytes, p.row_bytes,
+                               std::min(quant_rows_per_item, g.n - r), n_in, w + size_t{r} * n_in);
+      });
+      const float* b = bias_at(p.first_row + c);
+      const bool ran =
+          run_rows(g, x, dnnl::memory(g.weights, dnnl_ctx::engine(), w), b, y + p.first_row + c, m);
+      dnnl_ctx::stream().wait();  // before the next slice overwrites w
+      if (!ran) return forward_quant_dot(x, y, m);
+    }
   }
 }
 
@@ -279,33 +403,85 @@ void linear::impl::create_native(std::span<const weight_part> parts) {
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), dnnl_ctx::engine());
   weights = dnnl::memory(pd.weights_desc(), dnnl_ctx::engine());
   load_weights(parts, n_in, n_out, src_dt, weights);
-  whole = {pd.weights_desc(), dnnl_ctx::intern_layout(pd.weights_desc()), n_out};
+  whole = {pd.weights_desc(), dnnl_ctx::intern_layout(pd.weights_desc()), n_out, n_out};
   // The fallback must exist, and it proves the pinned layout serves the smallest m as well.
   row_matmul = std::make_shared<const dnnl::matmul>(make_matmul(whole, 1));
 }
 
-// Emulated bf16: the weights packed as bf16.
-void linear::impl::create_emulated(std::span<const weight_part> parts) {
+// bf16 panels: the weights packed as bf16, and the slice shapes for widening them.
+void linear::impl::create_panels(std::span<const weight_part> parts) {
   packed = bf16_matrix(n_out, n_in);
   for_each_row_block(parts, n_in, [&](size_t row, size_t rows, const float* v) {
     packed.set_rows(static_cast<uint32_t>(row), static_cast<uint32_t>(rows), v);
   });
+  if (std::find(plan.paths.begin(), plan.paths.end(), matmul_path::widened_f32) == plan.paths.end()) return;
+  const size_t fit = slice_bytes / (sizeof(float) * n_in) / bf16_matrix::panel_rows * bf16_matrix::panel_rows;
+  const uint32_t cols = static_cast<uint32_t>(std::clamp<size_t>(fit, bf16_matrix::panel_rows, n_out));
+  const uint32_t last = n_out - (n_out - 1) / cols * cols;
+  for (int i = 0; i < 2; ++i) {
+    const uint32_t n = i == 0 ? cols : last;
+    const dnnl::memory::desc wei(dims2(n_in, n), dnnl_dt::f32, dnnl_tag::ab);
+    slices[i] = {wei, dnnl_ctx::intern_layout(wei), n, n_out};
+  }
 }
 
-result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in, compute_type ct) {
+// Quantized: the parts' blocks in place when their owner keeps them, else one copy.
+status<> linear::impl::create_quantized(std::span<const weight_part> parts) {
+  if (!quant::isa_available(quant::isa::avx2))
+    return error{errc::unsupported, "linear: quantized weights need AVX2 (kept as stored, dotted in 8 bits)"};
+  isa = quant::best_isa();
+  const bool owned =
+      std::all_of(parts.begin(), parts.end(), [](const auto& p) { return p.owner != nullptr; });
+  if (!owned) {
+    for (const auto& p : parts) copy.insert(copy.end(), p.data.begin(), p.data.end());
+  }
+  size_t at = 0;
+  uint32_t first_row = 0;
+  for (const auto& part : parts) {
+    if (!quant::has_dot(part.type))
+      return error{errc::unsupported,
+                   std::string("linear: a ") + traits_of(part.type).name + " part cannot be kept quantized"};
+    quant_part q{part.type,
+                 owned ? part.data.data() : copy.data() + at,
+                 *bytes_for(part.type, n_in),
+                 first_row,
+                 part.n_out,
+                 {}};
+    const size_t fit = slice_bytes / (sizeof(float) * n_in) / 16 * 16;
+    const uint32_t cols = static_cast<uint32_t>(std::clamp<size_t>(fit, 16, part.n_out));
+    const uint32_t last = part.n_out - (part.n_out - 1) / cols * cols;
+    for (int i = 0; i < 2; ++i) {
+      const uint32_t n = i == 0 ? cols : last;
+      const dnnl::memory::desc wei(dims2(n_in, n), dnnl_dt::f32, dnnl_tag::ba);  // dequantized rows
+      q.slices[i] = {wei, dnnl_ctx::intern_layout(wei), n, n_out};
+    }
+    qparts.push_back(q);
+    if (owned) owners.push_back(part.owner);
+    at += part.data.size();
+    first_row += part.n_out;
+  }
+  return {};
+}
+
+result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in, const matmul_plan& plan) {
   uint64_t n_out = 0;
   if (auto ok = check_parts(parts, n_in, n_out); !ok) return ok.error();
+  if (!plan.consistent())
+    return error{errc::unsupported, "linear: plan " + describe(plan) + " mixes weight storages"};
   auto p = std::make_unique<impl>();
   p->n_in = n_in;
   p->n_out = static_cast<uint32_t>(n_out);
-  p->emulated_bf16 = ct == compute_type::bf16 && !bf16_matmul_supported();
-  p->src_dt = ct == compute_type::bf16 && !p->emulated_bf16 ? dnnl_dt::bf16 : dnnl_dt::f32;
+  p->plan = plan;
+  p->src_dt = plan.storage() == weight_storage::onednn_bf16 ? dnnl_dt::bf16 : dnnl_dt::f32;
   try {
     p->bias = stack_bias(parts);
-    if (p->emulated_bf16)
-      p->create_emulated(parts);
-    else
+    if (plan.storage() == weight_storage::quantized) {
+      if (auto st = p->create_quantized(parts); !st) return st.error();
+    } else if (plan.storage() == weight_storage::bf16_panels) {
+      p->create_panels(parts);
+    } else {
       p->create_native(parts);
+    }
   } catch (const dnnl::error& e) {
     return error{errc::unsupported, std::string("linear: oneDNN: ") + e.what()};
   } catch (const std::bad_alloc&) {
@@ -314,12 +490,26 @@ result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in,
   return linear(std::move(p));
 }
 
+result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in, compute_type ct) {
+  return create(parts, n_in, default_plan(ct));
+}
+
 void linear::forward(const float* x, float* y, uint32_t m) const {
   assert(m >= 1 && "linear::forward: m = 0");
-  if (impl_->emulated_bf16)
-    impl_->forward_emulated(x, y, m);
-  else
-    impl_->forward_native(x, y, m);
+  switch (impl_->plan.path_for(m)) {
+    case matmul_path::hearth_w8:
+      return impl_->forward_panels(x, y, m, bf16_kernel::w8);
+    case matmul_path::hearth_w16:
+      return impl_->forward_panels(x, y, m, bf16_kernel::w16);
+    case matmul_path::widened_f32:
+      return impl_->forward_widened(x, y, m);
+    case matmul_path::quant_dot:
+      return impl_->forward_quant_dot(x, y, m);
+    case matmul_path::quant_f32:
+      return impl_->forward_quant_f32(x, y, m);
+    default:
+      return impl_->forward_native(x, y, m);
+  }
 }
 
 uint32_t linear::n_in() const {
@@ -328,8 +518,21 @@ uint32_t linear::n_in() const {
 uint32_t linear::n_out() const {
   return impl_->n_out;
 }
+const matmul_plan& linear::plan() const {
+  return impl_->plan;
+}
 size_t linear::weight_bytes() const {
-  const size_t matrix = impl_->emulated_bf16 ? impl_->packed.bytes() : impl_->weights.get_desc().get_size();
+  size_t matrix = 0;
+  switch (impl_->plan.storage()) {
+    case weight_storage::bf16_panels:
+      matrix = impl_->packed.bytes();
+      break;
+    case weight_storage::quantized:
+      for (const auto& p : impl_->qparts) matrix += p.n_out * p.row_bytes;
+      break;
+    default:
+      matrix = impl_->weights.get_desc().get_size();
+  }
   return matrix + impl_->bias.size() * sizeof(float);
 }
 

@@ -18,14 +18,15 @@ std::vector<float> random_values(rng& r, size_t n) {
 
 }  // namespace
 
-double measure_gemm_peak_gflops(uint32_t m, uint32_t n_in, uint32_t n_out, compute_type ct, double seconds) {
+double measure_gemm_peak_gflops(uint32_t m, uint32_t n_in, uint32_t n_out, const matmul_plan& plan,
+                                double seconds) {
   if (m == 0 || n_in == 0 || n_out == 0) return 0.0;
   rng r(0x6a09e667f3bcc908ull);
   const auto w = random_values(r, size_t{n_out} * n_in);
   const auto x = random_values(r, size_t{m} * n_in);
   std::vector<float> y(size_t{m} * n_out);
   const weight_part part{tensor_type::f32, std::as_bytes(std::span(w)), n_out, {}};
-  auto lin = linear::create(std::span(&part, 1), n_in, ct);
+  auto lin = linear::create(std::span(&part, 1), n_in, plan);
   if (!lin) return 0.0;
 
   using clock = std::chrono::steady_clock;

@@ -146,6 +146,9 @@ class file {
   //! loader has converted them, so that they stop counting in the process's RSS; reading them
   //! again faults them back in from the page cache. Nothing for files from parse().
   void release(const tensor_info& t) const;
+  //! What keeps data() valid: the mapping, shared by copies of this file (null for parse(), whose
+  //! bytes the caller keeps).
+  std::shared_ptr<const void> keep_alive() const { return map_; }
 
  private:
   struct mapping;

@@ -106,6 +106,7 @@ void read_server(const section& s, serve_config& c) {
 void read_model(const section& s, serve_config& c) {
   s.text("path", c.model_path);
   s.choice("compute", c.compute, {"bf16", "f32"});
+  s.choice("kernels", c.kernels, {"auto", "onednn", "hearth"});
 }
 
 void read_engine(const section& s, serve_config& c) {
@@ -140,7 +141,7 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
     const toml::table root = toml::parse(toml_text, source);
     only_known_sections(source, root);
     read_server(section(source, root, "server", {"endpoint", "secret_key_file", "max_message_bytes", "heartbeat_ms"}), c);
-    read_model(section(source, root, "model", {"path", "compute"}), c);
+    read_model(section(source, root, "model", {"path", "compute", "kernels"}), c);
     read_engine(
         section(source, root, "engine",
                 {"max_batched_tokens", "max_seqs", "long_prefill_threshold", "max_partial_prefills",

@@ -22,6 +22,7 @@ struct serve_config {
   // [model]
   std::string model_path = {};           //!< empty: the default model, generated if missing
   std::string compute = "bf16";          //!< "bf16" or "f32"
+  std::string kernels = "auto";  //!< which matmul paths load may measure and choose (auto, onednn, hearth)
   // [engine]
   engine_config engine = {};             //!< includes the [[tenant]] entries
   uint64_t kv_tokens = 16384;            //!< KV pool capacity in positions

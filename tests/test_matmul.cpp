@@ -76,26 +76,56 @@ double rel_error(const std::vector<float>& y, const std::vector<double>& ref) {
   return diff / scale;
 }
 
-double tolerance(compute_type ct) {
-  return ct == compute_type::f32 ? 1e-4 : 2e-2;
+double tolerance(const matmul_plan& plan) {
+  // bf16 rounds weights and activations to 8 bits of mantissa; quantized dots round activations
+  // to 8-bit integers per block of 32.
+  return plan.storage() == weight_storage::onednn_f32  ? 1e-4
+         : plan.storage() == weight_storage::quantized ? 3e-2
+                                                       : 2e-2;
 }
 
-void check_against_reference(rng& r, const std::vector<test_part>& parts, uint32_t n_in, compute_type ct,
-                             std::initializer_list<uint32_t> ms) {
+size_t expected_bytes(const std::vector<test_part>& parts, uint32_t n_in, const matmul_plan& plan) {
+  size_t n = 0;
+  for (const auto& p : parts) {
+    const size_t elems = size_t{p.n_out} * n_in;
+    n += plan.storage() == weight_storage::quantized    ? *bytes_for(p.type, elems)
+         : plan.storage() == weight_storage::onednn_f32 ? 4 * elems
+                                                        : 2 * elems;
+  }
+  return n;
+}
+
+// Every plan a linear can run here: each path alone (hearth-w16 too, which runs on any x86-64 CPU
+// though it is only chosen on AVX-512 ones; oneDNN bf16 where oneDNN has it), and one that changes
+// path with m.
+std::vector<matmul_plan> test_plans() {
+  std::vector<matmul_plan> plans;
+  for (matmul_path p : all_matmul_paths) {
+    if (storage_of(p) == weight_storage::quantized) continue;  // for quantized parts only: below
+    if (p != matmul_path::onednn_bf16 || path_available(p)) plans.push_back(matmul_plan::uniform(p));
+  }
+  plans.push_back({{matmul_path::hearth_w16, matmul_path::hearth_w8, matmul_path::widened_f32}});
+  return plans;
+}
+
+void check_against_reference(rng& r, const std::vector<test_part>& parts, uint32_t n_in,
+                             const matmul_plan& plan, std::initializer_list<uint32_t> ms) {
+  CAPTURE(describe(plan));
   const auto ws = views(parts);
-  auto lin = linear::create(ws, n_in, ct);
+  auto lin = linear::create(ws, n_in, plan);
   REQUIRE(lin.ok());
   uint32_t n_out = 0;
   for (const auto& p : parts) n_out += p.n_out;
   CHECK(lin->n_in() == n_in);
   CHECK(lin->n_out() == n_out);
-  CHECK(lin->weight_bytes() >= size_t{n_in} * n_out * (ct == compute_type::f32 ? 4 : 2));
+  CHECK(lin->plan() == plan);
+  CHECK(lin->weight_bytes() >= expected_bytes(parts, n_in, plan));
   for (uint32_t m : ms) {
     CAPTURE(m);
     const auto x = random_values(r, size_t{m} * n_in);
     std::vector<float> y(size_t{m} * n_out, NAN);
     lin->forward(x.data(), y.data(), m);
-    CHECK(rel_error(y, reference(parts, x, m, n_in)) <= tolerance(ct));
+    CHECK(rel_error(y, reference(parts, x, m, n_in)) <= tolerance(plan));
   }
 }
 
@@ -105,14 +135,14 @@ TEST_CASE("linear matches the reference for every source type and batch size", "
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
-  for (auto ct : {compute_type::f32, compute_type::bf16})
+  for (const auto& plan : test_plans())
     for (auto type :
          {tensor_type::f32, tensor_type::f16, tensor_type::bf16, tensor_type::q8_0, tensor_type::q4_0}) {
       // Block types need whole 32-element blocks per row; the others take any width.
       const uint32_t n_in = traits_of(type).block_size == 1 ? 72 : 96;
       const uint32_t n_out = traits_of(type).block_size == 1 ? 40 : 37;
-      CAPTURE(to_string(ct), traits_of(type).name, n_in, n_out);
-      check_against_reference(r, {make_part(r, type, n_out, n_in, true)}, n_in, ct,
+      CAPTURE(traits_of(type).name, n_in, n_out);
+      check_against_reference(r, {make_part(r, type, n_out, n_in, true)}, n_in, plan,
                               {1, 2, 3, 7, 16, 33, 64, 200});
     }
 }
@@ -122,18 +152,17 @@ TEST_CASE("linear stacks parts with and without biases", "[matmul]") {
   CAPTURE(seed);
   rng r(seed);
   const uint32_t n_in = 64;
-  for (auto ct : {compute_type::f32, compute_type::bf16}) {
-    CAPTURE(to_string(ct));
+  for (const auto& plan : test_plans()) {
     // Q/K/V-like: a biased part, an unbiased quantized one, a biased f16 one of odd size.
     check_against_reference(
         r,
         {make_part(r, tensor_type::f32, 24, n_in, true), make_part(r, tensor_type::q8_0, 16, n_in, false),
          make_part(r, tensor_type::f16, 9, n_in, true)},
-        n_in, ct, {1, 3, 33});
+        n_in, plan, {1, 3, 33});
     check_against_reference(
         r,
         {make_part(r, tensor_type::q4_0, 16, n_in, false), make_part(r, tensor_type::bf16, 5, n_in, false)},
-        n_in, ct, {1, 7, 64});
+        n_in, plan, {1, 7, 64});
   }
 }
 
@@ -141,10 +170,8 @@ TEST_CASE("linear runs a batch larger than one primitive in chunks", "[matmul]")
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
-  for (auto ct : {compute_type::f32, compute_type::bf16}) {
-    CAPTURE(to_string(ct));
-    check_against_reference(r, {make_part(r, tensor_type::f32, 24, 40, true)}, 40, ct, {256, 257, 600});
-  }
+  for (const auto& plan : test_plans())
+    check_against_reference(r, {make_part(r, tensor_type::f32, 24, 40, true)}, 40, plan, {256, 257, 600});
 }
 
 TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
@@ -153,11 +180,11 @@ TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
   rng r(seed);
   const int threads_before = kernel_threads();
   const uint32_t n_in = 512, n_out = 384;
-  for (auto ct : {compute_type::f32, compute_type::bf16}) {
-    CAPTURE(to_string(ct));
+  for (const auto& plan : test_plans()) {
+    CAPTURE(describe(plan));
     const std::vector<test_part> parts{make_part(r, tensor_type::f32, n_out, n_in, true)};
     const auto ws = views(parts);
-    auto lin = linear::create(ws, n_in, ct);
+    auto lin = linear::create(ws, n_in, plan);
     REQUIRE(lin.ok());
     for (uint32_t m : {1u, 16u, 64u}) {
       CAPTURE(m);
@@ -169,8 +196,8 @@ TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
       CHECK(kernel_threads() == 2);
       lin->forward(x.data(), y2.data(), m);
       const auto ref = reference(parts, x, m, n_in);
-      CHECK(rel_error(y1, ref) <= tolerance(ct));
-      CHECK(rel_error(y2, ref) <= tolerance(ct));
+      CHECK(rel_error(y1, ref) <= tolerance(plan));
+      CHECK(rel_error(y2, ref) <= tolerance(plan));
       // Not bitwise: oneDNN's gemm:jit (AVX2) gives identical bits at m = 16 and 64 (split over
       // output columns) but not at m = 1, where its gemv splits the reduction over threads.
     }
@@ -183,8 +210,8 @@ TEST_CASE("bf16 linear takes prefill batches, over 256 rows in chunks", "[matmul
   CAPTURE(seed);
   rng r(seed);
   // 300 rows: a chunk of 256 and one of 44.
-  check_against_reference(r, {make_part(r, tensor_type::bf16, 300, 1000, true)}, 1000, compute_type::bf16,
-                          {33, 40, 300});
+  check_against_reference(r, {make_part(r, tensor_type::bf16, 300, 1000, true)}, 1000,
+                          default_plan(compute_type::bf16), {33, 40, 300});
 }
 
 TEST_CASE("bf16 weights take half the bytes of f32 ones", "[matmul]") {
@@ -204,26 +231,121 @@ TEST_CASE("gemm_bf16w matches a double reference for any shape and thread count"
   CAPTURE(seed);
   rng r(seed);
   const int threads_before = kernel_threads();
-  for (auto [n_out, n_in] : {std::pair{1u, 1u}, {5u, 3u}, {16u, 16u}, {17u, 33u}, {40u, 72u}, {100u, 257u}}) {
+  // Batch sizes around each kernel's passes: w8 takes 6 rows at a time, w16 12, 8, 4, 2, 1.
+  auto kernel_batches = [] {
+    std::vector<std::pair<bf16_kernel, uint32_t>> out;
+    for (uint32_t m : {1u, 2u, 3u, 5u, 6u, 7u, 13u, 16u, 32u}) out.emplace_back(bf16_kernel::w8, m);
+    for (uint32_t m : {1u, 2u, 3u, 4u, 7u, 8u, 11u, 12u, 13u, 25u, 31u})
+      out.emplace_back(bf16_kernel::w16, m);
+    return out;
+  };
+  // Shapes: one panel, an odd number of panels (w16 pairs them), a partial last panel.
+  for (auto [n_out, n_in] :
+       {std::pair{1u, 1u}, {5u, 3u}, {16u, 16u}, {17u, 33u}, {40u, 72u}, {100u, 257u}, {48u, 5u}}) {
     // W and x as the kernel sees them: rounded to bf16.
     const std::vector<test_part> parts{make_part(r, tensor_type::bf16, n_out, n_in, n_out % 2 == 1)};
     bf16_matrix w(n_out, n_in);
     w.set_rows(0, n_out, parts[0].weights.data());
-    for (uint32_t m : {1u, 2u, 3u, 5u, 6u, 7u, 13u, 16u, 32u}) {
-      CAPTURE(n_out, n_in, m);
+    for (auto [kernel, m] : kernel_batches()) {
+      CAPTURE(n_out, n_in, kernel == bf16_kernel::w8 ? "w8" : "w16", m);
       const auto x = random_values(r, size_t{m} * n_in);
       std::vector<float> x_bf16(x.size()), y1(size_t{m} * n_out, NAN), y2(y1.size(), NAN);
       round_to_bf16(x.data(), x_bf16.data(), x.size());
       set_kernel_threads(1);
-      gemm_bf16w(w, x.data(), y1.data(), m, parts[0].bias);
+      gemm_bf16w(w, x.data(), y1.data(), m, parts[0].bias, kernel);
       set_kernel_threads(2);
-      gemm_bf16w(w, x.data(), y2.data(), m, parts[0].bias);
+      gemm_bf16w(w, x.data(), y2.data(), m, parts[0].bias, kernel);
       // Products of bf16 values are exact in f32: only the f32 summation rounds.
       CHECK(rel_error(y1, reference(parts, x_bf16, m, n_in)) <= 1e-5);
       CHECK(y1 == y2);  // each output is one thread's sum, in the same order
     }
   }
   set_kernel_threads(threads_before);
+}
+
+TEST_CASE("quantized parts kept as stored match the reference at every batch size", "[matmul]") {
+  if (!path_available(matmul_path::quant_dot)) {
+    WARN("not run: no AVX2, so quantized weights are expanded at load here");
+    return;
+  }
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  rng r(seed);
+  const uint32_t n_in = 256;
+  for (const matmul_plan plan : {matmul_plan{quantized_paths}, matmul_plan::uniform(matmul_path::quant_dot),
+                                 matmul_plan::uniform(matmul_path::quant_f32)}) {
+    // Q/K/V of a Q4_K_M file: parts of different types in one linear, one with a bias.
+    check_against_reference(
+        r,
+        {make_part(r, tensor_type::q4_0, 40, n_in, true), make_part(r, tensor_type::q8_0, 24, n_in, false)},
+        n_in, plan, {1, 2, 5, 16, 64, 300});
+  }
+}
+
+TEST_CASE("quantized weights are read in place when owned, copied when not", "[matmul]") {
+  if (!path_available(matmul_path::quant_dot)) {
+    WARN("not run: no AVX2, so quantized weights are expanded at load here");
+    return;
+  }
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  rng r(seed);
+  const uint32_t n_in = 64, m = 3;
+  std::vector<test_part> parts{make_part(r, tensor_type::q8_0, 16, n_in, false)};
+  const auto x = random_values(r, size_t{m} * n_in);
+  auto owned_bytes = std::make_shared<std::vector<std::byte>>(parts[0].data);
+  const weight_part owned{tensor_type::q8_0, *owned_bytes, 16, {}, owned_bytes};
+  auto in_place = linear::create(std::span(&owned, 1), n_in, matmul_plan{quantized_paths});
+  std::vector<std::byte> scratch_bytes = parts[0].data;
+  const weight_part borrowed{tensor_type::q8_0, scratch_bytes, 16, {}};
+  auto copied = linear::create(std::span(&borrowed, 1), n_in, matmul_plan{quantized_paths});
+  REQUIRE(in_place.ok());
+  REQUIRE(copied.ok());
+  std::fill(scratch_bytes.begin(), scratch_bytes.end(), std::byte{0x7f});  // the caller's bytes change
+  owned_bytes.reset();                                                     // the linear holds the owner
+  std::vector<float> y1(size_t{m} * 16), y2(y1.size());
+  in_place->forward(x.data(), y1.data(), m);
+  copied->forward(x.data(), y2.data(), m);
+  const auto ref = reference(parts, x, m, n_in);
+  CHECK(rel_error(y1, ref) <= 3e-2);
+  CHECK(rel_error(y2, ref) <= 3e-2);
+  CHECK(in_place->weight_bytes() == *bytes_for(tensor_type::q8_0, 16 * n_in));
+  // f32 weights have no dot kernels: refused by name.
+  const std::vector<float> w(16 * n_in, 0.5f);
+  const weight_part plain{tensor_type::f32, std::as_bytes(std::span(w)), 16, {}};
+  auto refused = linear::create(std::span(&plain, 1), n_in, matmul_plan{quantized_paths});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == errc::unsupported);
+  CHECK(refused.error().message.find("f32 part cannot be kept quantized") != std::string::npos);
+}
+
+TEST_CASE("linear refuses a plan whose paths need different storages", "[matmul]") {
+  const std::vector<float> w(8 * 64, 0.5f);
+  const weight_part part{tensor_type::f32, std::as_bytes(std::span(w)), 8, {}};
+  const matmul_plan mixed{{matmul_path::hearth_w8, matmul_path::onednn_f32, matmul_path::hearth_w8}};
+  auto lin = linear::create(std::span(&part, 1), 64, mixed);
+  REQUIRE_FALSE(lin.ok());
+  CHECK(lin.error().code == errc::unsupported);
+  CHECK(lin.error().message.find("hearth-w8/onednn-f32/hearth-w8") != std::string::npos);
+}
+
+TEST_CASE("the plan without measuring: oneDNN where it has the compute type, else our kernel", "[matmul]") {
+  CHECK(default_plan(compute_type::f32) == matmul_plan::uniform(matmul_path::onednn_f32));
+  CHECK(default_plan(compute_type::bf16) == matmul_plan::uniform(path_available(matmul_path::onednn_bf16)
+                                                                     ? matmul_path::onednn_bf16
+                                                                     : matmul_path::hearth_w8));
+  CHECK(paths_for(compute_type::f32) == std::vector{matmul_path::onednn_f32});
+  const auto bf16 = paths_for(compute_type::bf16);
+  CHECK(std::count(bf16.begin(), bf16.end(), matmul_path::hearth_w8) == 1);
+  CHECK(std::count(bf16.begin(), bf16.end(), matmul_path::widened_f32) == 1);
+  CHECK(std::count(bf16.begin(), bf16.end(), matmul_path::onednn_f32) == 0);
+  // x86-64-v4, the level the w16 kernel's clone is built for.
+  const bool v4 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                  __builtin_cpu_supports("avx512cd");
+  CHECK(std::count(bf16.begin(), bf16.end(), matmul_path::hearth_w16) == (v4 ? 1 : 0));
+  for (matmul_path p : all_matmul_paths) CHECK(matmul_path_from_name(to_string(p)) == p);
+  CHECK_FALSE(matmul_path_from_name("hearth").has_value());
 }
 
 TEST_CASE("linear rejects malformed parts", "[matmul]") {
@@ -246,9 +368,12 @@ TEST_CASE("linear rejects malformed parts", "[matmul]") {
 }
 
 TEST_CASE("measure_gemm_peak_gflops reports a positive rate", "[matmul]") {
-  CHECK(measure_gemm_peak_gflops(4, 64, 48, compute_type::f32, 0.01) > 0.0);
-  CHECK(measure_gemm_peak_gflops(4, 64, 48, compute_type::bf16, 0.01) > 0.0);
-  CHECK(measure_gemm_peak_gflops(0, 64, 48, compute_type::f32, 0.01) == 0.0);
+  for (matmul_path p : paths_for(compute_type::bf16)) {
+    CAPTURE(to_string(p));
+    CHECK(measure_gemm_peak_gflops(4, 64, 48, matmul_plan::uniform(p), 0.01) > 0.0);
+  }
+  CHECK(measure_gemm_peak_gflops(4, 64, 48, default_plan(compute_type::f32), 0.01) > 0.0);
+  CHECK(measure_gemm_peak_gflops(0, 64, 48, default_plan(compute_type::f32), 0.01) == 0.0);
 }
 
 TEST_CASE("parallel_for runs every index exactly once", "[parallel]") {

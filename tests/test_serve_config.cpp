@@ -35,6 +35,7 @@ heartbeat_ms = 500
 [model]
 path = "/var/lib/hearth/small.gguf"
 compute = "f32"
+kernels = "onednn"
 
 [engine]
 max_batched_tokens = 512
@@ -64,6 +65,7 @@ key = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID"
   CHECK(r->heartbeat_ms == 500);
   CHECK(r->model_path == "/var/lib/hearth/small.gguf");
   CHECK(r->compute == "f32");
+  CHECK(r->kernels == "onednn");
   const engine_config& e = r->engine;
   CHECK((e.max_batched_tokens == 512 && e.max_seqs == 32 && e.long_prefill_threshold == 0));
   CHECK((e.max_partial_prefills == 3 && e.max_preemptions == 2 && e.policy == "household"));
@@ -91,6 +93,8 @@ TEST_CASE("bad fields are named with their line", "[serve]") {
   CHECK_THAT(error_for("[server]\nheartbeat_ms = 5"), Contains("home.toml:2: [server].heartbeat_ms must be from 10"));
   CHECK_THAT(error_for("[server]\nendpoint = 5"), Contains("[server].endpoint must be a string"));
   CHECK_THAT(error_for("[model]\ncompute = \"int4\""), Contains("home.toml:2: [model].compute must be one of"));
+  CHECK_THAT(error_for("[model]\nkernels = \"fast\""),
+             Contains("home.toml:2: [model].kernels must be one of"));
   CHECK_THAT(error_for("[engine]\nmax_seqs = 0"), Contains("[engine].max_seqs must be from 1"));
   CHECK_THAT(error_for("[engine]\nmax_seqs = 1.5"), Contains("[engine].max_seqs must be a whole number"));
   CHECK_THAT(error_for("[engine]\nmode = \"split\""), Contains("[engine].mode must be one of"));

@@ -4,6 +4,8 @@ set -euo pipefail
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAILED: $*" >&2; exit 1; }
+# The kernel tuner's plans are cached in the build's own file (beside `hearth`), never the user's.
+export HEARTH_KERNEL_CACHE=${HEARTH_KERNEL_CACHE:-$(dirname "$1")/kernel-plans.tsv}
 
 # expect_one_line_error WHAT PATTERN COMMAND...
 expect_one_line_error() {

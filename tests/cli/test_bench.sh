@@ -6,7 +6,7 @@ hearth=$1
 
 "$hearth" model make --preset tiny --dtype bf16 --seed 5 -o "$dir/tiny.gguf" >/dev/null
 table=$("$hearth" bench kernels --model "$dir/tiny.gguf" --quick --threads 2 --json "$dir/bench.json")
-for word in "GEMM ceiling" "STREAM triad" prefill decode "peak RSS"; do
+for word in "matmul paths on" "GEMM ceiling" "STREAM triad" prefill decode "peak RSS"; do
   grep -q "$word" <<<"$table" || fail "table lacks '$word': $table"
 done
 
@@ -22,6 +22,16 @@ assert c["n_embd"] == 288 and c["n_layer"] == 6 and c["block_size"] == 16, c
 assert [s["name"] for s in j["gemm"]["shapes"]] == ["qkv", "wo", "gate_up", "down", "head"], j["gemm"]
 for s in j["gemm"]["shapes"]:
     positive("gemm " + s["name"], s["gflops"])
+    assert "onednn-f32" in s["paths"] and "hearth-w8" in s["paths"], s
+    assert abs(s["gflops"] - max(s["paths"].values())) < 1e-9, s
+# Which path each shape took and why: every model shape, one path per batch-size bucket, and the
+# rates it was chosen by (measured now, or read from the build's plan cache).
+assert c["kernels"] == "auto" and c["cpu"], c
+assert [p["name"] for p in j["plans"]] == ["qkv", "wo", "gate_up", "down", "head"], j["plans"]
+for p in j["plans"]:
+    assert [b["m"] for b in p["paths"]] == [1, 16, 256], p
+    assert p["why"] in ("measured", "cached", "noisy", "only path"), p
+    assert "hearth-w8" in p["rates"] and all(b["path"] in p["rates"] for b in p["paths"]), p
 positive("gemm combined", j["gemm"]["combined_gflops"])
 positive("stream gbps", j["stream"]["gbps"])
 assert [p["tokens"] for p in j["prefill"]] == [64, 128], j["prefill"]
@@ -34,9 +44,24 @@ for d in j["decode"]:
     for k in ("step_seconds", "tok_per_s", "vs_batch1", "vs_batch1_bound", "bytes_per_step", "gbps",
               "pct_of_stream", "gflop_per_step", "gflops", "pct_of_gemm"):
         positive(f"decode {d['context']}x{d['batch']} {k}", d[k])
-for k in ("weight_bytes", "embedding_bytes", "kv_pool_bytes", "peak_rss_bytes", "rss_ratio"):
+for k in ("weight_bytes", "embedding_bytes", "kv_pool_bytes", "peak_rss_bytes", "rss_ratio", "file_bytes", "rss_vs_file"):
     positive("memory " + k, j["memory"][k])
 PY
 
+# A quantized file's weights stay as stored: every shape on the quantized paths.
+"$hearth" model make --preset tiny --dtype q4_0 --seed 5 -o "$dir/tiny_q4.gguf" >/dev/null
+"$hearth" bench kernels --model "$dir/tiny_q4.gguf" --quick --threads 2 --json "$dir/q4.json" >/dev/null
+python3 - "$dir/q4.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for p in j["plans"]:
+    assert [b["path"] for b in p["paths"]] == ["quant-dot", "quant-dot", "quant-f32"] and p["why"] == "as stored", p
+m = j["memory"]
+assert m["weight_bytes"] < m["file_bytes"] and m["rss_vs_file"] > 0, m
+PY
+
 expect_one_line_error "missing model" "none.gguf" "$hearth" bench kernels --model "$dir/none.gguf" --quick
+# Our kernels do not compute f32: refused by name, not silently replaced.
+expect_one_line_error "hearth kernels in f32" 'kernels = "hearth"' \
+  "$hearth" bench kernels --model "$dir/tiny.gguf" --quick --compute f32 --kernels hearth
 echo "bench: all checks passed"

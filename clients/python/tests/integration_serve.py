@@ -96,6 +96,8 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     hearth, model = argv[1], argv[2]
+    # The kernel tuner's plans are cached in the build's own file (beside `hearth`), never the user's.
+    os.environ.setdefault("HEARTH_KERNEL_CACHE", os.path.join(os.path.dirname(os.path.abspath(hearth)), "kernel-plans.tsv"))
     ref = subprocess.run(generate_command(hearth, model, PROMPT, N_TOKENS), capture_output=True, text=True, check=True)
     want = generate_text(ref.stdout)
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,381 @@
+#include "kernels/kernel_tuner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "kernels/matmul.hpp"
+#include "kernels/parallel.hpp"
+
+// Timing: synthetic weights of the shape, but only a slice of its columns, about 1 Mi weights
+// (2 MiB in bf16; never fewer than 8 panels per thread), so that the tune of a 1b model's five
+// shapes stays near a second. Per-column rates barely change with n_out beyond that; at m = 1
+// the slice is read from the caches rather than memory, which ranks the kernels by what they do
+// beside the loads (the memory-bound figure itself is the bench's). Each path is warmed up once
+// (primitive creation, page faults) and timed until it has run twice and 5 ms, or 50 times; the
+// fastest run counts, the one least disturbed by the rest of the machine, and every path is
+// timed in two rounds (see measure).
+
+namespace hearth {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+constexpr double quiet_margin = 1.05;
+// Rounds further apart than this mean the machine was busy: the plan then needs a wider margin
+// to leave the incumbent, and is not cached (the next load measures again).
+constexpr double noisy_spread = 0.25, noisy_margin = 1.3;
+constexpr const char* cache_header = "# hearth kernel plans v1: cpu threads compute choice n_in n_out paths";
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+uint32_t slice_columns(uint32_t n_in, uint32_t n_out) {
+  const double target = std::max(1048576.0 / n_in, 128.0 * kernel_threads());
+  return std::clamp<uint32_t>(static_cast<uint32_t>(target) / 16 * 16, 16, n_out);
+}
+
+// The fastest of several forwards of lin at m rows, in seconds.
+double time_forward(const linear& lin, const float* x, float* y, uint32_t m) {
+  lin.forward(x, y, m);
+  double best = 1e30, total = 0;
+  for (int runs = 0; runs < 50 && (runs < 2 || total < 0.005); ++runs) {
+    const auto t0 = clock_type::now();
+    lin.forward(x, y, m);
+    const double t = seconds_since(t0);
+    best = std::min(best, t);
+    total += t;
+  }
+  return best;
+}
+
+// Synthetic weights (cols, n_in): their values do not matter to the timing, only that they are
+// normal floats.
+std::vector<float> synthetic_weights(uint32_t n_in, uint32_t cols) {
+  std::vector<float> v(size_t{cols} * n_in);
+  uint32_t s = 0x9e3779b9u;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(s >> 8) * (2.0f / 16777216.0f) - 1.0f;
+  }
+  return v;
+}
+
+// The rates of each path on a slice of `cols` columns of values (cols, n_in), at each bucket: two
+// rounds, the second in reverse order, each rate the better of its two, so that a burst of other
+// work on the machine during one path's turn does not decide against it.
+struct measurement {
+  std::vector<path_rates> rates;
+  double spread = 0;  //!< the largest relative difference between a rate's two rounds
+};
+
+measurement measure(std::span<const matmul_path> paths, uint32_t n_in, uint32_t cols,
+                    std::span<const float> values) {
+  const weight_part part{tensor_type::f32, std::as_bytes(values), cols, {}};
+  measurement out;
+  std::vector<path_rates>& rates = out.rates;
+  std::vector<linear> lins;
+  for (matmul_path p : paths) {
+    auto lin = linear::create(std::span(&part, 1), n_in, matmul_plan::uniform(p));
+    if (!lin) continue;  // not a candidate, then
+    rates.push_back({p, {}});
+    lins.push_back(std::move(*lin));
+  }
+  std::vector<float> x(size_t{bucket_m.back()} * n_in, 0.5f), y(size_t{bucket_m.back()} * cols);
+  for (int round = 0; round < 2; ++round) {
+    for (size_t n = 0; n < lins.size(); ++n) {
+      const size_t i = round == 0 ? n : lins.size() - 1 - n;
+      for (uint32_t b = 0; b < n_m_buckets; ++b) {
+        // Widening every weight per call cannot pay at m = 1, where the call only reads them once.
+        if (rates[i].path == matmul_path::widened_f32 && b == 0) continue;
+        const uint32_t m = bucket_m[b];
+        const double gflops = 2.0 * m * n_in * cols / time_forward(lins[i], x.data(), y.data(), m) / 1e9;
+        double& best = rates[i].gflops[b];
+        if (round == 1) out.spread = std::max(out.spread, std::abs(gflops - best) / std::max(gflops, best));
+        best = std::max(best, gflops);
+      }
+    }
+  }
+  return out;
+}
+
+result<std::vector<matmul_path>> candidates(compute_type ct, kernel_choice choice) {
+  auto all = paths_for(ct);
+  std::erase_if(all, [&](matmul_path p) {
+    const bool onednn = storage_of(p) != weight_storage::bf16_panels;
+    const bool ours = p == matmul_path::hearth_w8 || p == matmul_path::hearth_w16;
+    return choice == kernel_choice::onednn ? !onednn : choice == kernel_choice::hearth ? !ours : false;
+  });
+  if (all.empty()) {
+    return error{errc::unsupported,
+                 std::string("kernels = \"") + to_string(choice) + "\" has no path for compute " +
+                     to_string(ct) +
+                     (ct == compute_type::f32 ? " (our kernels compute bf16)"
+                                              : " on this CPU (oneDNN has no bf16 matmul without AVX-512)")};
+  }
+  return all;
+}
+
+bool same_key(const shape_plan& a, const shape_plan& b) {
+  return a.n_in == b.n_in && a.n_out == b.n_out && a.ct == b.ct && a.choice == b.choice &&
+         a.threads == b.threads;
+}
+
+}  // namespace
+
+matmul_plan choose_plan(std::span<const path_rates> rates, matmul_path incumbent, double margin) {
+  std::array<double, n_m_buckets> best{};
+  for (const auto& r : rates)
+    for (uint32_t b = 0; b < n_m_buckets; ++b) best[b] = std::max(best[b], r.gflops[b]);
+  // The fastest path of storage s at bucket b; the storage's preferred path (the incumbent, else
+  // the first of the storage) is kept when within the margin of it.
+  auto pick = [&](weight_storage s, uint32_t b) -> const path_rates* {
+    const path_rates *fastest = nullptr, *preferred = nullptr;
+    for (const auto& r : rates) {
+      if (storage_of(r.path) != s || r.gflops[b] <= 0) continue;
+      if (!fastest || r.gflops[b] > fastest->gflops[b]) fastest = &r;
+      if (!preferred || r.path == incumbent) preferred = &r;
+    }
+    return preferred && preferred->gflops[b] * margin >= fastest->gflops[b] ? preferred : fastest;
+  };
+  matmul_plan plan = matmul_plan::uniform(incumbent);
+  double plan_loss = 0;
+  bool have = false;
+  for (auto s : {storage_of(incumbent), weight_storage::onednn_f32, weight_storage::onednn_bf16,
+                 weight_storage::bf16_panels}) {
+    matmul_plan candidate;
+    double loss = 0;
+    bool complete = true;
+    for (uint32_t b = 0; b < n_m_buckets && complete; ++b) {
+      const path_rates* r = pick(s, b);
+      complete = r != nullptr;
+      if (complete) candidate.paths[b] = r->path, loss += best[b] / r->gflops[b];
+    }
+    // Ties and near-ties stay with the incumbent's storage, tried first.
+    if (complete && (!have || loss * margin < plan_loss)) plan = candidate, plan_loss = loss, have = true;
+  }
+  return plan;
+}
+
+std::string format_cache_line(std::string_view cpu, const shape_plan& s) {
+  std::ostringstream out;
+  out << cpu << '\t' << s.threads << '\t' << to_string(s.ct) << '\t' << to_string(s.choice) << '\t' << s.n_in
+      << '\t' << s.n_out << '\t';
+  for (uint32_t b = 0; b < n_m_buckets; ++b) out << (b ? "," : "") << to_string(s.plan.paths[b]);
+  out << '\t';
+  for (const auto& r : s.rates) {
+    out << (&r == s.rates.data() ? "" : ";") << to_string(r.path) << '=';
+    for (uint32_t b = 0; b < n_m_buckets; ++b) out << (b ? "/" : "") << std::lround(r.gflops[b] * 10) / 10.0;
+  }
+  return out.str();
+}
+
+namespace {
+
+//! A cache line without its plan and rates: what identifies the decision.
+std::string_view key_of(std::string_view line) {
+  return line.substr(0, line.rfind('\t', line.rfind('\t') - 1));
+}
+
+//! "hearth-w8=12.5/80/95.2;widened-f32=0/60.1/70" (as format_cache_line writes them), or nullopt.
+std::optional<std::vector<path_rates>> parse_rates(const std::string& text) {
+  std::vector<path_rates> out;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ';');) {
+    const auto eq = item.find('=');
+    const auto p = eq == std::string::npos ? std::nullopt : matmul_path_from_name(item.substr(0, eq));
+    if (!p) return std::nullopt;
+    path_rates r{*p, {}};
+    std::istringstream values(item.substr(eq + 1));
+    uint32_t b = 0;
+    for (std::string v; std::getline(values, v, '/') && b < n_m_buckets; ++b) {
+      char* end = nullptr;
+      r.gflops[b] = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(r.gflops[b] >= 0)) return std::nullopt;
+    }
+    if (b != n_m_buckets) return std::nullopt;
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<shape_plan> parse_cache_line(std::string_view line, std::string& cpu) {
+  std::vector<std::string> f;
+  for (size_t at = 0;;) {
+    const size_t tab = line.find('\t', at);
+    f.emplace_back(line.substr(at, tab == std::string_view::npos ? line.npos : tab - at));
+    if (tab == std::string_view::npos) break;
+    at = tab + 1;
+  }
+  if (f.size() != 8) return std::nullopt;
+  shape_plan s;
+  char* end = nullptr;
+  auto number = [&](const std::string& t) {
+    const unsigned long v = std::strtoul(t.c_str(), &end, 10);
+    return !t.empty() && *end == '\0' && v > 0 && v <= UINT32_MAX ? static_cast<uint32_t>(v) : 0u;
+  };
+  s.threads = static_cast<int>(number(f[1]));
+  s.n_in = number(f[4]);
+  s.n_out = number(f[5]);
+  const auto choice = kernel_choice_from_name(f[3]);
+  if (f[2] != "f32" && f[2] != "bf16") return std::nullopt;
+  s.ct = f[2] == "f32" ? compute_type::f32 : compute_type::bf16;
+  std::istringstream paths(f[6]);
+  uint32_t b = 0;
+  for (std::string name; std::getline(paths, name, ',');) {
+    const auto p = matmul_path_from_name(name);
+    if (!p || b == n_m_buckets) return std::nullopt;
+    s.plan.paths[b++] = *p;
+  }
+  if (s.threads == 0 || s.n_in == 0 || s.n_out == 0 || !choice || b != n_m_buckets || !s.plan.consistent())
+    return std::nullopt;
+  auto rates = parse_rates(f[7]);
+  if (!rates) return std::nullopt;
+  s.choice = *choice;
+  s.rates = std::move(*rates);
+  s.why = "cached";
+  cpu = f[0];
+  return s;
+}
+
+kernel_tuner::kernel_tuner(std::string cache_path, std::string cpu)
+    : cache_path_(std::move(cache_path)), cpu_(std::move(cpu)) {}
+
+void kernel_tuner::load_cache() {
+  cache_loaded_ = true;
+  if (cache_path_.empty()) return;
+  std::ifstream in(cache_path_);
+  for (std::string line, cpu; std::getline(in, line);) {
+    auto s = parse_cache_line(line, cpu);
+    // A plan cached for another CPU model, or naming a path this CPU lacks, is not this one's.
+    if (s && cpu == cpu_ && std::all_of(s->plan.paths.begin(), s->plan.paths.end(), path_available))
+      cached_.push_back(std::move(*s));
+  }
+}
+
+// Rewrites the file with its other valid lines kept (other CPUs share a home directory over NFS), via a
+// temporary file and a rename, so that concurrent loads never read a torn file. Failures are
+// silent: without the file the next load measures again.
+void kernel_tuner::save_cache() const {
+  if (cache_path_.empty()) return;
+  std::error_code ec;
+  const std::filesystem::path path(cache_path_);
+  std::filesystem::create_directories(path.parent_path(), ec);
+  std::vector<std::string> mine, lines;
+  std::set<std::string, std::less<>> keys;
+  for (const auto& s : decided_) {
+    if (s.why != "measured") continue;
+    mine.push_back(format_cache_line(cpu_, s));
+    keys.emplace(key_of(mine.back()));
+  }
+  {
+    std::ifstream in(path);
+    for (std::string line, cpu; std::getline(in, line);) {
+      if (parse_cache_line(line, cpu) && !keys.count(key_of(line))) lines.push_back(line);
+    }
+  }
+  lines.insert(lines.end(), mine.begin(), mine.end());
+  const auto tmp = path.string() + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << cache_header << '\n';
+    for (const auto& l : lines) out << l << '\n';
+    if (!out) return (void)std::filesystem::remove(tmp, ec);
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+result<matmul_plan> kernel_tuner::plan(uint32_t n_in, uint32_t n_out, compute_type ct, kernel_choice choice) {
+  auto paths = candidates(ct, choice);
+  if (!paths) return paths.error();
+  const std::lock_guard lock(mutex_);
+  shape_plan s{n_in, n_out,       ct, choice, kernel_threads(), matmul_plan::uniform(paths->front()),
+               {},   "only path", 0};
+  for (const auto& d : decided_) {
+    if (same_key(d, s)) return d.plan;
+  }
+  if (!cache_loaded_) load_cache();
+  const auto cached =
+      std::find_if(cached_.begin(), cached_.end(), [&](const auto& c) { return same_key(c, s); });
+  if (cached != cached_.end()) {
+    decided_.push_back(*cached);
+    return cached->plan;
+  }
+  if (paths->size() > 1) {
+    const auto t0 = clock_type::now();
+    const uint32_t cols = slice_columns(n_in, n_out);
+    const auto values = synthetic_weights(n_in, cols);
+    const auto m = measure(*paths, n_in, cols, values);
+    s.rates = m.rates;
+    const bool noisy = m.spread > noisy_spread;
+    const matmul_path incumbent = default_plan(ct).paths[0];
+    s.plan = choose_plan(
+        s.rates,
+        std::find(paths->begin(), paths->end(), incumbent) != paths->end() ? incumbent : paths->front(),
+        noisy ? noisy_margin : quiet_margin);
+    s.why = noisy ? "noisy" : "measured";
+    s.tune_seconds = seconds_since(t0);
+  }
+  decided_.push_back(s);
+  if (s.why == "measured") save_cache();
+  return s.plan;
+}
+
+std::vector<shape_plan> kernel_tuner::decisions() const {
+  const std::lock_guard lock(mutex_);
+  return decided_;
+}
+
+std::string cpu_identity() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string model = "unknown CPU", flags;
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find_first_of(" \t"));
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model" && line.rfind("model name", 0) == 0) model = value;
+    if (key == "flags") flags = " " + value + " ";
+    if (!flags.empty()) break;
+  }
+  std::string isa;
+  for (const char* f : {"avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_bf16"}) {
+    if (flags.find(std::string(" ") + f + " ") != std::string::npos)
+      isa += std::string(isa.empty() ? "" : " ") + f;
+  }
+  std::string id = model + " | " + isa;
+  std::replace(id.begin(), id.end(), '\t', ' ');
+  return id;
+}
+
+kernel_tuner& process_tuner() {
+  static kernel_tuner tuner = [] {
+    std::string path;
+    if (const char* env = std::getenv("HEARTH_KERNEL_CACHE"); env && *env) {
+      path = std::string_view(env) == "off" ? "" : env;
+    } else if (const char* service = std::getenv("CACHE_DIRECTORY"); service && *service) {
+      // systemd's CacheDirectory=; it may list several, the first is ours.
+      path = std::string(service).substr(0, std::string(service).find(':')) + "/kernel-plans.tsv";
+    } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+      path = std::string(xdg) + "/hearth/kernel-plans.tsv";
+    } else if (const char* home = std::getenv("HOME"); home && *home) {
+      path = std::string(home) + "/.cache/hearth/kernel-plans.tsv";
+    }
+    return kernel_tuner(path, cpu_identity());
+  }();
+  return tuner;
+}
+
+}  // namespace hearth

@@ -1,0 +1,88 @@
+#pragma once
+// Chooses each linear shape's plan (kernels/matmul_plan.hpp) by timing, at load, the paths this
+// CPU has on synthetic weights of that shape at each bucket's m. Which path is fastest is not
+// knowable from the feature flags: oneDNN 2.6 accepts bf16 on AVX-512 without bf16 hardware and
+// runs it at a quarter of its f32 rate, and whether our kernels beat oneDNN's f32 over widened
+// weights depends on the core. Decisions are cached per CPU, thread count and shape in a file under
+// the user's cache directory (a model's shapes repeat across its layers and across model files
+// of one family and size), so only the first load of a shape on a machine pays for the timing.
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.hpp"
+#include "kernels/matmul_plan.hpp"
+
+namespace hearth {
+
+//! One path's measured rates, GFLOP/s at bucket_m; 0 where not measured or where it failed.
+struct path_rates {
+  matmul_path path;
+  std::array<double, n_m_buckets> gflops{};
+};
+
+//! The plan over measured rates. Per storage, each bucket takes its fastest path; the storage
+//! whose buckets lose least against the fastest of all (the sum over buckets of best / its rate)
+//! wins. `incumbent` (the path taken without measuring) keeps its storage and its buckets unless
+//! another is faster by more than `margin` (1.05: 5 %): timings on a noisy machine must not flip a
+//! choice that measures the same. Pure.
+matmul_plan choose_plan(std::span<const path_rates> rates, matmul_path incumbent, double margin = 1.05);
+
+//! What one shape was given, and why.
+struct shape_plan {
+  uint32_t n_in = 0, n_out = 0;
+  compute_type ct = compute_type::bf16;
+  kernel_choice choice = kernel_choice::automatic;
+  int threads = 0;
+  matmul_plan plan;
+  std::vector<path_rates> rates;  //!< what the plan was chosen by; empty for an only path
+  std::string why;                //!< "measured", "cached", "only path", or "noisy" (measured on a busy
+                                  //!< machine: a wider margin, not cached)
+  double tune_seconds = 0;        //!< time spent measuring it
+};
+
+//! The cache file's lines, one decision each: cpu, threads, compute, choice, n_in, n_out, the
+//! plan's paths and the measured rates, tab-separated. Malformed lines are skipped (the file is
+//! only a cache).
+std::string format_cache_line(std::string_view cpu, const shape_plan& s);
+std::optional<shape_plan> parse_cache_line(std::string_view line, std::string& cpu);
+
+class kernel_tuner {
+ public:
+  //! cache_path empty: no cache file. cpu names this CPU in it.
+  kernel_tuner(std::string cache_path, std::string cpu);
+
+  //! The plan for a shape on the calling thread's kernel_threads(): remembered, cached, or
+  //! measured now (taking a process-wide lock, so that two workers loading at once do not time
+  //! each other). errc::unsupported for a choice this CPU or compute type cannot run.
+  result<matmul_plan> plan(uint32_t n_in, uint32_t n_out, compute_type ct, kernel_choice choice);
+
+  //! Every shape decided so far, in order.
+  std::vector<shape_plan> decisions() const;
+  const std::string& cache_path() const { return cache_path_; }
+
+ private:
+  void load_cache();
+  void save_cache() const;
+
+  std::string cache_path_, cpu_;
+  mutable std::mutex mutex_;
+  bool cache_loaded_ = false;
+  std::vector<shape_plan> cached_;   // from the file, for this CPU
+  std::vector<shape_plan> decided_;  // this process's
+};
+
+//! "model name | isa flags" of this CPU, from /proc/cpuinfo.
+std::string cpu_identity();
+//! The process's tuner: the cache file is $HEARTH_KERNEL_CACHE ("off": none), else
+//! $CACHE_DIRECTORY/kernel-plans.tsv (a systemd service's CacheDirectory=), else
+//! $XDG_CACHE_HOME/hearth/kernel-plans.tsv, else ~/.cache/hearth/kernel-plans.tsv.
+kernel_tuner& process_tuner();
+
+}  // namespace hearth

@@ -1,0 +1,78 @@
+#pragma once
+// Which kernel multiplies a linear layer. Several can (oneDNN's matmuls, our bf16-weight kernels,
+// oneDNN's f32 matmul over weights widened per call), and which is fastest depends on the CPU and
+// on m, the rows of one call: on an AVX-512 CPU without bf16 hardware oneDNN accepts bf16 and runs
+// it at a quarter of its own f32 rate. So each linear carries a plan, one path per bucket of m,
+// chosen by measuring (kernels/kernel_tuner.hpp). No oneDNN here.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace hearth {
+
+//! What the matrix work computes in. bf16: bf16 x bf16 with f32 accumulation and f32 output.
+enum class compute_type { f32, bf16 };
+//! "f32" or "bf16".
+inline const char* to_string(compute_type ct) {
+  return ct == compute_type::f32 ? "f32" : "bf16";
+}
+
+enum class matmul_path : uint8_t {
+  onednn_f32,   //!< oneDNN f32 over f32 weights (compute f32)
+  onednn_bf16,  //!< oneDNN bf16 over bf16 weights in its blocked layout
+  hearth_w8,    //!< our kernel over bf16 panels, 8 lanes (kernels/bf16_gemm.hpp)
+  hearth_w16,   //!< the same, 16 lanes (AVX-512)
+  widened_f32,  //!< bf16 panels widened to f32 per call, a cache-sized slice at a time, for oneDNN f32
+  quant_dot,    //!< quantized blocks as stored, dotted against 8-bit activations (kernels/quant_dot.hpp)
+  quant_f32,    //!< quantized blocks dequantized per call, a slice at a time, for oneDNN f32
+};
+inline constexpr matmul_path all_matmul_paths[] = {
+    matmul_path::onednn_f32,  matmul_path::onednn_bf16, matmul_path::hearth_w8, matmul_path::hearth_w16,
+    matmul_path::widened_f32, matmul_path::quant_dot,   matmul_path::quant_f32};
+//! "onednn-f32", "onednn-bf16", "hearth-w8", "hearth-w16", "widened-f32", "quant-dot", "quant-f32".
+const char* to_string(matmul_path p);
+std::optional<matmul_path> matmul_path_from_name(std::string_view name);
+
+//! How a linear keeps its weights; the paths of one plan share it. quantized: the file's blocks,
+//! read in place from its mapping.
+enum class weight_storage { onednn_f32, onednn_bf16, bf16_panels, quantized };
+weight_storage storage_of(matmul_path p);
+
+//! Buckets of m: [1, 4), [4, 64), [64, ...), measured at bucket_m (decode, a batch of decodes,
+//! a prefill chunk).
+inline constexpr uint32_t n_m_buckets = 3;
+inline constexpr std::array<uint32_t, n_m_buckets> bucket_m{1, 16, 256};
+inline uint32_t bucket_of(uint32_t m) {
+  return m < 4 ? 0 : m < 64 ? 1 : 2;
+}
+
+//! The plan for weights kept quantized: dots while m is small, oneDNN f32 over dequantized slices
+//! for prefill chunks, where the dots' per-row work would dominate.
+inline constexpr std::array<matmul_path, 3> quantized_paths{matmul_path::quant_dot, matmul_path::quant_dot,
+                                                            matmul_path::quant_f32};
+
+struct matmul_plan {
+  std::array<matmul_path, n_m_buckets> paths{};
+
+  static matmul_plan uniform(matmul_path p) { return {{p, p, p}}; }
+  matmul_path path_for(uint32_t m) const { return paths[bucket_of(m)]; }
+  weight_storage storage() const { return storage_of(paths[0]); }
+  //! Whether every path shares one storage.
+  bool consistent() const;
+  bool operator==(const matmul_plan&) const = default;
+};
+
+//! Which paths a load may choose among: every one this CPU has (auto), oneDNN's matmul in the
+//! compute type only (onednn), our own kernels only (hearth; bf16 only).
+enum class kernel_choice { automatic, onednn, hearth };
+//! "auto", "onednn", "hearth".
+const char* to_string(kernel_choice c);
+std::optional<kernel_choice> kernel_choice_from_name(std::string_view name);
+
+//! "hearth-w8" when uniform, else "hearth-w8/hearth-w8/widened-f32" (by bucket).
+std::string describe(const matmul_plan& plan);
+
+}  // namespace hearth

@@ -1,0 +1,88 @@
+#include "kernels/quant_dot.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hearth::quant {
+
+// Defined by quant_kernels.inc, once per instruction set.
+namespace avx2 {
+void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
+              const act_block* x, uint32_t m, float* y, size_t ldy);
+void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
+                     float* out);
+}  // namespace avx2
+namespace vnni {
+void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
+              const act_block* x, uint32_t m, float* y, size_t ldy);
+void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
+                     float* out);
+}  // namespace vnni
+
+void quantize_activations(const float* x, uint32_t n, act_block* out) {
+  for (uint32_t b = 0; b < n / 32; ++b, x += 32, ++out) {
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    int sum[2] = {0, 0};
+    for (int i = 0; i < 32; ++i) {
+      const int q = static_cast<int>(std::nearbyint(x[i] * id));
+      out->q[i] = static_cast<int8_t>(q);
+      sum[i / 16] += q;
+    }
+    out->d = d;
+    out->dsum[0] = d * static_cast<float>(sum[0]);
+    out->dsum[1] = d * static_cast<float>(sum[1]);
+  }
+}
+
+const char* to_string(isa i) {
+  return i == isa::avx2 ? "avx2" : "avx512-vnni";
+}
+
+bool isa_available(isa i) {
+  // F16C comes with every AVX2 CPU (and Clang cannot ask for it).
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (i == isa::avx2) return avx2;
+  return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+}
+
+isa best_isa() {
+  return isa_available(isa::avx512_vnni) ? isa::avx512_vnni : isa::avx2;
+}
+
+bool has_dot(tensor_type type) {
+  using namespace type_number;
+  switch (static_cast<uint32_t>(type)) {
+    case q4_0:
+    case q4_1:
+    case q5_0:
+    case q5_1:
+    case q8_0:
+    case q2_K:
+    case q3_K:
+    case q4_K:
+    case q5_K:
+    case q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void dot_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,
+              uint32_t n_in, const act_block* x, uint32_t m, float* y, size_t ldy) {
+  const auto t = static_cast<uint32_t>(type);
+  if (variant == isa::avx512_vnni) return vnni::dot_rows(t, w, row_bytes, rows, n_in, x, m, y, ldy);
+  avx2::dot_rows(t, w, row_bytes, rows, n_in, x, m, y, ldy);
+}
+
+void dequantize_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,
+                     uint32_t n_in, float* out) {
+  const auto t = static_cast<uint32_t>(type);
+  if (variant == isa::avx512_vnni) return vnni::dequantize_rows(t, w, row_bytes, rows, n_in, out);
+  avx2::dequantize_rows(t, w, row_bytes, rows, n_in, out);
+}
+
+}  // namespace hearth::quant

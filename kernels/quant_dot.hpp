@@ -1,0 +1,55 @@
+#pragma once
+// Dot products of quantized weight rows, in ggml's block layouts exactly as a GGUF file stores
+// them (read in place from the mapped file), against activations quantized to 8 bits per block
+// of 32, the way llama.cpp's vec_dot kernels work. Internal to kernels/; stateless, so every
+// variant is tested against the reference dequantization without a model.
+//
+// Every type is read as the same thing: per 32-element block, 32 unsigned integers n (at most
+// 6 bits) and, for each half of 16, a scale s and an offset o, so that w = s n + o (q8_0's signed
+// bytes are the one exception, multiplied by their magnitude against the activation's sign
+// flipped). Then w . x over a block is s_x (s Σ n q_x) + o Σ x, with Σ n q_x from vpmaddubsw +
+// vpmaddwd (AVX2) or vpdpbusd (AVX-512 VNNI), and Σ x kept beside each activation block.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "model/tensor_types.hpp"
+
+namespace hearth::quant {
+
+//! ggml's numbers of the types with dot kernels.
+namespace type_number {
+inline constexpr uint32_t q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q2_K = 10, q3_K = 11, q4_K = 12,
+                          q5_K = 13, q6_K = 14;
+}  // namespace type_number
+
+//! 32 activations: x ≈ d q, and d Σ q over each half of 16 (what the offsets multiply).
+struct act_block {
+  float d;
+  float dsum[2];
+  int8_t q[32];
+};
+
+//! x (n,) -> n / 32 blocks; n is a multiple of 32. d = max |x| / 127.
+void quantize_activations(const float* x, uint32_t n, act_block* out);
+
+enum class isa { avx2, avx512_vnni };
+//! "avx2", "avx512-vnni".
+const char* to_string(isa i);
+bool isa_available(isa i);
+//! The fastest variant this CPU runs (avx2 when none does: callers check isa_available(avx2)).
+isa best_isa();
+
+//! Whether `type` has dot kernels (every ggml type Hearth reads except f32/f16/bf16).
+bool has_dot(tensor_type type);
+
+//! y[i * ldy + r] = W row r . x row i, for r < rows, i < m. W: rows of n_in elements of `type`,
+//! row_bytes apart; x: m rows of n_in / 32 blocks. One thread; callers split the rows.
+void dot_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,
+              uint32_t n_in, const act_block* x, uint32_t m, float* y, size_t ldy);
+
+//! out (rows, n_in) f32 = W rows dequantized, with the same decoding the dots use.
+void dequantize_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,
+                     uint32_t n_in, float* out);
+
+}  // namespace hearth::quant

@@ -1,0 +1,206 @@
+// The kernel tuner: its choice over measured rates (a pure function), its cache file's lines, and a
+// tuner measuring, caching and reading back plans for real on this CPU.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "kernels/kernel_tuner.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/parallel.hpp"
+
+using namespace hearth;
+
+namespace {
+
+constexpr auto onednn_bf16 = matmul_path::onednn_bf16;
+constexpr auto w8 = matmul_path::hearth_w8;
+constexpr auto w16 = matmul_path::hearth_w16;
+constexpr auto widened = matmul_path::widened_f32;
+
+path_rates rates(matmul_path p, double m1, double m16, double m256) {
+  return {p, {m1, m16, m256}};
+}
+
+// A file in the build's temporary directory, removed when done.
+struct temp_file {
+  std::string path;
+  explicit temp_file(const std::string& name)
+      : path((std::filesystem::temp_directory_path() / ("hearth-" + std::to_string(getpid()) + "-" + name))
+                 .string()) {
+    std::filesystem::remove(path);
+  }
+  ~temp_file() { std::filesystem::remove(path); }
+  std::string read() const {
+    std::ifstream in(path);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the tuner keeps the incumbent unless another path is clearly faster", "[kernel_tuner]") {
+  // One candidate: its plan.
+  const path_rates only[] = {rates(w8, 10, 50, 60)};
+  CHECK(choose_plan(only, w8) == matmul_plan::uniform(w8));
+  // Within 5 %: the incumbent stays, bucket by bucket.
+  const path_rates close[] = {rates(w8, 10, 50, 60), rates(w16, 10.4, 52, 62)};
+  CHECK(choose_plan(close, w8) == matmul_plan::uniform(w8));
+  // w16 faster at prefill only: one storage, so the plan changes path with m.
+  const path_rates prefill[] = {rates(w8, 10, 50, 60), rates(w16, 10, 50, 120)};
+  CHECK(choose_plan(prefill, w8) == matmul_plan{{w8, w8, w16}});
+  // Not measured at m = 1 (widening cannot pay there): the bucket takes what was measured.
+  const path_rates wide[] = {rates(w8, 10, 50, 60), rates(widened, 0, 40, 200)};
+  CHECK(choose_plan(wide, w8) == matmul_plan{{w8, w8, widened}});
+  // A busy machine's margin holds back what a quiet one's lets through.
+  CHECK(choose_plan(prefill, w8, 2.5) == matmul_plan::uniform(w8));
+}
+
+TEST_CASE("the tuner picks the storage that loses least over all batch sizes", "[kernel_tuner]") {
+  // oneDNN bf16 as run on AVX-512 without bf16 hardware: a quarter of our rates at prefill.
+  const path_rates jit[] = {rates(onednn_bf16, 8, 40, 50), rates(w8, 10, 60, 110), rates(w16, 11, 80, 200)};
+  const auto plan = choose_plan(jit, onednn_bf16);
+  CHECK(plan == matmul_plan{{w16, w16, w16}});
+  CHECK(plan.consistent());
+  // oneDNN with bf16 hardware: it wins everywhere and keeps its storage.
+  const path_rates amx[] = {rates(onednn_bf16, 12, 150, 600), rates(w8, 10, 60, 110),
+                            rates(w16, 11, 80, 200)};
+  CHECK(choose_plan(amx, onednn_bf16) == matmul_plan::uniform(onednn_bf16));
+  // Storage is one decision: oneDNN fastest at m = 256 only, ours much faster at decode: ours,
+  // never a plan that would need two copies of the weights.
+  const path_rates split[] = {rates(onednn_bf16, 3, 20, 130), rates(w8, 10, 60, 110)};
+  CHECK(choose_plan(split, onednn_bf16) == matmul_plan::uniform(w8));
+  // Nothing measured: the incumbent.
+  const path_rates none[] = {rates(onednn_bf16, 0, 0, 0), rates(w8, 0, 0, 0)};
+  CHECK(choose_plan(none, onednn_bf16) == matmul_plan::uniform(onednn_bf16));
+}
+
+TEST_CASE("cache lines round-trip and malformed ones are skipped", "[kernel_tuner]") {
+  shape_plan s;
+  s.n_in = 2048;
+  s.n_out = 5632;
+  s.ct = compute_type::bf16;
+  s.choice = kernel_choice::automatic;
+  s.threads = 2;
+  s.plan = {{w8, w8, widened}};
+  s.rates = {rates(w8, 12.5, 80, 95.2), rates(widened, 0, 60.1, 120)};
+  const std::string line = format_cache_line("Some CPU | avx2 fma", s);
+  std::string cpu;
+  const auto back = parse_cache_line(line, cpu);
+  REQUIRE(back.has_value());
+  CHECK(cpu == "Some CPU | avx2 fma");
+  CHECK(back->n_in == 2048);
+  CHECK(back->n_out == 5632);
+  CHECK(back->threads == 2);
+  CHECK(back->ct == compute_type::bf16);
+  CHECK(back->choice == kernel_choice::automatic);
+  CHECK(back->plan == s.plan);
+  CHECK(back->why == "cached");
+  REQUIRE(back->rates.size() == 2);
+  CHECK(back->rates[1].path == widened);
+  CHECK(back->rates[1].gflops[2] == Approx(120));
+
+  const std::string bad[] = {
+      "",
+      "# hearth kernel plans v1",
+      "cpu\t2\tbf16\tauto\t2048\t5632",                                                // fields missing
+      "cpu\t0\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\t",               // no threads
+      "cpu\t2\tf64\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\t",                // compute
+      "cpu\t2\tbf16\tfast\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\t",               // choice
+      "cpu\t2\tbf16\tauto\tx\t5632\thearth-w8,hearth-w8,hearth-w8\t",                  // n_in
+      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8\t",                         // two paths
+      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w9,hearth-w8\t",               // unknown path
+      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,onednn-bf16,hearth-w8\t",             // two storages
+      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\thearth-w8=1/2",  // rates
+      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\thearth-w8=1/-2/3",
+  };
+  for (const auto& b : bad) {
+    CAPTURE(b);
+    CHECK_FALSE(parse_cache_line(b, cpu).has_value());
+  }
+  CHECK(parse_cache_line("cpu\t2\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8\t", cpu).has_value());
+}
+
+TEST_CASE("a tuner measures a shape once, caches it, and a later process reads it back", "[kernel_tuner]") {
+  temp_file cache("plans.tsv");
+  const std::string cpu = "test CPU " + std::to_string(getpid());
+  matmul_plan measured;
+  std::string why;
+  {
+    kernel_tuner t(cache.path, cpu);
+    auto plan = t.plan(96, 160, compute_type::bf16, kernel_choice::automatic);
+    REQUIRE(plan.ok());
+    CHECK(plan->consistent());
+    measured = *plan;
+    const auto d = t.decisions();
+    REQUIRE(d.size() == 1);
+    why = d[0].why;
+    CHECK((why == "measured" || why == "noisy"));
+    CHECK(d[0].rates.size() == paths_for(compute_type::bf16).size());
+    for (const auto& r : d[0].rates) CHECK(r.gflops[1] > 0);
+    // The same shape again: remembered, not measured again.
+    CHECK(*t.plan(96, 160, compute_type::bf16, kernel_choice::automatic) == measured);
+    CHECK(t.decisions().size() == 1);
+  }
+  kernel_tuner again(cache.path, cpu);
+  auto plan = again.plan(96, 160, compute_type::bf16, kernel_choice::automatic);
+  REQUIRE(plan.ok());
+  if (why == "measured") {  // a busy machine's plans are not cached
+    CHECK(*plan == measured);
+    CHECK(again.decisions()[0].why == "cached");
+    CHECK(cache.read().find(cpu + "\t") != std::string::npos);
+  } else {
+    CHECK(again.decisions()[0].why != "cached");
+  }
+}
+
+TEST_CASE("a cached plan is used for its CPU only, and a corrupt cache is only a cache", "[kernel_tuner]") {
+  temp_file cache("plans.tsv");
+  const int threads = kernel_threads();
+  {
+    std::ofstream out(cache.path);
+    out << "# hearth kernel plans v1\n"
+        << "garbage line\n"
+        << "mine\t" << threads << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,widened-f32\thearth-w8=1/2/3\n"
+        << "other\t" << threads << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8\t\n";
+  }
+  kernel_tuner mine(cache.path, "mine");
+  auto plan = mine.plan(64, 48, compute_type::bf16, kernel_choice::automatic);
+  REQUIRE(plan.ok());
+  CHECK(*plan == matmul_plan{{w8, w8, widened}});
+  CHECK(mine.decisions()[0].why == "cached");
+  // Another thread count is another decision.
+  set_kernel_threads(threads + 1);
+  auto more = mine.plan(64, 48, compute_type::bf16, kernel_choice::automatic);
+  set_kernel_threads(threads);
+  REQUIRE(more.ok());
+  CHECK(mine.decisions().size() == 2);
+  CHECK(mine.decisions()[1].why != "cached");
+  if (mine.decisions()[1].why == "measured") {  // then cached: the file was rewritten
+    const std::string text = cache.read();
+    CHECK(text.find("other\t") != std::string::npos);  // another CPU's line kept
+    CHECK(text.find("garbage") == std::string::npos);
+    CHECK(text.find("mine\t" + std::to_string(threads + 1) + "\t") != std::string::npos);
+  }
+}
+
+TEST_CASE("a kernel choice that cannot run is refused by name", "[kernel_tuner]") {
+  kernel_tuner t("", "test");
+  auto ours_f32 = t.plan(64, 48, compute_type::f32, kernel_choice::hearth);
+  REQUIRE_FALSE(ours_f32.ok());
+  CHECK(ours_f32.error().code == errc::unsupported);
+  CHECK(ours_f32.error().message.find("kernels = \"hearth\"") != std::string::npos);
+  auto onednn = t.plan(64, 48, compute_type::bf16, kernel_choice::onednn);
+  CHECK(onednn.ok() == path_available(matmul_path::onednn_bf16));
+  // Only one path to choose: taken without measuring.
+  auto f32 = t.plan(64, 48, compute_type::f32, kernel_choice::automatic);
+  REQUIRE(f32.ok());
+  CHECK(*f32 == matmul_plan::uniform(matmul_path::onednn_f32));
+  CHECK(t.decisions().back().why == "only path");
+  CHECK(t.decisions().back().rates.empty());
+}
