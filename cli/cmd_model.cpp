@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
@@ -9,6 +10,7 @@
 #include "model/gguf.hpp"
 #include "model/hparams.hpp"
 #include "model/model_maker.hpp"
+#include "model/quant_mix.hpp"
 #include "model/vocab.hpp"
 
 namespace hearth::cli {
@@ -25,10 +27,12 @@ struct make_args {
 
 int run_make(const make_args& a) {
   const model_preset* preset = find_preset(a.preset);
-  const auto dtype = tensor_type_from_name(a.dtype);
-  if (!preset || !dtype) return fail("unknown preset or dtype");  // CLI11 checks both; kept for safety
-  make_options opt{*preset, *dtype, a.seed, a.tokenizer == "spm" ? tokenizer_kind::spm : tokenizer_kind::bpe,
+  const auto ft = file_type_from_name(a.dtype);
+  if (!preset || !ft) return fail("unknown preset or dtype");  // CLI11 checks both; kept for safety
+  // Every --dtype is a llama-quantize preset: q4_0 too gives the head q6_K, as llama.cpp's does.
+  make_options opt{*preset, base_type(*ft), a.seed, a.tokenizer == "spm" ? tokenizer_kind::spm : tokenizer_kind::bpe,
                    a.n_ctx};
+  opt.mix = *ft;
   if (auto s = make_model(opt, a.out); !s) return fail(s.error().message);
   std::printf("wrote %s (preset %s, %s, seed %llu)\n", a.out.c_str(), preset->name, a.dtype.c_str(),
               static_cast<unsigned long long>(a.seed));
@@ -54,6 +58,17 @@ std::string tensor_type_summary(const gguf::file& f, uint64_t& n_params) {
   std::string s = std::to_string(f.tensors().size()) + ":";
   for (const auto& [name, n] : counts) s += " " + name + " " + std::to_string(n);
   return s;
+}
+
+// ", file type q4_k_m" from general.file_type (llama.cpp's LLAMA_FTYPE), a number for one that
+// Hearth does not write; nothing when the key is absent.
+std::string file_type_note(const gguf::file& f) {
+  const auto number = f.get_uint("general.file_type");
+  if (!number) return "";
+  for (const file_type ft : file_types()) {
+    if (static_cast<uint64_t>(ft) == *number) return std::string(", file type ") + to_string(ft);
+  }
+  return ", file type " + std::to_string(*number);
 }
 
 void print_vocab(const vocab_spec& v) {
@@ -82,8 +97,8 @@ int run_info(const std::string& path) {
   std::printf("context        %u tokens (rope base %g, %s pairs%s)\n", hp->n_ctx_train, hp->rope_freq_base,
               hp->pairing == rope_pairing::adjacent ? "adjacent" : "half-split",
               hp->rope_freq_factors.empty() ? "" : ", scaled frequencies");
-  std::printf("tensors        %s%s%s\n", types.c_str(), hp->tied_output ? ", output tied to embedding" : "",
-              hp->has_qkv_bias ? ", q/k/v biases" : "");
+  std::printf("tensors        %s%s%s%s\n", types.c_str(), file_type_note(*f).c_str(),
+              hp->tied_output ? ", output tied to embedding" : "", hp->has_qkv_bias ? ", q/k/v biases" : "");
   print_vocab(*vocab);
   return 0;
 }
@@ -99,8 +114,12 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   make->add_option("--preset", args->preset, "tiny | small | 1b")
       ->check(CLI::IsMember({"tiny", "small", "1b"}))
       ->capture_default_str();
-  make->add_option("--dtype", args->dtype, "Weight type")
-      ->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0", "q4_0"}))
+  std::vector<std::string> dtypes;
+  for (const file_type ft : file_types()) dtypes.emplace_back(to_string(ft));
+  make->add_option("--dtype", args->dtype,
+                   "Weight type, or a llama-quantize mix (q4_k_m: q4_K with q6_K for the head and some "
+                   "attn_v / ffn_down, as llama.cpp's presets)")
+      ->check(CLI::IsMember(dtypes))
       ->capture_default_str();
   make->add_option("--tokenizer", args->tokenizer, "bpe (Llama 3 style) | spm (Llama 2 style)")
       ->check(CLI::IsMember({"bpe", "spm"}))

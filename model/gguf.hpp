@@ -93,8 +93,9 @@ struct parse_error {
   std::string field;    //!< e.g. "tensor_infos[3].dims[1]" or "kv[7] (tokenizer.ggml.tokens).items[12]"
   uint64_t offset = 0;  //!< byte offset of the field in the file
   std::string detail;   //!< one sentence
+  std::string file = {};  //!< the path, for a file from open() that failed to parse; else empty
 
-  //! "gguf: <code> at byte <offset> in <field>: <detail>"
+  //! "gguf: [<file>: ]<code> at byte <offset> in <field>: <detail>"
   std::string message() const;
   //! The same as a generic Hearth error (errc::malformed, io, limit_exceeded or unsupported).
   hearth::error to_error() const;

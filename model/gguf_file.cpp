@@ -31,7 +31,7 @@ const char* to_string(parse_errc code) {
 }
 
 std::string parse_error::message() const {
-  return std::string("gguf: ") + to_string(code) + " at byte " + std::to_string(offset) + " in " +
+  return std::string("gguf: ") + (file.empty() ? "" : file + ": ") + to_string(code) + " at byte " + std::to_string(offset) + " in " +
          field + ": " + detail;
 }
 

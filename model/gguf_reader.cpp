@@ -334,6 +334,19 @@ void parser::read_alignment() {
   }
 }
 
+namespace {
+
+// Why tensor `name` of type `code` cannot be read, naming the type as ggml does, and what would.
+std::string unreadable_type(const std::string& name, uint32_t code) {
+  const char* ggml_name = ggml_type_name(code);
+  std::string what = ggml_name != nullptr ? std::string("is ") + ggml_name + ", a type Hearth does not read"
+                                          : "has type " + std::to_string(code) + ", which ggml does not define";
+  return "tensor '" + name + "' " + what + " (Hearth reads " + std::string(readable_types()) +
+         "; llama-quantize can rewrite the file in one of them, e.g. q4_k_m)";
+}
+
+}  // namespace
+
 void parser::read_tensor_infos() {
   {
     scope s(*this, {"header.n_tensors"});
@@ -389,10 +402,7 @@ void parser::read_tensor_info(uint64_t i) {
     scope s(*this, {"type"});
     const uint64_t at = pos_;
     const auto code = read<uint32_t>();
-    const auto traits = traits_of(code);
-    if (!failed() && !traits) {
-      fail(parse_errc::bad_tensor_type, at, "tensor type " + std::to_string(code));
-    }
+    if (!failed() && !traits_of(code)) fail(parse_errc::bad_tensor_type, at, unreadable_type(t.name, code));
     if (failed()) return;
     t.type = static_cast<tensor_type>(code);
   }
@@ -514,7 +524,12 @@ result<file, parse_error> file::open(const std::string& path, const limits& lim)
   ::close(fd);  // the mapping keeps the file open
   auto map = std::make_shared<mapping>(addr, size);
   auto r = parse({static_cast<const std::byte*>(addr), size}, lim);
-  if (r) r->map_ = std::move(map);
+  if (!r) {
+    parse_error e = r.error();
+    e.file = path;
+    return e;
+  }
+  r->map_ = std::move(map);
   return r;
 }
 

@@ -4,6 +4,7 @@
 // Same options -> byte-identical file.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 #include "common/result.hpp"
 #include "model/gguf.hpp"
 #include "model/hparams.hpp"
+#include "model/quant_mix.hpp"
 #include "model/tensor_types.hpp"
 #include "model/vocab.hpp"
 
@@ -38,9 +40,15 @@ struct make_options {
   uint32_t n_ctx = 2048;
   model_arch arch = model_arch::llama;  //!< qwen2: "qwen2.*" keys, Q/K/V biases, half-split RoPE
   bool tie_output = false;              //!< no output.weight: the head reuses the embedding (as SmolLM)
+  //! A llama-quantize preset (q4_k_m, ...): each matrix gets the type its rules give (and
+  //! dtype is not used); general.file_type records it. Without one, every matrix is dtype.
+  std::optional<file_type> mix = std::nullopt;
 };
 
-//! Checks the options (block sizes divide the dimensions, heads divide the width).
+//! The type each matrix of the model gets: mix's rules, or dtype.
+tensor_type matrix_type(const make_options& opt, std::string_view name, uint64_t ne0);
+
+//! Checks the options (every matrix's rows are whole blocks of its type, heads divide the width).
 status<> validate(const make_options& opt);
 //! A writer holding the whole model; tensor data is generated while the file is written.
 //! Requires validate(opt) to have passed.

@@ -1,6 +1,8 @@
 // GGUF bytes built by hand: the writer's exact layout, and every way a file can be malformed.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "model/gguf.hpp"
@@ -193,7 +195,7 @@ TEST_CASE("tensor infos: dims, types, sizes, offsets", "[gguf]") {
   CHECK(e.field == "tensor_infos[0].dims[1]");
   e = parse_fails(one({(uint64_t{1} << 32) + 1}, 0), parse_errc::limit_exceeded);
   CHECK(e.field == "tensor_infos[0].dims[0]");
-  e = parse_fails(one({32}, 3), parse_errc::bad_tensor_type);  // q4_1: not read by Hearth
+  e = parse_fails(one({256}, 16), parse_errc::bad_tensor_type);  // iq2_xxs: not read by Hearth
   CHECK(e.field == "tensor_infos[0].type");
   CHECK(e.to_error().code == errc::unsupported);
   e = parse_fails(one({33, 2}, 8), parse_errc::bad_dims);
@@ -268,4 +270,53 @@ TEST_CASE("every prefix and random corruptions of a valid file fail cleanly", "[
     }
   }
   CHECK(n_ok > 0);  // changes to data bytes and string contents still parse
+}
+
+TEST_CASE("a tensor type Hearth does not read is refused by name, saying what would load", "[gguf]") {
+  const auto one = [](const char* name, uint32_t type) {
+    return builder{}.header(1, 0).tensor(name, {256}, type, 0).pad(32).zeros(512);
+  };
+  auto e = parse_fails(one("output.weight", 16), parse_errc::bad_tensor_type);
+  CHECK_THAT(e.detail, Catch::StartsWith("tensor 'output.weight' is iq2_xxs, a type Hearth does not read"));
+  CHECK_THAT(e.detail, Catch::Contains("q4_K") && Catch::Contains("q6_K") && Catch::Contains("llama-quantize"));
+  e = parse_fails(one("blk.0.ffn_up.weight", 34), parse_errc::bad_tensor_type);
+  CHECK_THAT(e.detail, Catch::StartsWith("tensor 'blk.0.ffn_up.weight' is tq1_0"));
+  // Numbers ggml removed (q4_2) or never had are named as numbers.
+  e = parse_fails(one("w", 4), parse_errc::bad_tensor_type);
+  CHECK_THAT(e.detail, Catch::StartsWith("tensor 'w' has type 4, which ggml does not define"));
+  e = parse_fails(one("w", 0xffffffffu), parse_errc::bad_tensor_type);
+  CHECK_THAT(e.detail, Catch::StartsWith("tensor 'w' has type 4294967295"));
+  // Every type Hearth reads parses, with its block size and byte size checked.
+  for (const tensor_type t : tensor_types()) {
+    const auto& tr = traits_of(t);
+    INFO(tr.name);
+    const auto good = builder{}.header(1, 0).tensor("t", {256, 2}, static_cast<uint32_t>(t), 0).pad(32)
+                          .zeros(2 * *bytes_for(t, 256));
+    auto f = file::parse(good.b);
+    REQUIRE(f.ok());
+    CHECK(f->tensors()[0].n_bytes == 2 * *bytes_for(t, 256));
+    if (tr.block_size > 1) {
+      e = parse_fails(builder{}.header(1, 0).tensor("t", {tr.block_size + 16}, static_cast<uint32_t>(t), 0)
+                          .pad(32).zeros(1024),
+                      parse_errc::bad_dims);
+      CHECK_THAT(e.detail, Catch::Contains(tr.name));
+    }
+    // One byte short of its data: out of bounds.
+    parse_fails(builder{}.header(1, 0).tensor("t", {256, 2}, static_cast<uint32_t>(t), 0).pad(32)
+                    .zeros(2 * *bytes_for(t, 256) - 1),
+                parse_errc::out_of_bounds);
+  }
+}
+
+TEST_CASE("a file that fails to parse is named in the message", "[gguf]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "hearth-iq2.gguf").string();
+  const auto bytes = builder{}.header(1, 0).tensor("output.weight", {256}, 16, 0).pad(32).zeros(512).b;
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                              static_cast<std::streamsize>(bytes.size()));
+  auto r = file::open(path);
+  std::filesystem::remove(path);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().file == path);
+  CHECK_THAT(r.error().message(), Catch::StartsWith("gguf: " + path + ": bad_tensor_type at byte "));
+  CHECK_THAT(r.error().message(), Catch::Contains("tensor 'output.weight' is iq2_xxs"));
 }

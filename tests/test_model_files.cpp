@@ -85,6 +85,36 @@ TEST_CASE("a generated model reads back with its hyper-parameters", "[model_make
   }
 }
 
+TEST_CASE("a preset mix needs whole 32-element rows, a pure K type whole 256-element rows", "[model_maker]") {
+  const auto* tiny = find_preset("tiny");  // 288 wide: 9 blocks of 32, not whole super-blocks
+  make_options opt{*tiny, tensor_type::q4_k, 1, tokenizer_kind::bpe, 2048};
+  const auto pure = validate(opt);
+  REQUIRE_FALSE(pure.ok());
+  CHECK(pure.error().message == "model make: dimensions must be multiples of 256 for q4_K");
+  for (const file_type ft : file_types()) {
+    opt.mix = ft;
+    INFO(to_string(ft));
+    CHECK(validate(opt).ok());
+  }
+  make_options narrow{{"narrow", 48, 1, 2, 2, 96, 600}, tensor_type::f32, 1, tokenizer_kind::bpe, 256};
+  narrow.mix = file_type::q4_k_m;
+  REQUIRE_FALSE(validate(narrow).ok());
+  CHECK(validate(narrow).error().message == "model make: dimensions must be multiples of 32 for q4_k_m");
+  narrow.mix = file_type::bf16;
+  CHECK(validate(narrow).ok());
+  // The mix decides each matrix's type and the recorded file type; dtype is not used.
+  make_options m = test_options();
+  m.mix = file_type::q8_0;
+  auto f = parse(model_writer(m));
+  CHECK(f.file.get_uint("general.file_type") == 7u);
+  CHECK(f.file.find_tensor("output.weight")->type == tensor_type::q8_0);
+  m.mix = file_type::q4_0;
+  f = parse(model_writer(m));
+  CHECK(f.file.get_uint("general.file_type") == 2u);
+  CHECK(f.file.find_tensor("blk.0.attn_q.weight")->type == tensor_type::q4_0);
+  CHECK(f.file.find_tensor("output.weight")->type == tensor_type::q8_0);  // q6_K's fallback at 64 wide
+}
+
 TEST_CASE("generated models are deterministic in their seed", "[model_maker]") {
   const auto a = model_writer(test_options(tensor_type::q8_0, 3)).to_bytes();
   const auto b = model_writer(test_options(tensor_type::q8_0, 3)).to_bytes();

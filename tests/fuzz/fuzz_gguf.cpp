@@ -1,9 +1,13 @@
 // libFuzzer harness for the GGUF reader. Any input must parse or fail as a value; an accepted
-// file must keep every tensor inside the input and survive writer -> reader unchanged.
+// file must keep every tensor inside the input and survive writer -> reader unchanged, and each
+// of its (small) tensors must dequantize, and its floats quantize again, whatever the bytes (NaN
+// and infinite halves included). A refused tensor type is named with its tensor.
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "fuzz_support.hpp"
 #include "model/gguf.hpp"
 
 using namespace hearth;
@@ -49,6 +53,18 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   rich.add_tensor("k", tensor_type::q8_0, {32, 2}, std::vector<std::byte>(68, std::byte{3}));
   rich.add_tensor("b", tensor_type::bf16, {3}, std::vector<std::byte>(6, std::byte{4}));
   write_seed(dir, "rich.gguf", rich);
+
+  // One tensor of every type Hearth reads, holding a real quantization of a ramp, so that
+  // mutations land in scales, mins and packed bits of each block layout.
+  writer quant;
+  std::vector<float> ramp(256);
+  for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<float>(i) / 64.0f - 2.0f;
+  for (const tensor_type t : tensor_types()) {
+    std::vector<std::byte> bytes(*bytes_for(t, ramp.size()));
+    quantize(t, ramp, bytes);
+    quant.add_tensor(traits_of(t).name, t, {256}, std::move(bytes));
+  }
+  write_seed(dir, "quant.gguf", quant);
   return 0;
 }
 
@@ -57,6 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto r = file::parse(bytes);
   if (!r) {
     (void)r.error().message();
+    fuzz::check(r.error().code != parse_errc::bad_tensor_type || r.error().detail.rfind("tensor '", 0) == 0,
+                "a refused tensor type is named with its tensor");
     return 0;
   }
   for (const auto& t : r->tensors()) {
@@ -65,6 +83,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         d.data() + d.size() > bytes.data() + bytes.size()) {
       std::abort();
     }
+  }
+  for (const auto& t : r->tensors()) {
+    if (t.n_elements > (1u << 16)) continue;  // bounded work per input
+    std::vector<float> values(t.n_elements);
+    dequantize(t.type, r->data(t), values);
+    std::vector<std::byte> again(t.n_bytes);
+    quantize(t.type, values, again);
   }
   const auto once = rewrite(*r);
   auto again = file::parse(once);
