@@ -186,6 +186,11 @@ status<> index_merges(tokenizer_state& m) {
   return {};
 }
 
+// C's isspace in the "C" locale, which llama.cpp's rstrip uses.
+bool is_c_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
 struct fragment {
   std::string_view text;   // ordinary text, when id is no_token
   token_id id = no_token;  // a special token found in the text
@@ -200,6 +205,9 @@ std::vector<fragment> split_specials(const tokenizer_state& m, std::string_view 
   for (token_id id : m.specials) {
     if (!parse_special && m.spec.types[size_t(id)] != token_type::user_defined) continue;
     const std::string& needle = m.spec.tokens[size_t(id)];
+    // Phi-3's added tokens take the whitespace after them, but for these three (llama.cpp's list).
+    const bool rstrip =
+        m.spec.rstrip_specials && needle != "<unk>" && needle != "<s>" && needle != "<|endoftext|>";
     next.clear();
     for (const fragment& f : frags) {
       if (f.id != no_token) {
@@ -207,9 +215,11 @@ std::vector<fragment> split_specials(const tokenizer_state& m, std::string_view 
         continue;
       }
       size_t from = 0;
-      for (size_t at; (at = f.text.find(needle, from)) != std::string_view::npos; from = at + needle.size()) {
+      for (size_t at; (at = f.text.find(needle, from)) != std::string_view::npos;) {
         if (at > from) next.push_back({f.text.substr(from, at - from)});
         next.push_back({{}, id});
+        from = at + needle.size();
+        while (rstrip && from < f.text.size() && is_c_space(f.text[from])) ++from;
       }
       if (from < f.text.size()) next.push_back({f.text.substr(from)});
     }

@@ -40,6 +40,10 @@ struct vocab_spec {
   //! spm only: a space before the text and after each special token, dropped again from the
   //! first token when decoding (SentencePiece's add_dummy_prefix; on unless the file says off).
   bool add_space_prefix = true;
+  //! Special tokens (but <unk>, <s>, <|endoftext|>) take the whitespace after them in a text, as
+  //! Phi-3's tokenizer does. Not a GGUF key: llama.cpp sets it for models named "phi-3"/"phi3"
+  //! (general.name), and read_vocab does the same.
+  bool rstrip_specials = false;
   std::string chat_template;           //!< Jinja text, may be empty
 };
 

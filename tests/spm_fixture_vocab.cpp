@@ -124,6 +124,7 @@ vocab_spec spm_fixture_vocab() {
   add(v, "<think>", token_type::user_defined, 0);
   add(v, "</think>", token_type::user_defined, 0);
   add(v, "<|im_end|>", token_type::control, 0);
+  add(v, "<|endoftext|>", token_type::control, 0);  // llama.cpp needs it in a model named Phi-3
   return v;
 }
 

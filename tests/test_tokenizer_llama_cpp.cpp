@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/gguf.hpp"
 #include "model/tokenizer.hpp"
 #include "model/unicode.hpp"
 #include "model/vocab_builder.hpp"
@@ -53,6 +54,30 @@ struct bpe_case {
 const bpe_case bpe_cases[] = {
 #include "llama_cpp_bpe_cases.inc"
 };
+
+// The SPM fixture in a model named "Phi-3 mini fixture" (tokenizer_fixture_model FILE spm NAME):
+// llama.cpp gives Phi-3's special tokens, but <unk>, <s> and <|endoftext|>, the whitespace after
+// them. Ids without and with parse_special.
+struct phi3_case {
+  std::string_view text;
+  ids plain, special;
+};
+
+// clang-format off
+const phi3_case phi3_cases[] = {
+    {"<|im_end|>\nHello", {1, 229, 153, 132, 611, 675, 656, 660, 646, 304, 651, 675, 613, 13, 623, 652, 402}, {1, 705, 574}},
+    {"<|im_end|> \n\t world", {1, 229, 153, 132, 611, 675, 656, 660, 646, 304, 651, 675, 613, 229, 153, 132, 13, 12, 568}, {1, 705, 568}},
+    {"x <|im_end|>  y", {1, 229, 153, 132, 671, 229, 153, 132, 611, 675, 656, 660, 646, 304, 651, 675, 613, 229, 153, 132, 263}, {1, 229, 153, 132, 671, 229, 153, 132, 705, 263}},
+    {"<think>\nthinking</think>\n answer", {1, 703, 329, 285, 658, 393, 704, 331, 666, 670, 287}, {1, 703, 329, 285, 658, 393, 704, 331, 666, 670, 287}},
+    {"</s> \n z", {1, 229, 153, 132, 611, 598, 666, 613, 229, 153, 132, 13, 229, 153, 132, 673}, {1, 2, 229, 153, 132, 673}},
+    {"<s> a", {1, 229, 153, 132, 611, 666, 613, 261}, {1, 1, 229, 153, 132, 261}},
+    {"<unk>\tb", {1, 229, 153, 132, 611, 668, 661, 658, 613, 12, 649}, {1, 0, 229, 153, 132, 12, 649}},
+    {"<s>\n<|im_end|>\n", {1, 229, 153, 132, 611, 666, 613, 13, 611, 675, 656, 660, 646, 304, 651, 675, 613, 13}, {1, 1, 229, 153, 132, 13, 705}},
+    {"Hello</s>", {1, 574, 611, 598, 666, 613}, {1, 574, 2}},
+    {"<think>   ", {1, 703}, {1, 703}},
+    {"a\n<think>\n\nb\n", {1, 261, 13, 703, 267, 13}, {1, 261, 13, 703, 267, 13}},
+};
+// clang-format on
 
 bool valid_utf8(std::string_view s) {
   for (size_t pos = 0; pos < s.size();) {
@@ -137,5 +162,26 @@ TEST_CASE("bpe (Llama 3 pre-tokenizer) encodes and decodes as llama.cpp", "[toke
     CHECK(tok.decode(c.plain) == c.pieces);
     CHECK(tok.decode(special, true) == c.special_pieces);
     if (valid_utf8(c.pieces)) CHECK(streamed(tok, c.plain) == c.pieces);
+  }
+}
+
+TEST_CASE("a model named Phi-3: special tokens take the whitespace after them, as in llama.cpp",
+          "[tokenizer][llama_cpp]") {
+  vocab_spec v = test::spm_fixture_vocab();
+  gguf::writer w;
+  w.set("general.name", std::string("Phi-3 mini fixture"));
+  write_vocab(v, w);
+  const std::vector<std::byte> bytes = w.to_bytes();
+  auto f = gguf::file::parse(bytes);
+  REQUIRE(f.ok());
+  auto read = read_vocab(*f);
+  REQUIRE(read.ok());
+  CHECK(read->rstrip_specials);
+  CHECK_FALSE(v.rstrip_specials);
+  const tokenizer tok = make(std::move(*read));
+  for (const phi3_case& c : phi3_cases) {
+    CAPTURE(c.text);
+    CHECK(tok.encode(c.text, {.add_bos = true, .parse_special = false}) == c.plain);
+    CHECK(tok.encode(c.text, {.add_bos = true, .parse_special = true}) == c.special);
   }
 }
