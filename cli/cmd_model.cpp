@@ -1,4 +1,5 @@
-// hearth model make | info: create generated models, describe any GGUF model file.
+// hearth model make | info: create generated models, describe any GGUF model file (and
+// `model tokenize`, in cmd_tokenize.cpp).
 #include <cstdio>
 #include <map>
 #include <string>
@@ -133,6 +134,8 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   auto path = std::make_shared<std::string>();
   info->add_option("file", *path, "GGUF file")->required();
   info->callback([path, &exit_code] { exit_code = run_info(*path); });
+
+  add_tokenize_command(*model, exit_code);
 }
 
 }  // namespace hearth::cli

@@ -7,6 +7,7 @@
 namespace hearth::cli {
 
 void add_model_commands(CLI::App& app, int& exit_code);
+void add_tokenize_command(CLI::App& model, int& exit_code);  //!< `model tokenize`, under `model`
 void add_generate_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_bench_engine_command(CLI::App& bench, int& exit_code);

@@ -1,11 +1,16 @@
 // Validation, special-token matching and decoding; the encoders are in tokenizer_spm.cpp and
-// tokenizer_bpe.cpp. Behaviour follows llama.cpp (llama-vocab.cpp) except where noted:
-// - parse_special=false leaves user-defined tokens as plain text too (llama.cpp always matches them).
+// tokenizer_bpe.cpp. Behaviour follows llama.cpp (src/llama-vocab.cpp, build b4748), checked
+// token for token against it (tests/test_tokenizer_llama_cpp.cpp), except where noted:
 // - Ordinary text only becomes normal/undefined tokens (bpe: also byte-typed ones), never control,
-//   user-defined, unknown, unused or spm byte tokens, so decoding gives the text back.
-// - spm decoding drops one leading space of the first ordinary token at the start and after each
-//   special token: exactly the spaces the encoder adds (llama.cpp drops it only at the start).
-// - add_eos is not applied by encode.
+//   unknown, unused or spm byte tokens. llama.cpp looks every token up, so merging the characters
+//   of "</s>" could spell the control token there; here only parse_special makes control tokens.
+// - A byte that no token spells becomes unk (llama.cpp stops with an exception).
+// - add_eos is not applied by encode. bpe decode does not remove spaces before punctuation
+//   (llama.cpp's clean_spaces), so valid text comes back unchanged. add_space_prefix applies to
+//   spm only (llama.cpp would strip a bpe text's first space in decoding if a file set it).
+// - Pieces follow llama.cpp's token_to_piece: control and unknown tokens only when rendering
+//   specials, unused and undefined ones never, user-defined ones as stored, spm byte tokens as
+//   their byte (so a space that fell back to the bytes of "▁" decodes as "▁", as in llama.cpp).
 
 #include "model/tokenizer.hpp"
 
@@ -109,6 +114,10 @@ void index_tokens(tokenizer_state& m) {
   m.byte_token.fill(no_token);
   m.end_of_generation.assign(spec.tokens.size(), false);
   m.plain.reserve(spec.tokens.size());
+  // spm byte fallback as llama.cpp's byte_to_token: the token spelled "<0xNN>" (upper-case hex,
+  // whatever its type), else the token that is the byte itself.
+  std::array<token_id, 256> single_byte;
+  single_byte.fill(no_token);
   for (size_t i = 0; i < spec.tokens.size(); ++i) {
     const auto id = static_cast<token_id>(i);
     const std::string& text = spec.tokens[i];
@@ -118,9 +127,13 @@ void index_tokens(tokenizer_state& m) {
     if (text.empty()) continue;                             // can neither be matched nor spelled
     if (is_plain_type(kind, t)) m.plain.emplace(text, id);  // emplace keeps the first duplicate
     if (m.is_special(id)) m.specials.push_back(id);
-    if (kind == tokenizer_kind::spm && t == token_type::byte) {
-      if (auto b = parse_byte_token(text); b && m.byte_token[*b] == no_token) m.byte_token[*b] = id;
-    }
+    if (kind != tokenizer_kind::spm) continue;
+    const auto b = parse_byte_token(text);
+    if (b && text == byte_token_text(*b) && m.byte_token[*b] == no_token) m.byte_token[*b] = id;
+    if (text.size() == 1 && single_byte[uint8_t(text[0])] == no_token) single_byte[uint8_t(text[0])] = id;
+  }
+  for (size_t b = 0; b < 256; ++b) {
+    if (m.byte_token[b] == no_token) m.byte_token[b] = single_byte[b];
   }
   std::stable_sort(m.specials.begin(), m.specials.end(), [&](token_id a, token_id b) {
     return spec.tokens[size_t(a)].size() > spec.tokens[size_t(b)].size();
@@ -173,17 +186,28 @@ status<> index_merges(tokenizer_state& m) {
   return {};
 }
 
+// C's isspace in the "C" locale, which llama.cpp's rstrip uses.
+bool is_c_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
 struct fragment {
   std::string_view text;   // ordinary text, when id is no_token
   token_id id = no_token;  // a special token found in the text
 };
 
-// Cuts special-token texts out of the text, longest token first, as llama.cpp does.
-std::vector<fragment> split_specials(const tokenizer_state& m, std::string_view text) {
+// Cuts special-token texts out of the text, longest token first, as llama.cpp does. User-defined
+// tokens are cut out always (text a converter added, as Hugging Face matches it); control and
+// unknown ones only when parse_special.
+std::vector<fragment> split_specials(const tokenizer_state& m, std::string_view text, bool parse_special) {
   std::vector<fragment> frags{{text}};
   std::vector<fragment> next;
   for (token_id id : m.specials) {
+    if (!parse_special && m.spec.types[size_t(id)] != token_type::user_defined) continue;
     const std::string& needle = m.spec.tokens[size_t(id)];
+    // Phi-3's added tokens take the whitespace after them, but for these three (llama.cpp's list).
+    const bool rstrip =
+        m.spec.rstrip_specials && needle != "<unk>" && needle != "<s>" && needle != "<|endoftext|>";
     next.clear();
     for (const fragment& f : frags) {
       if (f.id != no_token) {
@@ -191,9 +215,11 @@ std::vector<fragment> split_specials(const tokenizer_state& m, std::string_view 
         continue;
       }
       size_t from = 0;
-      for (size_t at; (at = f.text.find(needle, from)) != std::string_view::npos; from = at + needle.size()) {
+      for (size_t at; (at = f.text.find(needle, from)) != std::string_view::npos;) {
         if (at > from) next.push_back({f.text.substr(from, at - from)});
         next.push_back({{}, id});
+        from = at + needle.size();
+        while (rstrip && from < f.text.size() && is_c_space(f.text[from])) ++from;
       }
       if (from < f.text.size()) next.push_back({f.text.substr(from)});
     }
@@ -245,15 +271,15 @@ std::vector<token_id> tokenizer::encode(std::string_view text, const encode_opti
   out.reserve(text.size() / 2 + 2);
   if (opt.add_bos && m.spec.add_bos && m.spec.bos != no_token) out.push_back(m.spec.bos);
   if (text.empty()) return out;
-  const std::vector<fragment> frags =
-      opt.parse_special ? split_specials(m, text) : std::vector<fragment>{{text}};
-  // spm prefixes a space to each stretch of text at the start or after a special token (llama.cpp).
+  const std::vector<fragment> frags = split_specials(m, text, opt.parse_special);
+  // spm prefixes a space to each stretch of text at the start or after a special token (llama.cpp),
+  // unless the vocabulary says not to (tokenizer.ggml.add_space_prefix).
   bool after_special = true;
   for (const fragment& f : frags) {
     if (f.id != no_token) {
       out.push_back(f.id);
     } else if (m.spec.kind == tokenizer_kind::spm) {
-      m.encode_spm(f.text, after_special, out);
+      m.encode_spm(f.text, after_special && m.spec.add_space_prefix, out);
     } else {
       m.encode_bpe(f.text, out);
     }
@@ -270,8 +296,10 @@ std::string tokenizer::token_bytes(token_id id, bool render_special) const {
   switch (m.spec.types[size_t(id)]) {
     case token_type::control:
     case token_type::unknown:
-    case token_type::unused:
       return render_special ? text : std::string();
+    case token_type::unused:
+    case token_type::undefined:
+      return {};  // llama.cpp gives these no piece at all
     case token_type::user_defined:
       return text;  // matched from raw text, stored as raw text
     case token_type::byte:
@@ -281,7 +309,6 @@ std::string tokenizer::token_bytes(token_id id, bool render_special) const {
       }
       break;
     case token_type::normal:
-    case token_type::undefined:
       break;
   }
   if (m.spec.kind == tokenizer_kind::bpe) {
@@ -301,28 +328,16 @@ std::string tokenizer::token_bytes(token_id id, bool render_special) const {
   return out;
 }
 
-void append_token_text(const tokenizer& tok, token_id id, bool render_special, bool& at_start,
-                       std::string& out) {
-  std::string bytes = tok.token_bytes(id, render_special);
-  if (tok.kind() != tokenizer_kind::spm || id < 0 || size_t(id) >= tok.n_vocab()) {
-    out += bytes;
-    return;
-  }
-  const token_type t = tok.spec().types[size_t(id)];
-  if (t == token_type::control || t == token_type::user_defined || t == token_type::unknown) {
-    at_start = true;
-    out += bytes;
-    return;
-  }
-  const bool strip = at_start && !bytes.empty() && bytes[0] == ' ';
-  at_start = false;
-  out.append(bytes, strip ? 1 : 0);
-}
-
 std::string tokenizer::decode(std::span<const token_id> ids, bool render_special) const {
+  // llama_detokenize (remove_special off): the first token alone loses one leading space, the one
+  // the encoder prefixed, even when that token is BOS and renders nothing (then the space stays).
   std::string out;
-  bool at_start = true;
-  for (token_id id : ids) append_token_text(*this, id, render_special, at_start, out);
+  bool strip = impl_->spec.kind == tokenizer_kind::spm && impl_->spec.add_space_prefix;
+  for (token_id id : ids) {
+    const std::string piece = token_bytes(id, render_special);
+    out.append(piece, strip && !piece.empty() && piece[0] == ' ' ? 1 : 0);
+    strip = false;
+  }
   return out;
 }
 
@@ -365,7 +380,7 @@ stream_decoder::stream_decoder(const tokenizer& tok, bool render_special)
     : tok_(&tok), render_special_(render_special) {}
 
 std::string stream_decoder::push(token_id id) {
-  append_token_text(*tok_, id, render_special_, first_, pending_);
+  pending_ += tok_->token_bytes(id, render_special_);
   // Emit every complete character; keep a sequence the end cuts short. Invalid bytes become U+FFFD
   // so that what streams out is always valid UTF-8.
   std::string out;

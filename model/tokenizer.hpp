@@ -4,8 +4,10 @@
 //        byte fallback tokens "<0xNN>" for what the vocabulary cannot spell.
 //   bpe: byte-level BPE (Llama 3, Qwen 2, SmolLM, GPT-2): a pre-tokenizer splits the text, each
 //        piece's bytes map to GPT-2's byte-to-unicode alphabet, merges apply by rank.
-// Special-token text ("<|eot_id|>") in a prompt becomes that token only when the caller asks
+// Control-token text ("<|eot_id|>") in a prompt becomes that token only when the caller asks
 // (`parse_special`); otherwise it is encoded as plain text, so users cannot forge control tokens.
+// User-defined tokens (text a converter added, such as "<think>") are matched always, as
+// llama.cpp and Hugging Face match them.
 
 #include <memory>
 #include <span>
@@ -20,7 +22,7 @@ namespace hearth {
 
 struct encode_options {
   bool add_bos = true;         //!< prepend BOS when the vocabulary asks for it (add_bos) and has one
-  bool parse_special = false;  //!< recognise control / user-defined token text in the input
+  bool parse_special = false;  //!< recognise control / unknown token text in the input
 };
 
 class tokenizer {
@@ -30,10 +32,11 @@ class tokenizer {
   static result<tokenizer> from_gguf(const gguf::file& f);
 
   std::vector<token_id> encode(std::string_view text, const encode_options& opt = {}) const;
-  //! The bytes a token stands for (may be part of a UTF-8 sequence). Control tokens give their
-  //! text only when `render_special`.
+  //! The bytes a token stands for, its piece (may be part of a UTF-8 sequence; spm: "▁" as a
+  //! space, a leading one included). Control tokens give their text only when `render_special`.
   std::string token_bytes(token_id id, bool render_special = false) const;
-  //! Concatenated bytes; invalid UTF-8 left as is.
+  //! A whole text from its start: the pieces, the first one without the space prefix the spm
+  //! encoder added (llama.cpp's llama_detokenize); invalid UTF-8 left as is.
   std::string decode(std::span<const token_id> ids, bool render_special = false) const;
 
   tokenizer_kind kind() const;
@@ -56,8 +59,10 @@ class tokenizer {
   std::unique_ptr<impl> impl_;
 };
 
-//! Turns a stream of tokens into text in whole UTF-8 characters: bytes of a character split
-//! over several tokens are held back until the character is complete.
+//! Turns a stream of generated tokens into text in whole UTF-8 characters: bytes of a character
+//! split over several tokens are held back until the character is complete. The tokens continue
+//! a prompt, so every piece keeps its leading space ("▁a" after "hello" is " a"), as llama.cpp
+//! streams them (token_to_piece without lstrip).
 class stream_decoder {
  public:
   explicit stream_decoder(const tokenizer& tok, bool render_special = false);
@@ -69,7 +74,6 @@ class stream_decoder {
  private:
   const tokenizer* tok_;
   bool render_special_;
-  bool first_ = true;
   std::string pending_;
 };
 

@@ -1,11 +1,13 @@
 // Byte-level BPE encoding, as llama.cpp's llm_tokenizer_bpe: the pre-tokenizer splits the text into
 // pieces; each piece starts as one symbol per byte (its GPT-2 alphabet token) and the adjacent pair
 // with the lowest merge rank merges first (ties: leftmost), until no pair has a merge.
+// Invalid UTF-8 is replaced before the split, so encoding such text is not reversible.
 
 #include <queue>
 
 #include "model/byte_unicode.hpp"
 #include "model/tokenizer_impl.hpp"
+#include "model/unicode.hpp"
 
 namespace hearth {
 namespace {
@@ -39,7 +41,10 @@ void tokenizer_state::encode_bpe(std::string_view text, std::vector<token_id>& o
     if (it != merges.end()) queue.push({it->second.rank, left, right, l, r, it->second.result});
   };
 
-  for (std::string_view piece : pretokenize(pre, text)) {
+  // Invalid UTF-8 becomes U+FFFD first, as in llama.cpp (and as a Hugging Face tokenizer, which
+  // takes only valid text, sees it after Python's decode with errors="replace").
+  const std::string valid = llama_cpp_utf8(text);
+  for (std::string_view piece : pretokenize(pre, valid)) {
     if (ignore_merges) {
       if (auto it = plain.find(bytes_to_bpe_text(piece)); it != plain.end()) {
         out.push_back(it->second);

@@ -53,10 +53,4 @@ struct tokenizer_state {
 
 struct tokenizer::impl : tokenizer_state {};
 
-//! Appends token id's bytes to out, applying the spm rule that drops the space prefix the encoder
-//! added: one leading ' ' of the first ordinary token at the start or after a special token.
-//! `at_start` carries that state from token to token.
-void append_token_text(const tokenizer& tok, token_id id, bool render_special, bool& at_start,
-                       std::string& out);
-
 }  // namespace hearth

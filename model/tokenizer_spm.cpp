@@ -1,12 +1,13 @@
 // SentencePiece-style encoding, as llama.cpp's llm_tokenizer_spm: the text (spaces as "▁") starts as
 // one symbol per UTF-8 character; the adjacent pair whose concatenation is the highest-scoring token
 // merges first (ties: leftmost), until no pair is a token. Symbols that are not tokens fall back to
-// byte tokens.
+// byte tokens, byte for byte: a "▁" the vocabulary lacks becomes <0xE2><0x96><0x81>, not a space.
 
+#include <algorithm>
+#include <cstdint>
 #include <queue>
 
 #include "model/tokenizer_impl.hpp"
-#include "model/unicode.hpp"
 
 namespace hearth {
 namespace {
@@ -41,11 +42,17 @@ std::string escape_spaces(std::string_view text, bool space_prefix) {
   return out;
 }
 
+// A character's length as llama.cpp's unicode_len_utf8 reads it, from the lead byte alone: in
+// invalid UTF-8 a symbol may swallow the bytes after it, and must, for the same tokens.
+size_t lead_byte_length(char lead) {
+  static constexpr size_t by_high_nibble[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+  return by_high_nibble[static_cast<uint8_t>(lead) >> 4];
+}
+
 std::vector<symbol> split_characters(std::string_view text) {
   std::vector<symbol> symbols;
   for (size_t pos = 0; pos < text.size();) {
-    const utf8_char c = decode_utf8(text, pos);
-    const size_t len = c.status == utf8_status::ok ? c.len : 1;  // invalid bytes stand alone
+    const size_t len = std::min(lead_byte_length(text[pos]), text.size() - pos);
     const int index = static_cast<int>(symbols.size());
     symbols.push_back({pos, len, index - 1, pos + len == text.size() ? -1 : index + 1});
     pos += len;
@@ -86,8 +93,6 @@ void tokenizer_state::encode_spm(std::string_view raw, bool space_prefix, std::v
         std::string_view(text).substr(symbols[size_t(i)].offset, symbols[size_t(i)].len);
     if (auto it = plain.find(piece); it != plain.end()) {
       out.push_back(it->second);
-    } else if (piece == escaped_space) {
-      push_byte(' ', out);  // the byte it stands for, so decoding gives a space (llama.cpp: the bytes of "▁")
     } else {
       for (char c : piece) push_byte(static_cast<uint8_t>(c), out);
     }

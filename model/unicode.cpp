@@ -88,6 +88,45 @@ void append_utf8(std::string& out, char32_t cp) {
   }
 }
 
+std::string llama_cpp_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    const auto lead = static_cast<uint8_t>(text[pos]);
+    const size_t len = lead < 0x80   ? 1
+                       : lead < 0xc0 ? 0
+                       : lead < 0xe0 ? 2
+                       : lead < 0xf0 ? 3
+                       : lead < 0xf8 ? 4
+                                     : 0;
+    bool ok = len > 0 && pos + len <= text.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<uint8_t>(text[pos + k]) & 0xc0) == 0x80;
+    if (!ok) {
+      append_utf8(out, replacement_char);
+      ++pos;
+      continue;
+    }
+    // The code point from the payload bits, then its shortest encoding (surrogates included).
+    uint32_t cp = len == 1 ? lead : lead & (0x7f >> len);
+    for (size_t k = 1; k < len; ++k) cp = cp << 6 | (static_cast<uint8_t>(text[pos + k]) & 0x3f);
+    const auto put = [&](uint32_t v) { out += static_cast<char>(v); };
+    if (cp < 0x80) {
+      put(cp);
+    } else if (cp < 0x800) {
+      put(0xc0 | (cp >> 6));
+      put(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      put(0xe0 | (cp >> 12));
+      put(0x80 | ((cp >> 6) & 0x3f));
+      put(0x80 | (cp & 0x3f));
+    } else {
+      append_utf8(out, cp);  // U+FFFD past U+10FFFF
+    }
+    pos += len;
+  }
+  return out;
+}
+
 bool is_letter(char32_t cp) {
   return in_ranges(unicode_tables::letter, unicode_tables::letter_count, cp);
 }

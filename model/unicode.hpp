@@ -28,6 +28,13 @@ utf8_char decode_utf8(std::string_view text, size_t pos);
 //! Appends the UTF-8 encoding of cp; surrogates and values past U+10FFFF become U+FFFD.
 void append_utf8(std::string& out, char32_t cp);
 
+//! The text as llama.cpp's byte-level BPE reads it (unicode_cpts_from_utf8, then back to UTF-8):
+//! a byte that does not start a sequence its decoder accepts becomes U+FFFD and the next byte
+//! starts again. That decoder checks lead and continuation bits only, so an overlong form comes
+//! back shortest and a surrogate stays; past U+10FFFF (llama.cpp throws there) gives U+FFFD.
+//! Valid UTF-8 comes back unchanged.
+std::string llama_cpp_utf8(std::string_view text);
+
 bool is_letter(char32_t cp);      //!< \p{L}
 bool is_number(char32_t cp);      //!< \p{N}
 bool is_whitespace(char32_t cp);  //!< \s (Unicode White_Space)

@@ -1,5 +1,7 @@
 #include "model/vocab.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "model/gguf.hpp"
@@ -111,6 +113,12 @@ result<vocab_spec> read_vocab(const gguf::file& f) {
   // llama.cpp's defaults when the file is silent: SentencePiece models start with BOS.
   v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token").value_or(v.kind == tokenizer_kind::spm);
   v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
+  v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(true);
+  if (const std::string* name = f.get_string("general.name")) {
+    std::string lower = *name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    v.rstrip_specials = lower.find("phi-3") != std::string::npos || lower.find("phi3") != std::string::npos;
+  }
   if (const std::string* tmpl = f.get_string("tokenizer.chat_template")) v.chat_template = *tmpl;
   return v;
 }
@@ -137,6 +145,8 @@ void write_vocab(const vocab_spec& v, gguf::writer& w) {
   }
   w.set("tokenizer.ggml.add_bos_token", v.add_bos);
   w.set("tokenizer.ggml.add_eos_token", v.add_eos);
+  // Only when off, so that files written before the key was read stay byte-identical.
+  if (v.kind == tokenizer_kind::spm && !v.add_space_prefix) w.set("tokenizer.ggml.add_space_prefix", false);
   if (!v.chat_template.empty()) w.set("tokenizer.chat_template", v.chat_template);
 }
 

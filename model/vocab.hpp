@@ -2,7 +2,7 @@
 // A tokenizer vocabulary as GGUF stores it under `tokenizer.ggml.*`, independent of the file.
 // Keys: model ("llama" = SentencePiece, "gpt2" = byte-level BPE), pre (pre-tokenizer name),
 // tokens, scores (spm), token_type, merges (bpe), bos/eos/eot/unk/pad token ids,
-// add_bos_token, add_eos_token, and tokenizer.chat_template.
+// add_bos_token, add_eos_token, add_space_prefix, and tokenizer.chat_template.
 
 #include <cstdint>
 #include <string>
@@ -37,6 +37,13 @@ struct vocab_spec {
   token_id bos = no_token, eos = no_token, eot = no_token, unk = no_token, pad = no_token;
   bool add_bos = false;
   bool add_eos = false;
+  //! spm only: a space before the text and after each special token, dropped again from the
+  //! first token when decoding (SentencePiece's add_dummy_prefix; on unless the file says off).
+  bool add_space_prefix = true;
+  //! Special tokens (but <unk>, <s>, <|endoftext|>) take the whitespace after them in a text, as
+  //! Phi-3's tokenizer does. Not a GGUF key: llama.cpp sets it for models named "phi-3"/"phi3"
+  //! (general.name), and read_vocab does the same.
+  bool rstrip_specials = false;
   std::string chat_template;           //!< Jinja text, may be empty
 };
 

@@ -40,6 +40,22 @@ TEST_CASE("unicode classes and UTF-8 decoding", "[pretokenizer]") {
   CHECK(s == "\xF0\x9F\x98\x80");
 }
 
+TEST_CASE("text as llama.cpp's byte-level BPE reads it: invalid bytes become U+FFFD", "[pretokenizer]") {
+  const std::string fffd = "\xEF\xBF\xBD";
+  const std::string valid = "caf\xC3\xA9 \xF0\x9F\x98\x80";
+  CHECK(llama_cpp_utf8(valid) == valid);
+  CHECK(llama_cpp_utf8(std::string("a\0b", 3)) == std::string("a\0b", 3));
+  CHECK(llama_cpp_utf8("\x80x") == fffd + "x");      // a lone continuation byte
+  CHECK(llama_cpp_utf8("\xC3 x") == fffd + " x");    // a lead byte cut off by a space
+  CHECK(llama_cpp_utf8("\xE2\x82") == fffd + fffd);  // cut off by the end: each byte, one U+FFFD
+  CHECK(llama_cpp_utf8("\xF8\x88\x80\x80\x80") == fffd + fffd + fffd + fffd + fffd);  // no 5-byte forms
+  // Its decoder checks only the bit patterns: an overlong form comes back shortest, a surrogate stays.
+  CHECK(llama_cpp_utf8("\xC0\xAF") == "/");
+  CHECK(llama_cpp_utf8("\xE0\x80\xAF") == "/");
+  CHECK(llama_cpp_utf8("\xED\xA0\x80") == "\xED\xA0\x80");
+  CHECK(llama_cpp_utf8("\xF4\x90\x80\x80") == fffd);  // past U+10FFFF, where llama.cpp throws
+}
+
 TEST_CASE("names map to splitters, and unknown names do not", "[pretokenizer]") {
   CHECK(pretokenizer_from_name("llama-bpe") == pretokenizer_kind::llama3);
   CHECK(pretokenizer_from_name("default") == pretokenizer_kind::gpt2);
