@@ -21,6 +21,7 @@ struct make_args {
   std::string preset = "tiny";
   std::string dtype = "f32";
   std::string tokenizer = "bpe";
+  std::string arch = "llama";
   uint64_t seed = 1;
   uint32_t n_ctx = 2048;
   std::string out;
@@ -34,9 +35,12 @@ int run_make(const make_args& a) {
   make_options opt{*preset, base_type(*ft), a.seed, a.tokenizer == "spm" ? tokenizer_kind::spm : tokenizer_kind::bpe,
                    a.n_ctx};
   opt.mix = *ft;
+  for (const model_arch m : {model_arch::llama, model_arch::qwen2, model_arch::qwen3, model_arch::phi3}) {
+    if (a.arch == to_string(m)) opt.arch = m;
+  }
   if (auto s = make_model(opt, a.out); !s) return fail(s.error().message);
-  std::printf("wrote %s (preset %s, %s, seed %llu)\n", a.out.c_str(), preset->name, a.dtype.c_str(),
-              static_cast<unsigned long long>(a.seed));
+  std::printf("wrote %s (%s, preset %s, %s, seed %llu)\n", a.out.c_str(), a.arch.c_str(), preset->name,
+              a.dtype.c_str(), static_cast<unsigned long long>(a.seed));
   return 0;
 }
 
@@ -100,6 +104,10 @@ int run_info(const std::string& path) {
               hp->rope_freq_factors.empty() ? "" : ", scaled frequencies");
   std::printf("tensors        %s%s%s%s\n", types.c_str(), file_type_note(*f).c_str(),
               hp->tied_output ? ", output tied to embedding" : "", hp->has_qkv_bias ? ", q/k/v biases" : "");
+  if (hp->has_qk_norm || hp->fused_qkv) {
+    std::printf("family         %s%s\n", hp->has_qk_norm ? "q/k norms per head" : "fused qkv and gate/up",
+                hp->rope_attn_factor != 1.0f ? ", LongRoPE (short factors)" : "");
+  }
   print_vocab(*vocab);
   return 0;
 }
@@ -122,7 +130,12 @@ void add_model_commands(CLI::App& app, int& exit_code) {
                    "attn_v / ffn_down, as llama.cpp's presets)")
       ->check(CLI::IsMember(dtypes))
       ->capture_default_str();
-  make->add_option("--tokenizer", args->tokenizer, "bpe (Llama 3 style) | spm (Llama 2 style)")
+  make->add_option("--arch", args->arch,
+                   "llama | qwen2 (q/k/v biases) | qwen3 (q/k norms) | phi3 (fused qkv, gate/up); the Qwen "
+                   "and Phi-3 families bring their own tokenizer and chat template")
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "phi3"}))
+      ->capture_default_str();
+  make->add_option("--tokenizer", args->tokenizer, "bpe (Llama 3 style) | spm (Llama 2 style); llama only")
       ->check(CLI::IsMember({"bpe", "spm"}))
       ->capture_default_str();
   make->add_option("--seed", args->seed, "Seed: same seed, same file")->capture_default_str();

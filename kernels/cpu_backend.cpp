@@ -91,6 +91,54 @@ void add_rows(float* x, const float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
+
+// One block's linears, each one stacked matrix: [q; k; v] and [gate; up] are three and two
+// tensors in llama/qwen files and already one each in phi3's (attn_qkv, ffn_up of 2 n_ff rows),
+// laid out the same way, so the forward does not know which it got.
+result<cpu_backend::layer> load_layer(const tensor_index& ix, const hparams& hp, uint32_t l,
+                                      const cpu_backend_options& opt) {
+  std::vector<float> bq, bk, bv;
+  if (hp.has_qkv_bias) {
+    bq = ix.floats(weight_kind::attn_q_bias, l);
+    bk = ix.floats(weight_kind::attn_k_bias, l);
+    bv = ix.floats(weight_kind::attn_v_bias, l);
+  }
+  const std::vector<weight_kind> qkv_kinds =
+      hp.fused_qkv ? std::vector{weight_kind::attn_qkv}
+                   : std::vector{weight_kind::attn_q, weight_kind::attn_k, weight_kind::attn_v};
+  const std::vector<weight_kind> gu_kinds = hp.fused_gate_up ? std::vector{weight_kind::ffn_gate_up}
+                                                             : std::vector{weight_kind::ffn_gate, weight_kind::ffn_up};
+  const std::span<const float> biases[] = {bq, bk, bv};
+  std::vector<weight_part> qkv, gate_up;
+  for (size_t i = 0; i < qkv_kinds.size(); ++i) qkv.push_back(ix.part(qkv_kinds[i], l, biases[i]));
+  for (weight_kind k : gu_kinds) gate_up.push_back(ix.part(k, l));
+  const weight_part wo[] = {ix.part(weight_kind::attn_output, l)};
+  const weight_part down[] = {ix.part(weight_kind::ffn_down, l)};
+  auto lq = make_linear(qkv, hp.n_embd, opt);
+  auto lo = make_linear(wo, hp.n_head * hp.head_dim, opt);
+  auto lg = make_linear(gate_up, hp.n_embd, opt);
+  auto ld = make_linear(down, hp.n_ff, opt);
+  for (const auto* r : {&lq, &lo, &lg, &ld}) {
+    if (!*r) return r->error();
+  }
+  // Converted weights' file pages go back to the kernel; kept ones are read in place.
+  for (weight_kind k : qkv_kinds) {
+    if (!kept(*lq)) ix.release({k}, l);
+  }
+  if (!kept(*lo)) ix.release({weight_kind::attn_output}, l);
+  for (weight_kind k : gu_kinds) {
+    if (!kept(*lg)) ix.release({k}, l);
+  }
+  if (!kept(*ld)) ix.release({weight_kind::ffn_down}, l);
+  cpu_backend::layer out{ix.floats(weight_kind::attn_norm, l), ix.floats(weight_kind::ffn_norm, l), {}, {},
+                         std::move(*lq), std::move(*lo), std::move(*lg), std::move(*ld)};
+  if (hp.has_qk_norm) {
+    out.q_norm = ix.floats(weight_kind::attn_q_norm, l);
+    out.k_norm = ix.floats(weight_kind::attn_k_norm, l);
+  }
+  return out;
+}
+
 }  // namespace
 
 cpu_backend::cpu_backend(hparams hp, std::shared_ptr<const weights> w, std::shared_ptr<kv_pool> kv)
@@ -114,31 +162,9 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
   auto w = std::make_shared<weights>();
   const uint32_t d = hp->n_embd;
   for (uint32_t l = 0; l < hp->n_layer; ++l) {
-    std::vector<float> bq, bk, bv;
-    if (hp->has_qkv_bias) {
-      bq = ix->floats(weight_kind::attn_q_bias, l);
-      bk = ix->floats(weight_kind::attn_k_bias, l);
-      bv = ix->floats(weight_kind::attn_v_bias, l);
-    }
-    const weight_part qkv[] = {ix->part(weight_kind::attn_q, l, bq), ix->part(weight_kind::attn_k, l, bk),
-                               ix->part(weight_kind::attn_v, l, bv)};
-    const weight_part wo[] = {ix->part(weight_kind::attn_output, l)};
-    const weight_part gate_up[] = {ix->part(weight_kind::ffn_gate, l), ix->part(weight_kind::ffn_up, l)};
-    const weight_part down[] = {ix->part(weight_kind::ffn_down, l)};
-    auto lq = make_linear(qkv, d, opt);
-    auto lo = make_linear(wo, hp->n_head * hp->head_dim, opt);
-    auto lg = make_linear(gate_up, d, opt);
-    auto ld = make_linear(down, hp->n_ff, opt);
-    for (const auto* r : {&lq, &lo, &lg, &ld}) {
-      if (!*r) return r->error();
-    }
-    // Converted weights' file pages go back to the kernel; kept ones are read in place.
-    if (!kept(*lq)) ix->release({weight_kind::attn_q, weight_kind::attn_k, weight_kind::attn_v}, l);
-    if (!kept(*lo)) ix->release({weight_kind::attn_output}, l);
-    if (!kept(*lg)) ix->release({weight_kind::ffn_gate, weight_kind::ffn_up}, l);
-    if (!kept(*ld)) ix->release({weight_kind::ffn_down}, l);
-    w->layers.push_back(layer{ix->floats(weight_kind::attn_norm, l), ix->floats(weight_kind::ffn_norm, l),
-                              std::move(*lq), std::move(*lo), std::move(*lg), std::move(*ld)});
+    auto lw = load_layer(*ix, *hp, l, opt);
+    if (!lw) return lw.error();
+    w->layers.push_back(std::move(*lw));
   }
   w->output_norm = ix->floats(weight_kind::output_norm);
   const weight_kind head_kind = hp->tied_output ? weight_kind::token_embd : weight_kind::output;
@@ -194,7 +220,8 @@ status<> cpu_backend::forward(std::span<const batch_seq> batch, batch_logits& ou
 
   embed(batch);
   const ops::rope_table rope =
-      ops::make_rope_table(positions_, hp_.n_rot, hp_.rope_freq_base, hp_.pairing, hp_.rope_freq_factors);
+      ops::make_rope_table(positions_, hp_.n_rot, hp_.rope_freq_base, hp_.pairing, hp_.rope_freq_factors,
+                           hp_.rope_attn_factor);
   for (uint32_t l = 0; l < hp_.n_layer; ++l) run_layer(w_->layers[l], l, n_rows, rope);
   compute_logits(batch, out);
   return {};
@@ -217,6 +244,15 @@ void cpu_backend::run_layer(const layer& l, uint32_t index, uint32_t n_rows, con
   const size_t qkv_dim = q_dim + 2 * kv_dim;
   ops::rmsnorm({x_.data(), d}, l.attn_norm, hp_.rms_eps, {h_.data(), d}, n_rows);
   l.qkv.forward(h_.data(), qkv_.data(), n_rows);
+  if (hp_.has_qk_norm) {
+    // qwen3: each q head and each k head of every row normalised on its own (head_dim,) before
+    // RoPE; a row's heads are the rows of a (heads, head_dim) matrix, normalised in place.
+    for (uint32_t r = 0; r < n_rows; ++r) {
+      float* q = qkv_.data() + r * qkv_dim;
+      ops::rmsnorm({q, hp_.head_dim}, l.q_norm, hp_.rms_eps, {q, hp_.head_dim}, hp_.n_head);
+      ops::rmsnorm({q + q_dim, hp_.head_dim}, l.k_norm, hp_.rms_eps, {q + q_dim, hp_.head_dim}, hp_.n_head_kv);
+    }
+  }
   // q and k heads lie side by side at the start of each fused row: one rotation covers both.
   ops::rope({qkv_.data(), qkv_dim}, n_rows, hp_.n_head + hp_.n_head_kv, hp_.head_dim, rope);
   ops::store_kv(*kv_, index, {qkv_.data() + q_dim, qkv_dim}, {qkv_.data() + q_dim + kv_dim, qkv_dim}, seqs_);

@@ -4,7 +4,8 @@
 //
 // Per iteration, T = all new tokens of all sequences, as rows of one activation matrix:
 //   x (T, d) = embeddings
-//   per layer: h = rmsnorm(x);  qkv (T, q + 2kv) = h @ Wqkv^T (+ b);  rope(q, k) by row position
+//   per layer: h = rmsnorm(x);  qkv (T, q + 2kv) = h @ Wqkv^T (+ b);  [qwen3: rmsnorm each q, k head]
+//              rope(q, k) by row position
 //              store k, v in the paged pool;  att (T, q) = paged_attention(q, pool)
 //              x += att @ Wo^T;  h = rmsnorm(x);  gu (T, 2 ff) = h @ [Wgate; Wup]^T
 //              x += (silu(gate) * up) @ Wdown^T
@@ -55,15 +56,19 @@ class cpu_backend final : public backend {
   //! The first layer's linears' plans (qkv, wo, gate_up, down) and the head's: what the bench shows.
   std::array<matmul_plan, 5> plans() const;
 
- private:
+ public:
   struct layer {
     std::vector<float> attn_norm;  // (d,)
     std::vector<float> ffn_norm;   // (d,)
+    std::vector<float> q_norm;     // (head_dim,) qwen3's per-head norm of q, else empty
+    std::vector<float> k_norm;     // (head_dim,) the same for k
     linear qkv;                    // (q + 2 kv, d) with biases for qwen2
     linear wo;                     // (d, q)
     linear gate_up;                // (2 ff, d)
     linear down;                   // (d, ff)
   };
+
+ private:
 
   // Read-only once loaded, so backends on several worker threads share one copy.
   struct weights {

@@ -99,7 +99,7 @@ void silu_mul(row_view<const float> gate_up, row_view<float> out, uint32_t rows,
 }
 
 rope_table make_rope_table(std::span<const uint32_t> positions, uint32_t n_rot, float base,
-                           rope_pairing pairing, std::span<const float> freq_factors) {
+                           rope_pairing pairing, std::span<const float> freq_factors, float attn_factor) {
   assert(n_rot % 2 == 0 && "rope: n_rot must be even");
   assert((freq_factors.empty() || freq_factors.size() == n_rot / 2) && "rope: one factor per pair");
   const uint32_t half = n_rot / 2;
@@ -118,8 +118,8 @@ rope_table make_rope_table(std::span<const uint32_t> positions, uint32_t n_rot, 
     }
     for (uint32_t i = 0; i < half; ++i) {
       const double theta = positions[r] * freq[i];
-      t.cos[r * half + i] = static_cast<float>(std::cos(theta));
-      t.sin[r * half + i] = static_cast<float>(std::sin(theta));
+      t.cos[r * half + i] = static_cast<float>(std::cos(theta) * attn_factor);
+      t.sin[r * half + i] = static_cast<float>(std::sin(theta) * attn_factor);
     }
   }
   return t;

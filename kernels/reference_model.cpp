@@ -39,6 +39,9 @@ status<> check_hparams(const hparams& hp, uint32_t n_ctx) {
   if (!(hp.rope_freq_base > 0.0f) || !std::isfinite(hp.rope_freq_base)) {
     return invalid("rope_freq_base must be > 0");
   }
+  if (!(hp.rope_attn_factor > 0.0f) || !std::isfinite(hp.rope_attn_factor)) {
+    return invalid("rope_attn_factor must be > 0");
+  }
   if (n_ctx == 0) return invalid("n_ctx must be > 0");
   // Every buffer below is at most the KV cache's or a weight matrix's size; 32-bit products of
   // two u32 fit in u64, the cache's three factors might not.
@@ -78,6 +81,7 @@ reference_model::reference_model(hparams hp, reference_weights w, uint32_t n_ctx
       scores_(n_ctx),
       hb_(hp_.n_ff),
       hb2_(hp_.n_ff),
+      fused_(hp_.fused_qkv || hp_.fused_gate_up ? std::max<size_t>(q_dim_ + 2 * size_t{kv_dim_}, 2 * size_t{hp_.n_ff}) : 0),
       logits_(hp_.n_vocab) {}
 
 float* reference_model::key_at(uint32_t layer, uint32_t pos) {
@@ -128,21 +132,39 @@ void reference_model::attention_block(uint32_t layer, uint32_t pos) {
   std::span<float> k(key_at(layer, pos), kv_dim_);    // (kv_dim,) written straight into the cache
   std::span<float> v(value_at(layer, pos), kv_dim_);  // (kv_dim,)
   ref::rmsnorm(x_, lw.attn_norm, hp_.rms_eps, xb_);
-  ref::matvec(lw.wq, xb_, q_);  // wq (q_dim, n_embd) @ xb (n_embd,) -> q (q_dim,)
-  ref::matvec(lw.wk, xb_, k);   // wk (kv_dim, n_embd) @ xb -> k (kv_dim,)
-  ref::matvec(lw.wv, xb_, v);   // wv (kv_dim, n_embd) @ xb -> v (kv_dim,)
+  if (hp_.fused_qkv) {
+    // phi3: wqkv (q_dim + 2 kv_dim, n_embd) @ xb -> [q | k | v], split by rows.
+    ref::matvec(lw.wqkv, xb_, fused_);
+    std::copy_n(fused_.begin(), q_dim_, q_.begin());
+    std::copy_n(fused_.begin() + q_dim_, kv_dim_, k.begin());
+    std::copy_n(fused_.begin() + q_dim_ + kv_dim_, kv_dim_, v.begin());
+  } else {
+    ref::matvec(lw.wq, xb_, q_);  // wq (q_dim, n_embd) @ xb (n_embd,) -> q (q_dim,)
+    ref::matvec(lw.wk, xb_, k);   // wk (kv_dim, n_embd) @ xb -> k (kv_dim,)
+    ref::matvec(lw.wv, xb_, v);   // wv (kv_dim, n_embd) @ xb -> v (kv_dim,)
+  }
   if (hp_.has_qkv_bias) {
     ref::add(q_, lw.bq);
     ref::add(k, lw.bk);
     ref::add(v, lw.bv);
   }
+  if (hp_.has_qk_norm) {  // qwen3: every head of q and of k RMS-normed on its own, before RoPE
+    for (uint32_t h = 0; h < hp_.n_head; ++h) {
+      const auto head = std::span(q_).subspan(size_t{h} * hd, hd);
+      ref::rmsnorm(head, lw.q_norm, hp_.rms_eps, head);
+    }
+    for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
+      const auto head = k.subspan(size_t{h} * hd, hd);
+      ref::rmsnorm(head, lw.k_norm, hp_.rms_eps, head);
+    }
+  }
   for (uint32_t h = 0; h < hp_.n_head; ++h) {
     ref::rope(std::span(q_).subspan(size_t{h} * hd, hd), hp_.n_rot, pos, hp_.rope_freq_base,
-              hp_.pairing, hp_.rope_freq_factors);
+              hp_.pairing, hp_.rope_freq_factors, hp_.rope_attn_factor);
   }
   for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
     ref::rope(k.subspan(size_t{h} * hd, hd), hp_.n_rot, pos, hp_.rope_freq_base, hp_.pairing,
-              hp_.rope_freq_factors);
+              hp_.rope_freq_factors, hp_.rope_attn_factor);
   }
   attend(layer, pos);
   ref::matvec(lw.wo, att_out_, xb_);  // wo (n_embd, q_dim) @ att_out (q_dim,) -> xb (n_embd,)
@@ -175,8 +197,15 @@ void reference_model::attend(uint32_t layer, uint32_t pos) {
 void reference_model::ffn_block(uint32_t layer) {
   const reference_layer& lw = w_.layers[layer];
   ref::rmsnorm(x_, lw.ffn_norm, hp_.rms_eps, xb_);
-  ref::matvec(lw.w_gate, xb_, hb_);  // w_gate (n_ff, n_embd) @ xb (n_embd,) -> hb (n_ff,)
-  ref::matvec(lw.w_up, xb_, hb2_);   // w_up (n_ff, n_embd) @ xb -> hb2 (n_ff,)
+  if (hp_.fused_gate_up) {
+    // phi3: w_gate_up (2 n_ff, n_embd) @ xb -> [gate | up], the first n_ff rows the gate.
+    ref::matvec(lw.w_gate_up, xb_, fused_);
+    std::copy_n(fused_.begin(), hp_.n_ff, hb_.begin());
+    std::copy_n(fused_.begin() + hp_.n_ff, hp_.n_ff, hb2_.begin());
+  } else {
+    ref::matvec(lw.w_gate, xb_, hb_);  // w_gate (n_ff, n_embd) @ xb (n_embd,) -> hb (n_ff,)
+    ref::matvec(lw.w_up, xb_, hb2_);   // w_up (n_ff, n_embd) @ xb -> hb2 (n_ff,)
+  }
   for (size_t i = 0; i < hb_.size(); ++i) hb_[i] = ref::silu(hb_[i]) * hb2_[i];
   ref::matvec(lw.w_down, hb_, xb_);  // w_down (n_embd, n_ff) @ hb (n_ff,) -> xb (n_embd,)
   ref::add(x_, xb_);

@@ -1,10 +1,11 @@
 #pragma once
 // The reference forward pass: one token at a time, one sequence, straight loops (llama2.c's run.c
-// with llama.cpp's semantics for Llama and Qwen2). Slow and plain on purpose: it is the twin every
+// with llama.cpp's semantics for Llama, Qwen 2/3 and Phi-3). Slow and plain on purpose: it is the twin every
 // fast kernel is tested against, and what `hearth generate` runs until a faster backend exists.
 //
 // Per token:  x = token_embd[token]
-//   per layer: h = rmsnorm(x) * attn_norm;  q,k,v = W h (+ b);  RoPE(q, k);  cache k, v at pos
+//   per layer: h = rmsnorm(x) * attn_norm;  q,k,v = W h (+ b);  [qwen3: rmsnorm each q, k head]
+//              RoPE(q, k);  cache k, v at pos
 //              x += wo · attention(q, cached k/v over 0..pos)
 //              h = rmsnorm(x) * ffn_norm;   x += w_down · (silu(w_gate h) * (w_up h))
 //   logits = head · (rmsnorm(x) * output_norm)
@@ -67,6 +68,7 @@ class reference_model {
   std::vector<float> scores_;  // (n_ctx,) one head's attention weights over positions
   std::vector<float> hb_;      // (n_ff,) gate, then silu(gate) * up
   std::vector<float> hb2_;     // (n_ff,) up
+  std::vector<float> fused_;   // (max(q_dim + 2 kv_dim, 2 n_ff),) a fused projection before its split; phi3
   std::vector<float> logits_;  // (n_vocab,)
 };
 

@@ -54,13 +54,13 @@ double rope_freq(uint32_t i, uint32_t n_rot, float base, std::span<const float> 
 }
 
 void rope(std::span<float> head, uint32_t n_rot, uint32_t pos, float base, rope_pairing pairing,
-          std::span<const float> freq_factors) {
+          std::span<const float> freq_factors, float attn_factor) {
   assert(n_rot % 2 == 0 && n_rot <= head.size() && "rope: bad n_rot");
   assert((freq_factors.empty() || freq_factors.size() == n_rot / 2) && "rope: one factor per pair");
   const uint32_t half = n_rot / 2;
   for (uint32_t i = 0; i < half; ++i) {
     const double theta = pos * rope_freq(i, n_rot, base, freq_factors);
-    const double c = std::cos(theta), sn = std::sin(theta);
+    const double c = std::cos(theta) * attn_factor, sn = std::sin(theta) * attn_factor;
     const size_t a = pairing == rope_pairing::adjacent ? 2 * i : i;
     const size_t b = pairing == rope_pairing::adjacent ? 2 * i + 1 : i + half;
     const double x0 = head[a], x1 = head[b];

@@ -29,8 +29,9 @@ float silu(float x);
 //! divided by freq_factors[i] when the model scales its frequencies (empty = none).
 double rope_freq(uint32_t i, uint32_t n_rot, float base, std::span<const float> freq_factors);
 //! Rotates the first n_rot dims of one head (head_dim >= n_rot,) by pos * rope_freq(i) per pair;
-//! pairs are (2i, 2i+1) for `adjacent` and (i, i + n_rot/2) for `halves`. n_rot is even.
+//! pairs are (2i, 2i+1) for `adjacent` and (i, i + n_rot/2) for `halves`. n_rot is even. The
+//! rotation is scaled by attn_factor (ggml's rope mscale: LongRoPE's magnitude correction).
 void rope(std::span<float> head, uint32_t n_rot, uint32_t pos, float base, rope_pairing pairing,
-          std::span<const float> freq_factors);
+          std::span<const float> freq_factors, float attn_factor = 1.0f);
 
 }  // namespace hearth::ref

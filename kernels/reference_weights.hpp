@@ -33,6 +33,11 @@ struct reference_layer {
   std::vector<float> w_gate;     // (n_ff, n_embd)
   std::vector<float> w_up;       // (n_ff, n_embd)
   std::vector<float> w_down;     // (n_embd, n_ff)
+  // What the families beyond llama add; empty otherwise.
+  std::vector<float> q_norm;     // (head_dim,) qwen3
+  std::vector<float> k_norm;     // (head_dim,) qwen3
+  std::vector<float> wqkv;       // (q_dim + 2 kv_dim, n_embd) [wq; wk; wv]: phi3, instead of wq, wk, wv
+  std::vector<float> w_gate_up;  // (2 n_ff, n_embd) [w_gate; w_up]: phi3, instead of w_gate, w_up
 };
 
 struct reference_weights {
@@ -63,6 +68,10 @@ auto& slot(W& w, const weight_desc& d) {
     case weight_kind::ffn_gate: return l.w_gate;
     case weight_kind::ffn_up: return l.w_up;
     case weight_kind::ffn_down: return l.w_down;
+    case weight_kind::attn_qkv: return l.wqkv;
+    case weight_kind::attn_q_norm: return l.q_norm;
+    case weight_kind::attn_k_norm: return l.k_norm;
+    case weight_kind::ffn_gate_up: return l.w_gate_up;
     case weight_kind::output_norm: return w.output_norm;
     case weight_kind::output: return w.output;
   }

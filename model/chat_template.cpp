@@ -54,6 +54,16 @@ constexpr std::string_view zephyr_template =
     "{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n"
     "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}";
 
+// microsoft/Phi-3.5-mini-instruct (Phi-3-mini's later revisions are the same turns). Phi-4-mini
+// writes no newline after a role's marker or <|end|>; llama.cpp formats both as Phi-3 does, and
+// so does Hearth.
+constexpr std::string_view phi3_template =
+    "{% for message in messages %}{% if message['role'] == 'system' and message['content'] %}"
+    "{{'<|system|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'user' %}"
+    "{{'<|user|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'assistant' %}"
+    "{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}";
+
 // Python's str.strip() / Jinja's trim, for the ASCII whitespace prompts contain.
 std::string_view strip(std::string_view s) {
   constexpr std::string_view space = " \t\n\r\v\f";
@@ -148,6 +158,18 @@ std::string format_zephyr(std::span<const chat_message> messages, bool add_gener
   return out;
 }
 
+// Each turn closes with <|end|>, the token Phi-3 ends its answers with (the vocabulary's eot).
+std::string format_phi3(std::span<const chat_message> messages, bool add_generation_prompt) {
+  std::string out;
+  for (const chat_message& m : messages) {
+    if (m.role != "user" && m.role != "system" && m.role != "assistant") continue;
+    if (m.role == "system" && m.content.empty()) continue;
+    out.append("<|").append(m.role).append("|>\n").append(m.content).append("<|end|>\n");
+  }
+  if (add_generation_prompt) out += "<|assistant|>\n";
+  return out;
+}
+
 std::string format_plain(std::span<const chat_message> messages, bool add_generation_prompt) {
   std::string out;
   for (const chat_message& m : messages) out += m.role + ": " + m.content + "\n";
@@ -169,6 +191,8 @@ const char* to_string(chat_format f) {
       return "mistral";
     case chat_format::zephyr:
       return "zephyr";
+    case chat_format::phi3:
+      return "phi3";
     case chat_format::plain:
       return "plain";
   }
@@ -179,6 +203,8 @@ chat_format detect_chat_format(std::string_view jinja) {
   const auto has = [&](std::string_view marker) { return jinja.find(marker) != std::string_view::npos; };
   if (has("<|start_header_id|>")) return chat_format::llama3;
   if (has("<|im_start|>")) return chat_format::chatml;
+  // Phi-3 shares Zephyr's role markers and closes turns with <|end|> (llama.cpp's test too).
+  if (has("<|assistant|>") && has("<|end|>")) return chat_format::phi3;
   if (has("<|user|>")) return chat_format::zephyr;
   if (has("[INST]")) return has("<<SYS>>") ? chat_format::llama2 : chat_format::mistral;
   return chat_format::plain;
@@ -196,6 +222,8 @@ std::string_view chat_template_text(chat_format f) {
       return mistral_template;
     case chat_format::zephyr:
       return zephyr_template;
+    case chat_format::phi3:
+      return phi3_template;
     case chat_format::plain:
       return {};
   }
@@ -215,6 +243,8 @@ std::string format_chat(chat_format f, std::span<const chat_message> messages, b
       return format_mistral(messages, bos, eos);
     case chat_format::zephyr:
       return format_zephyr(messages, add_generation_prompt, eos);
+    case chat_format::phi3:
+      return format_phi3(messages, add_generation_prompt);
     case chat_format::plain:
       return format_plain(messages, add_generation_prompt);
   }

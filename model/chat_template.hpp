@@ -14,6 +14,7 @@ enum class chat_format {
   chatml,   //!< <|im_start|>role\n...<|im_end|>   (Qwen 2, SmolLM)
   mistral,  //!< [INST] ... [/INST] without a system block
   zephyr,   //!< <|user|>\n...</s>
+  phi3,     //!< <|user|>\n...<|end|>\n   (Phi-3, Phi-3.5-mini, Phi-4-mini)
   plain,    //!< unknown template: "role: content" lines
 };
 

@@ -1,5 +1,6 @@
 #include "model/hparams.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -44,8 +45,10 @@ result<model_arch> read_arch(const gguf::file& f) {
   if (!arch) return bad("missing general.architecture");
   if (*arch == "llama") return model_arch::llama;
   if (*arch == "qwen2") return model_arch::qwen2;
+  if (*arch == "qwen3") return model_arch::qwen3;
+  if (*arch == "phi3") return model_arch::phi3;
   return error{errc::unsupported, "model: unsupported architecture '" + *arch +
-                                      "' (Hearth runs the Llama family: llama, qwen2)"};
+                                      "' (Hearth runs the Llama family: llama, qwen2, qwen3, phi3)"};
 }
 
 // Dimensions: embedding, layers, heads, FFN, context, vocabulary.
@@ -112,17 +115,84 @@ std::vector<float> llama3_freq_factors(const hparams& hp, double factor, double 
   return out;
 }
 
-result<std::vector<float>> read_freq_tensor(const gguf::file& f, const hparams& hp) {
-  const auto* t = f.find_tensor("rope_freqs.weight");
+// One divisor per rotary pair, from a 1-D f32 tensor (rope_freqs, or Phi-3's rope_factors_*).
+result<std::vector<float>> read_freq_tensor(const gguf::file& f, const hparams& hp, const std::string& name) {
+  const auto* t = f.find_tensor(name);
   if (t->type != tensor_type::f32 || t->dims.size() != 1 || t->dims[0] != hp.n_rot / 2) {
-    return bad("rope_freqs.weight must be f32 [" + std::to_string(hp.n_rot / 2) + "]");
+    return bad(name + " must be f32 [" + std::to_string(hp.n_rot / 2) + "]");
   }
   std::vector<float> out(hp.n_rot / 2);
   dequantize(t->type, f.data(*t), out);
   for (float x : out) {
-    if (!(x > 0.0f && x < 1e6f)) return bad("rope_freqs.weight holds a factor that is not positive and finite");
+    if (!(x > 0.0f && x < 1e6f)) return bad(name + " holds a factor that is not positive and finite");
   }
   return out;
+}
+
+// Phi-3's LongRoPE: llama.cpp rotates with rope_factors_short while a sequence's context is at
+// most rope.scaling.original_context_length and with rope_factors_long beyond it, and scales
+// every cos and sin by rope.scaling.attn_factor in both cases. Hearth rotates with the short
+// factors and serves contexts up to the original length, where the two agree exactly; past it
+// the long factors would apply to every position, which one shared table cannot give.
+status<> read_long_rope(const gguf::file& f, const std::string& a, hparams& hp) {
+  const bool has_long = f.find_tensor("rope_factors_long.weight") != nullptr;
+  const bool has_short = f.find_tensor("rope_factors_short.weight") != nullptr;
+  if (!has_long && !has_short) return {};
+  if (has_long != has_short) return bad("rope_factors_long.weight and rope_factors_short.weight come in pairs");
+  auto long_f = read_freq_tensor(f, hp, "rope_factors_long.weight");
+  if (!long_f) return long_f.error();
+  auto short_f = read_freq_tensor(f, hp, "rope_factors_short.weight");
+  if (!short_f) return short_f.error();
+  auto attn = read_positive_float(f, a + ".rope.scaling.attn_factor", 1.0);
+  if (!attn) return attn.error();
+  hp.rope_attn_factor = *attn;
+  if (*long_f != *short_f) {
+    auto orig = read_dim(f, a, "rope.scaling.original_context_length", max_ctx);
+    if (!orig) return orig.error();
+    hp.n_ctx_train = std::min(hp.n_ctx_train, *orig);
+  }
+  hp.rope_freq_factors = std::move(*short_f);
+  return {};
+}
+
+// Phi-3-mini-4k attends over a window of 2047 positions (`phi3.attention.sliding_window`; 0 or
+// absent: none). Positions within the window see every earlier one, so Hearth serves contexts up
+// to the window, where full attention is the same computation.
+status<> read_sliding_window(const gguf::file& f, const std::string& a, hparams& hp) {
+  const std::string key = a + ".attention.sliding_window";
+  const auto v = f.get_uint(key);
+  if (!v && f.find(key)) return bad(key + " is not a non-negative integer");
+  if (v && *v > 0 && *v < hp.n_ctx_train) hp.n_ctx_train = static_cast<uint32_t>(*v);
+  return {};
+}
+
+// What sets qwen3 and phi3 apart from llama, checked the way llama.cpp's loader relies on it.
+status<> read_family(const gguf::file& f, const std::string& a, hparams& hp) {
+  if (hp.arch == model_arch::qwen3) {
+    // llama.cpp's qwen3 graph asserts that the whole head rotates and that K and V heads match.
+    const auto v_len = f.get_uint(a + ".attention.value_length");
+    if (v_len && *v_len != hp.head_dim) {
+      return bad(a + ".attention.value_length = " + std::to_string(*v_len) + " differs from attention.key_length " +
+                 std::to_string(hp.head_dim));
+    }
+    if (hp.n_rot != hp.head_dim) {
+      return bad(a + ".rope.dimension_count = " + std::to_string(hp.n_rot) + " must equal the head dimension " +
+                 std::to_string(hp.head_dim));
+    }
+    hp.has_qk_norm = true;
+  }
+  if (hp.arch == model_arch::phi3) {
+    // Phi-3's output projection is (n_embd, n_embd): the heads tile the width exactly.
+    if (uint64_t{hp.n_head} * hp.head_dim != hp.n_embd) {
+      return bad(a + ".attention.key_length = " + std::to_string(hp.head_dim) + " times head_count " +
+                 std::to_string(hp.n_head) + " must equal embedding_length " + std::to_string(hp.n_embd));
+    }
+    hp.fused_qkv = true;
+    hp.fused_gate_up = true;
+    if (auto s = read_sliding_window(f, a, hp); !s) return s;
+    if (auto s = read_long_rope(f, a, hp); !s) return s;
+  }
+  return {};
 }
 
 // Scaling from keys, when the file carries no rope_freqs.weight tensor.
@@ -156,9 +226,9 @@ status<> read_rope(const gguf::file& f, const std::string& a, hparams& hp) {
   auto base = read_positive_float(f, a + ".rope.freq_base", 10000.0);
   if (!base) return base.error();
   hp.rope_freq_base = *base;
-  hp.pairing = hp.arch == model_arch::qwen2 ? rope_pairing::halves : rope_pairing::adjacent;
+  hp.pairing = hp.arch == model_arch::llama ? rope_pairing::adjacent : rope_pairing::halves;
   if (f.find_tensor("rope_freqs.weight")) {
-    auto factors = read_freq_tensor(f, hp);
+    auto factors = read_freq_tensor(f, hp, "rope_freqs.weight");
     if (!factors) return factors.error();
     hp.rope_freq_factors = std::move(*factors);
     return {};
@@ -168,7 +238,15 @@ status<> read_rope(const gguf::file& f, const std::string& a, hparams& hp) {
 
 }  // namespace
 
-const char* to_string(model_arch a) { return a == model_arch::llama ? "llama" : "qwen2"; }
+const char* to_string(model_arch a) {
+  switch (a) {
+    case model_arch::llama: return "llama";
+    case model_arch::qwen2: return "qwen2";
+    case model_arch::qwen3: return "qwen3";
+    case model_arch::phi3: return "phi3";
+  }
+  return "llama";  // unreachable: every architecture is listed
+}
 
 result<hparams> read_hparams(const gguf::file& f) {
   auto arch = read_arch(f);
@@ -183,6 +261,7 @@ result<hparams> read_hparams(const gguf::file& f) {
   if (!eps) return eps.error();
   hp.rms_eps = *eps;
   if (auto s = read_rope(f, a, hp); !s) return s.error();
+  if (auto s = read_family(f, a, hp); !s) return s.error();
   hp.has_qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   hp.tied_output = f.find_tensor("output.weight") == nullptr;
   return hp;

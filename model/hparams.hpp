@@ -15,9 +15,9 @@ namespace gguf {
 class file;
 }
 
-enum class model_arch { llama, qwen2 };
+enum class model_arch { llama, qwen2, qwen3, phi3 };
 //! How RoPE pairs dimensions: llama.cpp rotates adjacent pairs for `llama` (its converter
-//! permutes Q/K rows) and the two halves of each head for `qwen2` ("neox").
+//! permutes Q/K rows) and the two halves of each head for `qwen2`, `qwen3` and `phi3` ("neox").
 enum class rope_pairing { adjacent, halves };
 
 struct hparams {
@@ -39,7 +39,13 @@ struct hparams {
   //! From the `rope_freqs.weight` tensor (how llama.cpp stores Llama 3.1 scaling), or computed from
   //! `rope.scaling.type` = "llama3" / "linear" keys.
   std::vector<float> rope_freq_factors;
+  //! Multiplies every cos and sin of the rotation (ggml's attn_factor): LongRoPE's
+  //! sqrt(1 + ln(ctx / orig_ctx) / ln(orig_ctx)) from `rope.scaling.attn_factor`, else 1.
+  float rope_attn_factor = 1.0f;
   bool has_qkv_bias = false;      //!< qwen2
+  bool has_qk_norm = false;       //!< qwen3: attn_q_norm / attn_k_norm (head_dim,) on each head
+  bool fused_qkv = false;         //!< phi3: one attn_qkv (q + 2 kv rows) instead of attn_q/k/v
+  bool fused_gate_up = false;     //!< phi3: ffn_up holds [gate; up] (2 n_ff rows), no ffn_gate
   bool tied_output = false;       //!< no output.weight: the head reuses token_embd
 
   uint32_t n_embd_kv() const { return n_head_kv * head_dim; }

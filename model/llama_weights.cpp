@@ -21,18 +21,30 @@ std::vector<weight_desc> llama_weights(const hparams& hp) {
   for (uint32_t i = 0; i < hp.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     w.push_back({weight_kind::attn_norm, i, p + "attn_norm.weight", {embd}});
-    w.push_back({weight_kind::attn_q, i, p + "attn_q.weight", {embd, q_dim}});
-    w.push_back({weight_kind::attn_k, i, p + "attn_k.weight", {embd, kv_dim}});
-    w.push_back({weight_kind::attn_v, i, p + "attn_v.weight", {embd, kv_dim}});
+    if (hp.fused_qkv) {
+      w.push_back({weight_kind::attn_qkv, i, p + "attn_qkv.weight", {embd, q_dim + 2 * kv_dim}});
+    } else {
+      w.push_back({weight_kind::attn_q, i, p + "attn_q.weight", {embd, q_dim}});
+      w.push_back({weight_kind::attn_k, i, p + "attn_k.weight", {embd, kv_dim}});
+      w.push_back({weight_kind::attn_v, i, p + "attn_v.weight", {embd, kv_dim}});
+    }
     if (hp.has_qkv_bias) {
       w.push_back({weight_kind::attn_q_bias, i, p + "attn_q.bias", {q_dim}});
       w.push_back({weight_kind::attn_k_bias, i, p + "attn_k.bias", {kv_dim}});
       w.push_back({weight_kind::attn_v_bias, i, p + "attn_v.bias", {kv_dim}});
     }
+    if (hp.has_qk_norm) {
+      w.push_back({weight_kind::attn_q_norm, i, p + "attn_q_norm.weight", {hp.head_dim}});
+      w.push_back({weight_kind::attn_k_norm, i, p + "attn_k_norm.weight", {hp.head_dim}});
+    }
     w.push_back({weight_kind::attn_output, i, p + "attn_output.weight", {q_dim, embd}});
     w.push_back({weight_kind::ffn_norm, i, p + "ffn_norm.weight", {embd}});
-    w.push_back({weight_kind::ffn_gate, i, p + "ffn_gate.weight", {embd, ff}});
-    w.push_back({weight_kind::ffn_up, i, p + "ffn_up.weight", {embd, ff}});
+    if (hp.fused_gate_up) {
+      w.push_back({weight_kind::ffn_gate_up, i, p + "ffn_up.weight", {embd, 2 * ff}});
+    } else {
+      w.push_back({weight_kind::ffn_gate, i, p + "ffn_gate.weight", {embd, ff}});
+      w.push_back({weight_kind::ffn_up, i, p + "ffn_up.weight", {embd, ff}});
+    }
     w.push_back({weight_kind::ffn_down, i, p + "ffn_down.weight", {ff, embd}});
   }
   w.push_back({weight_kind::output_norm, 0, "output_norm.weight", {embd}});

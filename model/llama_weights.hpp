@@ -16,9 +16,15 @@ class file;
 struct tensor_info;
 }  // namespace gguf
 
+//! `output` stays last: tables indexed by kind are sized by it.
 enum class weight_kind {
   token_embd, attn_norm, attn_q, attn_k, attn_v, attn_q_bias, attn_k_bias, attn_v_bias,
-  attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down, output_norm, output,
+  attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down,
+  attn_qkv,     //!< phi3: [q; k; v] in one matrix (q_dim + 2 kv_dim rows)
+  attn_q_norm,  //!< qwen3: RMS norm weight (head_dim,) shared by every q head
+  attn_k_norm,  //!< qwen3: the same for k heads
+  ffn_gate_up,  //!< phi3: [gate; up] (2 n_ff rows), stored under the name ffn_up
+  output_norm, output,
 };
 
 struct weight_desc {
@@ -28,7 +34,9 @@ struct weight_desc {
   std::vector<uint64_t> dims;  //!< GGUF order, fastest first: a matrix (out, in) is {in, out}
 };
 
-//! Every tensor the model has: biases only with hp.has_qkv_bias, output only when not tied.
+//! Every tensor the model has: biases only with hp.has_qkv_bias, output only when not tied,
+//! q/k norms with hp.has_qk_norm, fused matrices in place of the split ones with hp.fused_*.
+//! Names and shapes as llama.cpp's converter writes them.
 std::vector<weight_desc> llama_weights(const hparams& hp);
 
 //! The tensor `d` describes, with exactly its dims; errc::malformed naming it otherwise.

@@ -1,5 +1,5 @@
 #pragma once
-// Deterministic generated models: Llama-architecture GGUF files with random weights and a real
+// Deterministic generated models: Llama-family GGUF files (llama, qwen2, qwen3, phi3) with random weights and a real
 // vocabulary learned from generated text, so Hearth runs on a fresh machine with no download.
 // Same options -> byte-identical file.
 
@@ -38,7 +38,9 @@ struct make_options {
   uint64_t seed = 1;
   tokenizer_kind tokenizer = tokenizer_kind::bpe;
   uint32_t n_ctx = 2048;
-  model_arch arch = model_arch::llama;  //!< qwen2: "qwen2.*" keys, Q/K/V biases, half-split RoPE
+  //! qwen2: "qwen2.*" keys, Q/K/V biases, half-split RoPE; qwen3: q/k norms instead of biases;
+  //! phi3: fused attn_qkv and gate/up. Qwen models get the Qwen vocabulary, phi3 Phi-3's (make_vocab).
+  model_arch arch = model_arch::llama;
   bool tie_output = false;              //!< no output.weight: the head reuses the embedding (as SmolLM)
   //! A llama-quantize preset (q4_k_m, ...): each matrix gets the type its rules give (and
   //! dtype is not used); general.file_type records it. Without one, every matrix is dtype.

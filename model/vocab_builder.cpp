@@ -147,4 +147,31 @@ vocab_spec make_spm_vocab(uint64_t seed, uint32_t n_vocab) {
   return v;
 }
 
+vocab_spec make_qwen_vocab(uint64_t seed, uint32_t n_vocab) {
+  vocab_spec v = make_bpe_vocab(seed, n_vocab);
+  v.pre = "qwen2";
+  v.add_bos = false;  // Qwen's tokenizer adds nothing; <|endoftext|> is its bos and pad id
+  v.chat_template = chat_template_text(chat_format::chatml);
+  const token_id first = v.bos;
+  v.tokens[first] = "<|endoftext|>";
+  v.tokens[first + 1] = "<|im_start|>";
+  v.tokens[first + 2] = "<|im_end|>";
+  v.pad = first;
+  v.eos = v.eot = first + 2;
+  return v;
+}
+
+vocab_spec make_phi3_vocab(uint64_t seed, uint32_t n_vocab) {
+  constexpr std::array phi3_specials =
+      std::to_array<std::string_view>({"<|endoftext|>", "<|assistant|>", "<|system|>", "<|end|>", "<|user|>"});
+  n_vocab = std::max(n_vocab, min_spm_vocab + static_cast<uint32_t>(phi3_specials.size()));
+  vocab_spec v = make_spm_vocab(seed, n_vocab - static_cast<uint32_t>(phi3_specials.size()));
+  v.chat_template = chat_template_text(chat_format::phi3);
+  const auto first = static_cast<token_id>(v.tokens.size());
+  for (const std::string_view s : phi3_specials) add_token(v, std::string(s), token_type::control);
+  v.eos = first;
+  v.eot = first + 3;
+  return v;
+}
+
 }  // namespace hearth

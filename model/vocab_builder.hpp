@@ -33,4 +33,13 @@ vocab_spec make_bpe_vocab(uint64_t seed, uint32_t n_vocab = 32000);
 //! tokens, add_bos, the Llama 2 chat template.
 vocab_spec make_spm_vocab(uint64_t seed, uint32_t n_vocab = 32000);
 
+//! Qwen 2/3 style: make_bpe_vocab with pre "qwen2", no BOS added, and the first three special
+//! tokens Qwen's <|endoftext|> (bos, pad), <|im_start|>, <|im_end|> (eos, eot); ChatML template.
+vocab_spec make_qwen_vocab(uint64_t seed, uint32_t n_vocab = 32000);
+
+//! Phi-3 style: make_spm_vocab's pieces, then Phi-3's control tokens <|endoftext|> (eos),
+//! <|assistant|>, <|system|>, <|end|> (eot), <|user|> as the last five ids (Phi-3 keeps them
+//! at 32000..32010, after its SentencePiece vocabulary); the Phi-3 template.
+vocab_spec make_phi3_vocab(uint64_t seed, uint32_t n_vocab = 32000);
+
 }  // namespace hearth

@@ -29,7 +29,7 @@ std::string format(chat_format f, bool add_generation_prompt,
 
 TEST_CASE("each family is detected from its canonical template text", "[chat_template]") {
   for (const chat_format f : {chat_format::llama2, chat_format::llama3, chat_format::chatml,
-                              chat_format::mistral, chat_format::zephyr, chat_format::plain}) {
+                              chat_format::mistral, chat_format::zephyr, chat_format::phi3, chat_format::plain}) {
     CAPTURE(to_string(f));
     CHECK(detect_chat_format(chat_template_text(f)) == f);
   }
@@ -45,6 +45,9 @@ TEST_CASE("detection reads other models' variants by their markers", "[chat_temp
                            "}}{% endif %}") == chat_format::chatml);
   CHECK(detect_chat_format("{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + "
                            "eos_token }}") == chat_format::zephyr);
+  // Phi-4-mini: no newlines, the same markers (llama.cpp formats it as Phi-3).
+  CHECK(detect_chat_format("{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{% endfor %}"
+                           "{% if add_generation_prompt %}{{ '<|assistant|>' }}") == chat_format::phi3);
   CHECK(detect_chat_format("{{ '[INST] ' + message['content'] + ' [/INST]' }}") == chat_format::mistral);
   CHECK(detect_chat_format("'[INST] ' + '<<SYS>>\\n' + system_message") == chat_format::llama2);
   CHECK(detect_chat_format("### Instruction:\n{{ prompt }}\n### Response:\n") == chat_format::plain);
@@ -57,6 +60,7 @@ TEST_CASE("format names", "[chat_template]") {
   CHECK(std::string(to_string(chat_format::chatml)) == "chatml");
   CHECK(std::string(to_string(chat_format::mistral)) == "mistral");
   CHECK(std::string(to_string(chat_format::zephyr)) == "zephyr");
+  CHECK(std::string(to_string(chat_format::phi3)) == "phi3");
   CHECK(std::string(to_string(chat_format::plain)) == "plain");
 }
 
@@ -115,6 +119,15 @@ TEST_CASE("Zephyr: role tags, eos after each turn, assistant tag as generation p
   CHECK(format(chat_format::zephyr, true) == turns + "<|assistant|>\n");
 }
 
+TEST_CASE("Phi-3: role tags, <|end|> after each turn, assistant tag and newline as generation prompt",
+          "[chat_template]") {
+  const std::string turns =
+      "<|system|>\nYou are a helpful assistant.<|end|>\n<|user|>\nHello!<|end|>\n<|assistant|>\nHi there.<|end|>\n"
+      "<|user|>\nWhat's the weather?<|end|>\n";
+  CHECK(format(chat_format::phi3, false) == turns);
+  CHECK(format(chat_format::phi3, true) == turns + "<|assistant|>\n");
+}
+
 TEST_CASE("plain: role-prefixed lines", "[chat_template]") {
   const std::string turns =
       "system: You are a helpful assistant.\nuser: Hello!\nassistant: Hi there.\nuser: What's the weather?\n";
@@ -128,5 +141,6 @@ TEST_CASE("an empty conversation formats without crashing", "[chat_template]") {
   CHECK(format(chat_format::llama2, true, none).empty());
   CHECK(format(chat_format::mistral, true, none) == "<s>");
   CHECK(format(chat_format::zephyr, true, none).empty());
+  CHECK(format(chat_format::phi3, true, none) == "<|assistant|>\n");
   CHECK(format(chat_format::chatml, true, none) == "<|im_start|>assistant\n");
 }
