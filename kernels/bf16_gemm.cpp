@@ -67,44 +67,52 @@ HEARTH_SIMD_INLINE void panel_dot(const uint16_t* panel, const float* x, uint32_
   }
 }
 
-//! y rows [i0, i0 + M), columns of panel p = x rows [i0, i0 + M) against the panel (+ bias).
+//! One panel's work: its weights (n_in, 16), its rows (<= 16) of output, y and bias at its first
+//! column, y's rows ldy apart.
+struct panel_job {
+  const uint16_t* panel;
+  uint32_t n_in, rows;
+  float* y;
+  size_t ldy;
+  const float* bias;
+};
+
+//! y rows [i0, i0 + M) of the panel's columns = x rows [i0, i0 + M) against the panel (+ bias).
 template <uint32_t M>
-HEARTH_SIMD_INLINE void panel_pass(const bf16_matrix& w, uint32_t p, const float* x, uint32_t i0, float* y,
-                                   const float* bias) {
+HEARTH_SIMD_INLINE void panel_pass(const panel_job& j, const float* x, uint32_t i0) {
   constexpr uint32_t unroll = M == 1 ? 4 : M <= 3 ? 2 : 1;  // keeps >= 8 independent accumulators
   vec sum[M][2];
-  panel_dot<M, unroll>(w.panel(p), x + size_t{i0} * w.n_in(), w.n_in(), sum);
-  const uint32_t o0 = p * panel_rows, n = std::min(panel_rows, w.n_out() - o0);
+  panel_dot<M, unroll>(j.panel, x + size_t{i0} * j.n_in, j.n_in, sum);
   for (uint32_t i = 0; i < M; ++i) {
     float out[panel_rows];
     simd::store(out, sum[i][0]);
     simd::store(out + simd::lanes, sum[i][1]);
-    float* yi = y + size_t{i0 + i} * w.n_out() + o0;
-    for (uint32_t r = 0; r < n; ++r) yi[r] = out[r] + (bias ? bias[o0 + r] : 0.0f);
+    float* yi = j.y + size_t{i0 + i} * j.ldy;
+    for (uint32_t r = 0; r < j.rows; ++r) yi[r] = out[r] + (j.bias ? j.bias[r] : 0.0f);
   }
 }
 
 HEARTH_SIMD_CLONES
-void gemm_panel(const bf16_matrix& w, uint32_t p, const float* x, uint32_t m, float* y, const float* bias) {
+void gemm_panel(const panel_job& j, const float* x, uint32_t m) {
   for (uint32_t i = 0; i < m; i += max_acts) {
     switch (std::min(max_acts, m - i)) {
       case 6:
-        panel_pass<6>(w, p, x, i, y, bias);
+        panel_pass<6>(j, x, i);
         break;
       case 5:
-        panel_pass<5>(w, p, x, i, y, bias);
+        panel_pass<5>(j, x, i);
         break;
       case 4:
-        panel_pass<4>(w, p, x, i, y, bias);
+        panel_pass<4>(j, x, i);
         break;
       case 3:
-        panel_pass<3>(w, p, x, i, y, bias);
+        panel_pass<3>(j, x, i);
         break;
       case 2:
-        panel_pass<2>(w, p, x, i, y, bias);
+        panel_pass<2>(j, x, i);
         break;
       default:
-        panel_pass<1>(w, p, x, i, y, bias);
+        panel_pass<1>(j, x, i);
         break;
     }
   }
@@ -153,7 +161,26 @@ void gemm_bf16w(const bf16_matrix& w, const float* x, float* y, uint32_t m, std:
   round_to_bf16(x, xr, size_t{m} * w.n_in());
   const float* b = bias.empty() ? nullptr : bias.data();
   if (kernel == bf16_kernel::w16) return bf16_panels::gemm_w16(w, xr, y, m, b);
-  parallel_for(w.n_panels(), [&](size_t p) { gemm_panel(w, static_cast<uint32_t>(p), xr, m, y, b); });
+  parallel_for(w.n_panels(), [&](size_t i) {
+    const auto o0 = static_cast<uint32_t>(i) * panel_rows;
+    gemm_panel({w.panel(static_cast<uint32_t>(i)), w.n_in(), std::min(panel_rows, w.n_out() - o0), y + o0,
+                w.n_out(), b ? b + o0 : nullptr},
+               xr, m);
+  });
+}
+
+void gemm_bf16_panel(const uint16_t* panel, uint32_t n_in, uint32_t rows, const float* xr, uint32_t m,
+                     float* y, size_t ldy, const float* bias) {
+  gemm_panel({panel, n_in, rows, y, ldy, bias}, xr, m);
+}
+
+void pack_panel(const float* rows, uint32_t n, uint32_t n_in, uint16_t* panel) {
+  std::fill(panel, panel + size_t{n_in} * panel_rows, uint16_t{0});
+  for (uint32_t r = 0; r < n; ++r) {
+    uint16_t* dst = panel + slot_of(r);
+    const float* src = rows + size_t{r} * n_in;
+    for (uint32_t k = 0; k < n_in; ++k) dst[size_t{k} * panel_rows] = simd::f32_to_bf16(src[k]);
+  }
 }
 
 void widen_columns(const bf16_matrix& w, uint32_t first, uint32_t n, float* out) {

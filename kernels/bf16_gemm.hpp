@@ -60,6 +60,15 @@ enum class bf16_kernel { w8, w16 };
 void gemm_bf16w(const bf16_matrix& w, const float* x, float* y, uint32_t m, std::span<const float> bias,
                 bf16_kernel kernel = bf16_kernel::w8);
 
+//! One panel, outside a bf16_matrix: y (m, rows), rows ldy apart, = xr (m, n_in), already rounded
+//! to bf16 (round_to_bf16), @ the panel's rows (<= panel_rows) (+ bias (rows,) unless null). One
+//! thread: the caller splits the panels.
+void gemm_bf16_panel(const uint16_t* panel, uint32_t n_in, uint32_t rows, const float* xr, uint32_t m,
+                     float* y, size_t ldy, const float* bias);
+//! panel (n_in, panel_rows) in bf16_matrix's panel layout = rows (n <= panel_rows, n_in) rounded to
+//! bf16; the rows past n zero.
+void pack_panel(const float* rows, uint32_t n, uint32_t n_in, uint16_t* panel);
+
 //! out (n_in, n) f32 row-major = the columns [first, first + n) of W^T, that is rows
 //! [first, first + n) of W widened; first is a multiple of panel_rows. Parallel over panels.
 void widen_columns(const bf16_matrix& w, uint32_t first, uint32_t n, float* out);

@@ -81,6 +81,7 @@ bool path_available(matmul_path p) {
       return bf16_matmul_supported();
     case matmul_path::quant_dot:
     case matmul_path::quant_f32:
+    case matmul_path::quant_bf16:
       return quant::isa_available(quant::isa::avx2);
     case matmul_path::hearth_w16:  // x86-64-v4, which its clone is built for (Clang has no name for it)
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -215,6 +216,10 @@ struct linear::impl {
   void forward_widened(const float* x, float* y, uint32_t m) const;
   void forward_quant_dot(const float* x, float* y, uint32_t m) const;
   void forward_quant_f32(const float* x, float* y, uint32_t m) const;
+  void forward_quant_bf16(const float* x, float* y, uint32_t m) const;
+  //! fn(part, first row, rows) for every group of quant_rows_per_item rows of every part, in parallel.
+  template <class Fn>
+  void for_each_quant_item(Fn&& fn) const;
   size_t x_row_bytes() const { return size_t{n_in} * (src_dt == dnnl_dt::bf16 ? 2 : 4); }
   const float* bias_at(uint32_t column) const { return bias.empty() ? nullptr : bias.data() + column; }
 };
@@ -310,13 +315,10 @@ void linear::impl::forward_widened(const float* x, float* y, uint32_t m) const {
 
 // Rows per work item of the quantized dots: a few KiB of weights, and enough items for the threads.
 constexpr uint32_t quant_rows_per_item = 16;
+static_assert(quant_rows_per_item == bf16_matrix::panel_rows, "quant-bf16 packs one item into one panel");
 
-void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const {
-  const uint32_t nb = n_in / 32;
-  quant::act_block* act = scratch<quant::act_block>(size_t{m} * nb);
-  float* dsum = scratch<float, 2>(size_t{m} * nb * 2);
-  for (uint32_t i = 0; i < m; ++i)
-    quant::quantize_activations(x + size_t{i} * n_in, n_in, act + size_t{i} * nb, dsum + size_t{i} * nb * 2);
+template <class Fn>
+void linear::impl::for_each_quant_item(Fn&& fn) const {
   size_t items = 0;
   for (const auto& p : qparts) items += (p.n_out + quant_rows_per_item - 1) / quant_rows_per_item;
   parallel_for(items, [&](size_t item) {
@@ -327,15 +329,42 @@ void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const
         continue;
       }
       const auto r0 = static_cast<uint32_t>(item) * quant_rows_per_item;
-      const uint32_t rows = std::min(quant_rows_per_item, p.n_out - r0);
-      quant::dot_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, act, dsum, m,
-                      y + p.first_row + r0, n_out);
-      return;
+      return fn(p, r0, std::min(quant_rows_per_item, p.n_out - r0));
     }
+  });
+}
+
+void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const {
+  const uint32_t nb = n_in / 32;
+  quant::act_block* act = scratch<quant::act_block>(size_t{m} * nb);
+  float* dsum = scratch<float, 2>(size_t{m} * nb * 2);
+  for (uint32_t i = 0; i < m; ++i)
+    quant::quantize_activations(x + size_t{i} * n_in, n_in, act + size_t{i} * nb, dsum + size_t{i} * nb * 2);
+  for_each_quant_item([&](const quant_part& p, uint32_t r0, uint32_t rows) {
+    quant::dot_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, act, dsum, m,
+                    y + p.first_row + r0, n_out);
   });
   if (bias.empty()) return;
   for (uint32_t i = 0; i < m; ++i)
     for (uint32_t o = 0; o < n_out; ++o) y[size_t{i} * n_out + o] += bias[o];
+}
+
+// Each group of 16 rows is dequantized once per call into a bf16 panel, which then multiplies
+// all m rows, in chunks of max_rows_per_call so that the activations stay in cache.
+void linear::impl::forward_quant_bf16(const float* x, float* y, uint32_t m) const {
+  float* xr = scratch<float>(size_t{m} * n_in);
+  round_to_bf16(x, xr, size_t{m} * n_in);
+  for_each_quant_item([&](const quant_part& p, uint32_t r0, uint32_t rows) {
+    float* values = scratch<float, 3>(size_t{quant_rows_per_item} * n_in);
+    uint16_t* panel = scratch<uint16_t, 1>(size_t{bf16_matrix::panel_rows} * n_in);
+    quant::dequantize_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, values);
+    pack_panel(values, rows, n_in, panel);
+    const float* b = bias_at(p.first_row + r0);
+    for (uint32_t i = 0; i < m; i += max_rows_per_call) {
+      gemm_bf16_panel(panel, n_in, rows, xr + size_t{i} * n_in, std::min(max_rows_per_call, m - i),
+                      y + size_t{i} * n_out + p.first_row + r0, n_out, b);
+    }
+  });
 }
 
 void linear::impl::forward_quant_f32(const float* x, float* y, uint32_t m) const {
@@ -508,6 +537,8 @@ void linear::forward(const float* x, float* y, uint32_t m) const {
       return impl_->forward_quant_dot(x, y, m);
     case matmul_path::quant_f32:
       return impl_->forward_quant_f32(x, y, m);
+    case matmul_path::quant_bf16:
+      return impl_->forward_quant_bf16(x, y, m);
     default:
       return impl_->forward_native(x, y, m);
   }

@@ -20,6 +20,8 @@ const char* to_string(matmul_path p) {
       return "quant-dot";
     case matmul_path::quant_f32:
       return "quant-f32";
+    case matmul_path::quant_bf16:
+      return "quant-bf16";
   }
   return "?";
 }
@@ -39,6 +41,7 @@ weight_storage storage_of(matmul_path p) {
       return weight_storage::onednn_bf16;
     case matmul_path::quant_dot:
     case matmul_path::quant_f32:
+    case matmul_path::quant_bf16:
       return weight_storage::quantized;
     default:
       return weight_storage::bf16_panels;

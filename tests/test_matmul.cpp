@@ -272,8 +272,9 @@ TEST_CASE("quantized parts kept as stored match the reference at every batch siz
   CAPTURE(seed);
   rng r(seed);
   const uint32_t n_in = 256;
-  for (const matmul_plan plan : {matmul_plan{quantized_paths}, matmul_plan::uniform(matmul_path::quant_dot),
-                                 matmul_plan::uniform(matmul_path::quant_f32)}) {
+  for (const matmul_plan plan :
+       {matmul_plan{quantized_paths}, matmul_plan::uniform(matmul_path::quant_dot),
+        matmul_plan::uniform(matmul_path::quant_f32), matmul_plan::uniform(matmul_path::quant_bf16)}) {
     // Q/K/V of a Q4_K_M file: parts of different types in one linear, one with a bias.
     check_against_reference(
         r,

@@ -55,7 +55,7 @@ python3 - "$dir/q4.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 for p in j["plans"]:
-    assert [b["path"] for b in p["paths"]] == ["quant-dot", "quant-dot", "quant-f32"] and p["why"] == "as stored", p
+    assert [b["path"] for b in p["paths"]] == ["quant-dot", "quant-dot", "quant-bf16"] and p["why"] == "as stored", p
 m = j["memory"]
 assert m["weight_bytes"] < m["file_bytes"] and m["rss_vs_file"] > 0, m
 PY
