@@ -12,11 +12,16 @@
 #include "kernels/reference_model.hpp"
 #include "model/gguf.hpp"
 #include "model/model_maker.hpp"
+#include "model_test_support.hpp"
 #include "test_seed.hpp"
 
 using namespace hearth;
 
 namespace {
+
+using test::make_test_model;
+using test::rel_error;
+using test::test_model;
 
 constexpr model_preset mha{"mha", 64, 2, 4, 4, 128, 600};
 constexpr model_preset gqa{"gqa", 64, 2, 4, 2, 96, 600};
@@ -27,18 +32,9 @@ const vocab_spec& shared_vocab() {
   return v;
 }
 
-struct test_model {
-  std::vector<std::byte> bytes;
-  gguf::file file;
-};
-
 std::unique_ptr<test_model> make(const model_preset& p, tensor_type dtype, model_arch arch = model_arch::llama,
                                  bool tied = false) {
-  make_options opt{p, dtype, 11, tokenizer_kind::bpe, 512, arch, tied};
-  auto bytes = model_writer(opt, shared_vocab()).to_bytes();
-  auto f = gguf::file::parse(bytes);
-  REQUIRE(f.ok());
-  return std::unique_ptr<test_model>(new test_model{std::move(bytes), std::move(*f)});
+  return make_test_model(make_options{p, dtype, 11, tokenizer_kind::bpe, 512, arch, tied}, shared_vocab());
 }
 
 std::unique_ptr<cpu_backend> backend_for(const test_model& m, compute_type ct, kv_dtype kv, uint32_t block = 16) {
@@ -48,13 +44,7 @@ std::unique_ptr<cpu_backend> backend_for(const test_model& m, compute_type ct, k
 }
 
 reference_model reference_for(const test_model& m) {
-  auto hp = read_hparams(m.file);
-  REQUIRE(hp.ok());
-  auto w = load_reference_weights(m.file, *hp);
-  REQUIRE(w.ok());
-  auto r = reference_model::create(*hp, std::move(*w), 512);
-  REQUIRE(r.ok());
-  return std::move(*r);
+  return test::reference_for(m.file);
 }
 
 std::vector<token_id> random_tokens(size_t n, std::mt19937_64& rng) {
@@ -62,16 +52,6 @@ std::vector<token_id> random_tokens(size_t n, std::mt19937_64& rng) {
   std::vector<token_id> t(n);
   for (auto& x : t) x = pick(rng);
   return t;
-}
-
-// max |a - b| / max |b|: the error relative to the logits' scale.
-double rel_error(std::span<const float> a, std::span<const float> b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(double{a[i]} - b[i]));
-    scale = std::max(scale, std::abs(double{b[i]}));
-  }
-  return diff / scale;
 }
 
 // Consecutive block ids from `first`, enough for n positions.

@@ -16,11 +16,14 @@
 #include "model/gguf.hpp"
 #include "model/model_maker.hpp"
 #include "model/vocab.hpp"
+#include "model_test_support.hpp"
 #include "test_seed.hpp"
 
 using namespace hearth;
 
 namespace {
+
+using test::rel_error;
 
 constexpr model_preset gqa{"gqa", 64, 2, 4, 2, 96, 600};
 
@@ -66,24 +69,10 @@ gguf::writer relabelled(model_arch arch) {
   return w;
 }
 
-reference_model reference_for(const gguf::file& f, uint32_t n_ctx = 256) {
-  auto hp = read_hparams(f);
-  REQUIRE(hp.ok());
-  auto w = load_reference_weights(f, *hp);
-  if (!w) FAIL(w.error().message);
-  auto r = reference_model::create(*hp, std::move(*w), n_ctx);
-  if (!r) FAIL(r.error().message);
-  return std::move(*r);
+reference_model reference_for(const gguf::file& f) {
+  return test::reference_for(f, 256);
 }
 
-double rel_error(std::span<const float> a, std::span<const float> b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(double{a[i]} - b[i]));
-    scale = std::max(scale, std::abs(double{b[i]}));
-  }
-  return diff / scale;
-}
 
 std::vector<token_id> random_tokens(size_t n, uint32_t n_vocab, std::mt19937_64& rng) {
   std::uniform_int_distribution<token_id> pick(0, static_cast<token_id>(n_vocab) - 1);

@@ -11,11 +11,16 @@
 #include "kernels/reference_model.hpp"
 #include "model/gguf.hpp"
 #include "model/model_maker.hpp"
+#include "model_test_support.hpp"
 #include "test_seed.hpp"
 
 using namespace hearth;
 
 namespace {
+
+using test::make_test_model;
+using test::rel_error;
+using test::test_model;
 
 // Rows of 256 (whole super-blocks) everywhere, 4 heads over 2 KV heads, 3 layers.
 constexpr model_preset k_shape{"k256", 256, 3, 4, 2, 512, 600};
@@ -25,40 +30,17 @@ const vocab_spec& shared_vocab() {
   return v;
 }
 
-struct test_model {
-  std::vector<std::byte> bytes;
-  gguf::file file;
-};
-
 std::unique_ptr<test_model> make(std::optional<file_type> mix, uint64_t seed = 17) {
   make_options opt{k_shape, tensor_type::f32, seed, tokenizer_kind::bpe, 512};
   opt.mix = mix;
   REQUIRE(validate(opt).ok());
-  auto bytes = model_writer(opt, shared_vocab()).to_bytes();
-  auto f = gguf::file::parse(bytes);
-  if (!f) FAIL(f.error().message());
-  return std::unique_ptr<test_model>(new test_model{std::move(bytes), std::move(*f)});
+  return make_test_model(opt, shared_vocab());
 }
 
 reference_model reference_for(const test_model& m) {
-  auto hp = read_hparams(m.file);
-  REQUIRE(hp.ok());
-  auto w = load_reference_weights(m.file, *hp);
-  REQUIRE(w.ok());
-  auto r = reference_model::create(*hp, std::move(*w), 512);
-  REQUIRE(r.ok());
-  return std::move(*r);
+  return test::reference_for(m.file);
 }
 
-// max |a - b| / max |b|: the error relative to the logits' scale.
-double rel_error(std::span<const float> a, std::span<const float> b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(double{a[i]} - b[i]));
-    scale = std::max(scale, std::abs(double{b[i]}));
-  }
-  return diff / scale;
-}
 
 std::vector<token_id> random_tokens(size_t n, std::mt19937_64& rng) {
   std::uniform_int_distribution<token_id> pick(0, 599);
