@@ -197,6 +197,7 @@ struct linear::impl {
   std::vector<std::shared_ptr<const void>> owners;
   std::vector<std::byte> copy;
   quant::isa isa = quant::isa::avx2;
+  uint32_t act_group = 32;  // 256 when a part is a K type: its dots need one activation scale per super-block
 
   void create_native(std::span<const weight_part> parts);
   void create_panels(std::span<const weight_part> parts);
@@ -339,7 +340,8 @@ void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const
   quant::act_block* act = scratch<quant::act_block>(size_t{m} * nb);
   float* dsum = scratch<float, 2>(size_t{m} * nb * 2);
   for (uint32_t i = 0; i < m; ++i)
-    quant::quantize_activations(x + size_t{i} * n_in, n_in, act + size_t{i} * nb, dsum + size_t{i} * nb * 2);
+    quant::quantize_activations(x + size_t{i} * n_in, n_in, act_group, act + size_t{i} * nb,
+                                dsum + size_t{i} * nb * 2);
   for_each_quant_item([&](const quant_part& p, uint32_t r0, uint32_t rows) {
     quant::dot_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, act, dsum, m,
                     y + p.first_row + r0, n_out);
@@ -486,6 +488,7 @@ status<> linear::impl::create_quantized(std::span<const weight_part> parts) {
       q.slices[i] = {wei, dnnl_ctx::intern_layout(wei), n, n_out};
     }
     qparts.push_back(q);
+    if (traits_of(part.type).block_size == 256) act_group = 256;
     if (owned) owners.push_back(part.owner);
     at += part.data.size();
     first_row += part.n_out;

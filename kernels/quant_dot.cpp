@@ -19,20 +19,22 @@ void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32
                      float* out);
 }  // namespace vnni
 
-void quantize_activations(const float* x, uint32_t n, act_block* out, float* dsum) {
-  for (uint32_t b = 0; b < n / 32; ++b, x += 32, ++out, dsum += 2) {
+void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum) {
+  for (uint32_t g = 0; g < n / group; ++g) {
     float amax = 0.0f;
-    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    for (uint32_t i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[i]));
     const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
-    int sum[2] = {0, 0};
-    for (int i = 0; i < 32; ++i) {
-      const int q = static_cast<int>(std::nearbyint(x[i] * id));
-      out->q[i] = static_cast<int8_t>(q);
-      sum[i / 16] += q;
+    for (uint32_t b = 0; b < group / 32; ++b, x += 32, ++out, dsum += 2) {
+      int sum[2] = {0, 0};
+      for (int i = 0; i < 32; ++i) {
+        const int q = static_cast<int>(std::nearbyint(x[i] * id));
+        out->q[i] = static_cast<int8_t>(q);
+        sum[i / 16] += q;
+      }
+      out->d = d;
+      dsum[0] = d * static_cast<float>(sum[0]);
+      dsum[1] = d * static_cast<float>(sum[1]);
     }
-    out->d = d;
-    dsum[0] = d * static_cast<float>(sum[0]);
-    dsum[1] = d * static_cast<float>(sum[1]);
   }
 }
 

@@ -91,10 +91,13 @@ TEST_CASE("quantized dot products match the reference within the activations' ro
         const auto q = make_matrix(r, type, rows, n_in);
         std::vector<float> x(size_t{m} * n_in);
         for (auto& v : x) v = static_cast<float>(r.unit() * 2.0 - 1.0);
+        // The K types' dots take one activation scale per 256 (their super-block), the rest one per 32.
+        const uint32_t group = traits_of(type).block_size == 256 ? 256 : 32;
         std::vector<quant::act_block> act(size_t{m} * n_in / 32);
         std::vector<float> dsum(size_t{m} * n_in / 16);
         for (uint32_t i = 0; i < m; ++i)
-          quant::quantize_activations(x.data() + size_t{i} * n_in, n_in, act.data() + size_t{i} * n_in / 32,
+          quant::quantize_activations(x.data() + size_t{i} * n_in, n_in, group,
+                                      act.data() + size_t{i} * n_in / 32,
                                       dsum.data() + size_t{i} * n_in / 16);
         std::vector<float> y(size_t{m} * rows, NAN);
         quant::dot_rows(variant, type, q.data.data(), q.row_bytes, rows, n_in, act.data(), dsum.data(), m,
@@ -124,7 +127,7 @@ TEST_CASE("activations quantize per block of 32 with their sums", "[quant]") {
   for (int i = 0; i < 64; ++i) x[i] = i < 32 ? (i - 16) / 16.0f : 0.0f;
   quant::act_block b[2];
   float dsum[4];
-  quant::quantize_activations(x.data(), 64, b, dsum);
+  quant::quantize_activations(x.data(), 64, 32, b, dsum);
   CHECK(b[0].d == Approx(1.0f / 127));  // max |x| = 1
   CHECK(b[0].q[0] == -127);             // -16 / 16
   CHECK(b[0].q[16] == 0);
@@ -133,6 +136,15 @@ TEST_CASE("activations quantize per block of 32 with their sums", "[quant]") {
   for (int i = 0; i < 16; ++i) s0 += b[0].q[i], s1 += b[0].q[16 + i];
   CHECK(dsum[0] == Approx(b[0].d * s0));
   CHECK(dsum[1] == Approx(b[0].d * s1));
+  // In groups of 256, the 8 blocks share one scale: that of the group's largest |x|.
+  std::vector<float> wide(256, 0.25f);
+  wide[200] = -2.0f;
+  std::vector<quant::act_block> g(8);
+  std::vector<float> gsum(16);
+  quant::quantize_activations(wide.data(), 256, 256, g.data(), gsum.data());
+  for (const auto& blk : g) CHECK(blk.d == Approx(2.0f / 127));
+  CHECK(g[0].q[0] == 16);  // 0.25 / (2 / 127) = 15.9
+  CHECK(g[6].q[8] == -127);
   CHECK(b[1].d == 0.0f);  // an all-zero block
   CHECK(dsum[2] == 0.0f);
   CHECK(dsum[3] == 0.0f);
