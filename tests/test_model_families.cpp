@@ -311,7 +311,9 @@ TEST_CASE("backend logits match the reference forward: qwen3 and phi3", "[cpu_ba
                          config{"phi3 LongRoPE", model_arch::phi3, true}}) {
     for (auto [dtype, ct, tol] : {std::tuple{tensor_type::f32, compute_type::f32, 1e-4},
                                   std::tuple{tensor_type::bf16, compute_type::bf16, 2e-2},
-                                  std::tuple{tensor_type::q8_0, compute_type::bf16, 2e-2}}) {
+                                  // q8_0 stays quantized: its dots round the activations to 8 bits per
+                                  // block of 32 as well (the linear's own bound: 3e-2, test_matmul.cpp)
+                                  std::tuple{tensor_type::q8_0, compute_type::bf16, 3e-2}}) {
       INFO(c.name << " " << traits_of(dtype).name);
       auto w = model_writer(family(c.arch, dtype));
       if (c.long_rope) {
