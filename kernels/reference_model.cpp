@@ -134,7 +134,8 @@ void reference_model::attention_block(uint32_t layer, uint32_t pos) {
   ref::rmsnorm(x_, lw.attn_norm, hp_.rms_eps, xb_);
   if (hp_.fused_qkv) {
     // phi3: wqkv (q_dim + 2 kv_dim, n_embd) @ xb -> [q | k | v], split by rows.
-    ref::matvec(lw.wqkv, xb_, fused_);
+    // fused_ is sized for the larger of the two fused matrices: exactly this one's rows.
+    ref::matvec(lw.wqkv, xb_, std::span(fused_).first(q_dim_ + 2 * size_t{kv_dim_}));
     std::copy_n(fused_.begin(), q_dim_, q_.begin());
     std::copy_n(fused_.begin() + q_dim_, kv_dim_, k.begin());
     std::copy_n(fused_.begin() + q_dim_ + kv_dim_, kv_dim_, v.begin());
@@ -199,7 +200,7 @@ void reference_model::ffn_block(uint32_t layer) {
   ref::rmsnorm(x_, lw.ffn_norm, hp_.rms_eps, xb_);
   if (hp_.fused_gate_up) {
     // phi3: w_gate_up (2 n_ff, n_embd) @ xb -> [gate | up], the first n_ff rows the gate.
-    ref::matvec(lw.w_gate_up, xb_, fused_);
+    ref::matvec(lw.w_gate_up, xb_, std::span(fused_).first(2 * size_t{hp_.n_ff}));
     std::copy_n(fused_.begin(), hp_.n_ff, hb_.begin());
     std::copy_n(fused_.begin() + hp_.n_ff, hp_.n_ff, hb2_.begin());
   } else {
