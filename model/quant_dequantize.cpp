@@ -4,6 +4,8 @@
 // first), so the floats are ggml's to the bit.
 // The formulas restate the loops of llama.cpp's ggml/src/ggml-quants.c dequantize_row_* (commit
 // c392e509); tests/test_quant_blocks.cpp checks them against blocks built by hand.
+#include <type_traits>
+
 #include "model/quant_blocks.hpp"
 #include "model/tensor_types.hpp"
 
@@ -94,10 +96,12 @@ void dequantize_q3_k(const std::byte* in, float* out) {
   }
 }
 
-// q4_K: element e is sub-block e / 32; its nibble is in byte 32 * (e / 64) + e % 32 of qs, the
-// low nibble for the first 32 elements of each 64, the high one for the next 32.
-void dequantize_q4_k(const std::byte* in, float* out) {
-  const auto b = load_block<block_q4_K>(in);
+// q4_K and q5_K: element e is sub-block e / 32; its nibble is in byte 32 * (e / 64) + e % 32 of qs,
+// the low nibble for the first 32 elements of each 64, the high one for the next 32; q5_K's 5th
+// bit is bit e / 32 of qh[e % 32].
+template <class Block>
+void dequantize_k4(const std::byte* in, float* out) {
+  const auto b = load_block<Block>(in);
   const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
   for (uint32_t j = 0; j < qk_k / 32; ++j) {
     uint8_t sc = 0, m = 0;
@@ -105,27 +109,19 @@ void dequantize_q4_k(const std::byte* in, float* out) {
     const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
     for (uint32_t e = 32 * j; e < 32 * j + 32; ++e) {
       const uint8_t byte = b.qs[32 * (e / 64) + e % 32];
-      const int q = (e % 64) < 32 ? (byte & 0xf) : (byte >> 4);
+      int q = (e % 64) < 32 ? (byte & 0xf) : (byte >> 4);
+      if constexpr (std::is_same_v<Block, block_q5_K>) q |= ((b.qh[e % 32] >> (e / 32)) & 1) << 4;
       out[e] = dl * static_cast<float>(q) - ml;
     }
   }
 }
 
-// q5_K: the nibble as in q4_K, the 5th bit is bit e / 32 of qh[e % 32].
+void dequantize_q4_k(const std::byte* in, float* out) {
+  dequantize_k4<block_q4_K>(in, out);
+}
+
 void dequantize_q5_k(const std::byte* in, float* out) {
-  const auto b = load_block<block_q5_K>(in);
-  const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
-  for (uint32_t j = 0; j < qk_k / 32; ++j) {
-    uint8_t sc = 0, m = 0;
-    get_scale_min_k4(j, b.scales, sc, m);
-    const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
-    for (uint32_t e = 32 * j; e < 32 * j + 32; ++e) {
-      const uint8_t byte = b.qs[32 * (e / 64) + e % 32];
-      const int nibble = (e % 64) < 32 ? (byte & 0xf) : (byte >> 4);
-      const int q = nibble | (((b.qh[e % 32] >> (e / 32)) & 1) << 4);
-      out[e] = dl * static_cast<float>(q) - ml;
-    }
-  }
+  dequantize_k4<block_q5_K>(in, out);
 }
 
 // q6_K: each half of 128 elements (h = e / 128) has 64 bytes of ql and 32 of qh. Within a half,

@@ -53,60 +53,61 @@ void pack_nibbles(const uint8_t* q, uint8_t* qs) {
     qs[j] = static_cast<uint8_t>((q[j] & 0xf) | ((q[j + qk / 2] & 0xf) << 4));
 }
 
+// Symmetric levels (q4_0, q5_0): d = max / -half for the element of largest magnitude (so that it
+// maps to q = 0 exactly and the last level, half - 1, is on the other side), q = x / d + half.
+float symmetric_levels(const float* x, uint32_t half, uint8_t* q) {
+  const float d = signed_absmax(x, qk) / -static_cast<float>(half);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (uint32_t j = 0; j < qk; ++j) q[j] = truncate_clamped(x[j] * id + static_cast<float>(half) + 0.5f, static_cast<int>(2 * half - 1));
+  return d;
+}
+
+// Ranged levels (q4_1, q5_1): the block's range [min, max] in `steps` steps, q = (x - min) / d.
+float ranged_levels(const float* x, uint32_t steps, uint8_t* q, float& min) {
+  float max = 0;
+  min = 0;
+  min_max(x, qk, min, max);
+  const float d = (max - min) / static_cast<float>(steps);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (uint32_t j = 0; j < qk; ++j) q[j] = truncate_clamped((x[j] - min) * id + 0.5f, static_cast<int>(steps));
+  return d;
+}
+
 }  // namespace
 
-// q4_0: d = max / -8 for the element of largest magnitude (so that it maps to q = 0 exactly and
-// the 16th level, +7, is on the other side), q = x / d + 8.
 void quantize_q4_0(const float* x, std::byte* out) {
   block_q4_0 b{};
-  const float d = signed_absmax(x, qk) / -8.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b.d = fp32_to_fp16(d);
   uint8_t q[qk];
-  for (uint32_t j = 0; j < qk; ++j) q[j] = truncate_clamped(x[j] * id + 8.5f, 15);
+  b.d = fp32_to_fp16(symmetric_levels(x, 8, q));
   pack_nibbles(q, b.qs);
   store_block(b, out);
 }
 
-// q4_1: the block's range [min, max] in 15 steps, q = (x - min) / d.
 void quantize_q4_1(const float* x, std::byte* out) {
   block_q4_1 b{};
-  float min = 0, max = 0;
-  min_max(x, qk, min, max);
-  const float d = (max - min) / 15.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b.d = fp32_to_fp16(d);
-  b.m = fp32_to_fp16(min);
   uint8_t q[qk];
-  for (uint32_t j = 0; j < qk; ++j) q[j] = truncate_clamped((x[j] - min) * id + 0.5f, 15);
+  float min = 0;
+  b.d = fp32_to_fp16(ranged_levels(x, 15, q, min));
+  b.m = fp32_to_fp16(min);
   pack_nibbles(q, b.qs);
   store_block(b, out);
 }
 
-// q5_0: as q4_0 with 32 levels, d = max / -16.
 void quantize_q5_0(const float* x, std::byte* out) {
   block_q5_0 b{};
-  const float d = signed_absmax(x, qk) / -16.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b.d = fp32_to_fp16(d);
   uint8_t q[qk];
-  for (uint32_t j = 0; j < qk; ++j) q[j] = truncate_clamped(x[j] * id + 16.5f, 31);
+  b.d = fp32_to_fp16(symmetric_levels(x, 16, q));
   pack_nibbles(q, b.qs);
   pack_q5_high_bits(q, b.qh);
   store_block(b, out);
 }
 
-// q5_1: as q4_1 with 31 steps.
 void quantize_q5_1(const float* x, std::byte* out) {
   block_q5_1 b{};
-  float min = 0, max = 0;
-  min_max(x, qk, min, max);
-  const float d = (max - min) / 31.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b.d = fp32_to_fp16(d);
-  b.m = fp32_to_fp16(min);
   uint8_t q[qk];
-  for (uint32_t j = 0; j < qk; ++j) q[j] = truncate_clamped((x[j] - min) * id + 0.5f, 31);
+  float min = 0;
+  b.d = fp32_to_fp16(ranged_levels(x, 31, q, min));
+  b.m = fp32_to_fp16(min);
   pack_nibbles(q, b.qs);
   pack_q5_high_bits(q, b.qh);
   store_block(b, out);

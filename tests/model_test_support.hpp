@@ -15,6 +15,20 @@
 
 namespace hearth::test {
 
+//! The reference tests' model shape: a llama of 2 layers, 4 heads of 8 over 2 kv heads.
+inline hparams tiny_hparams() {
+  hparams hp;
+  hp.n_vocab = 50;
+  hp.n_embd = 32;
+  hp.n_layer = 2;
+  hp.n_head = 4;
+  hp.n_head_kv = 2;
+  hp.head_dim = 8;
+  hp.n_rot = 8;
+  hp.n_ff = 48;
+  return hp;
+}
+
 //! A generated model file in memory, parsed.
 struct test_model {
   std::vector<std::byte> bytes;

@@ -83,16 +83,8 @@ std::vector<token_id> random_tokens(size_t n, uint32_t n_vocab, std::mt19937_64&
 
 // A reference model's shape, with weights normal around 1 (norms) or 0 (the rest).
 hparams tiny(model_arch arch) {
-  hparams hp;
+  hparams hp = test::tiny_hparams();
   hp.arch = arch;
-  hp.n_vocab = 50;
-  hp.n_embd = 32;
-  hp.n_layer = 2;
-  hp.n_head = 4;
-  hp.n_head_kv = 2;
-  hp.head_dim = 8;
-  hp.n_rot = 8;
-  hp.n_ff = 48;
   hp.pairing = rope_pairing::halves;
   hp.has_qk_norm = arch == model_arch::qwen3;
   hp.fused_qkv = hp.fused_gate_up = arch == model_arch::phi3;

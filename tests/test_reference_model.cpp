@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/reference_model.hpp"
+#include "model_test_support.hpp"
 #include "kernels/reference_ops.hpp"
 #include "test_seed.hpp"
 
@@ -17,16 +18,7 @@ using namespace hearth;
 namespace {
 
 hparams tiny_llama() {
-  hparams hp;
-  hp.n_vocab = 50;
-  hp.n_embd = 32;
-  hp.n_layer = 2;
-  hp.n_head = 4;
-  hp.n_head_kv = 2;
-  hp.head_dim = 8;
-  hp.n_rot = 8;
-  hp.n_ff = 48;
-  return hp;
+  return test::tiny_hparams();
 }
 
 // Qwen2-like: biases, neox pairing, one kv head, tied head, partial rotary.
