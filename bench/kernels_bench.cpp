@@ -263,6 +263,7 @@ void compare(kernels_bench_report& r) {
 }
 
 result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const plan& p) {
+  const auto t0 = clock_type::now();
   auto f = gguf::file::open(r.model_path);
   if (!f) return f.error().to_error();
   const gguf::tensor_info* embd = f->find_tensor("token_embd.weight");
@@ -278,6 +279,7 @@ result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const
                                    .kv_tokens = uint64_t{max_batch} * per_seq,
                                    .kernels = r.kernels});
   if (!be) return be.error();
+  r.load_seconds = seconds_since(t0);
   r.hp = (*be)->params();
   const auto decisions = process_tuner().decisions();
   const auto plans = (*be)->plans();
@@ -387,6 +389,7 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
       "peak RSS %.1f MiB = %.2f x (weights %.1f MiB + KV pool %.1f MiB) = %.2f x (file %.1f MiB + KV pool)\n",
       r.peak_rss_bytes / (1 << 20), r.rss_ratio, r.weight_bytes / (1 << 20), r.kv_pool_bytes / (1 << 20),
       r.rss_vs_file, r.file_bytes / (1 << 20));
+  std::fprintf(out, "load %.2f s (open, map, check, plan the matmuls, allocate the KV pool)\n", r.load_seconds);
 }
 
 }  // namespace hearth

@@ -90,6 +90,7 @@ struct kernels_bench_report {
   double rss_ratio = 0;             //!< peak_rss / (weights + KV pool)
   double file_bytes = 0;            //!< the model file's size
   double rss_vs_file = 0;           //!< peak_rss / (file + KV pool): what keeping weights as stored costs
+  double load_seconds = 0;          //!< opening the file to a backend ready to run
 };
 
 //! Loads the model and measures everything; errors name the file or the step that failed.

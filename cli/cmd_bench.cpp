@@ -76,6 +76,7 @@ nlohmann::json to_json(const kernels_bench_report& r) {
                  {"kv_pool_bytes", r.kv_pool_bytes}, {"peak_rss_bytes", r.peak_rss_bytes},
                  {"rss_ratio", r.rss_ratio},         {"file_bytes", r.file_bytes},
                  {"rss_vs_file", r.rss_vs_file}};
+  j["load_seconds"] = r.load_seconds;
   return j;
 }
 

@@ -339,11 +339,13 @@ void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const
   const uint32_t nb = n_in / 32;
   quant::act_block* act = scratch<quant::act_block>(size_t{m} * nb);
   float* dsum = scratch<float, 2>(size_t{m} * nb * 2);
+  int16_t* bsum = scratch<int16_t, 2>(size_t{m} * nb * 2);
   for (uint32_t i = 0; i < m; ++i)
     quant::quantize_activations(x + size_t{i} * n_in, n_in, act_group, act + size_t{i} * nb,
-                                dsum + size_t{i} * nb * 2);
+                                dsum + size_t{i} * nb * 2, bsum + size_t{i} * nb * 2);
+  const quant::activations a{act, dsum, bsum};
   for_each_quant_item([&](const quant_part& p, uint32_t r0, uint32_t rows) {
-    quant::dot_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, act, dsum, m,
+    quant::dot_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, a, m,
                     y + p.first_row + r0, n_out);
   });
   if (bias.empty()) return;

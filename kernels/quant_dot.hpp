@@ -29,10 +29,18 @@ struct act_block {
   int8_t q[32];
 };
 
-//! x (n,) -> n / 32 blocks, and dsum (n / 16,): d Σ q over each 16, what the weights' offsets
-//! multiply. d = max |x| / 127 over each group of `group` elements (32, or 256: what the K types'
-//! dots need, one scale per super-block); n is a multiple of group.
-void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum);
+//! x (n,) -> n / 32 blocks; dsum (n / 16,): d Σ q over each 16, what the 32-element types'
+//! offsets multiply; bsum (n / 16,): Σ q over each 16, what the K types' integer mins multiply.
+//! d = max |x| / 127 over each group of `group` elements (32, or 256: what the K types' dots
+//! need, one scale per super-block); n is a multiple of group.
+void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum, int16_t* bsum);
+
+//! m rows of quantized activations, each n_in / 32 blocks and n_in / 16 sums of each kind apart.
+struct activations {
+  const act_block* x;
+  const float* dsum;
+  const int16_t* bsum;
+};
 
 enum class isa { avx2, avx512_vnni };
 //! "avx2", "avx512-vnni".
@@ -45,10 +53,10 @@ isa best_isa();
 bool has_dot(tensor_type type);
 
 //! y[i * ldy + r] = W row r . x row i, for r < rows, i < m. W: rows of n_in elements of `type`,
-//! row_bytes apart; x: m rows of n_in / 32 blocks, quantized in groups of 256 for the K types
-//! (q2_K ... q6_K), dsum m rows of n_in / 16 sums. One thread; callers split the rows.
+//! row_bytes apart; x: m rows, quantized in groups of 256 for the K types (q2_K ... q6_K). One
+//! thread; callers split the rows.
 void dot_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,
-              uint32_t n_in, const act_block* x, const float* dsum, uint32_t m, float* y, size_t ldy);
+              uint32_t n_in, const activations& x, uint32_t m, float* y, size_t ldy);
 
 //! out (rows, n_in) f32 = W rows dequantized, with the same decoding the dots use.
 void dequantize_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,

@@ -83,11 +83,13 @@ TEST_CASE("quantized dot products match the reference within the activations' ro
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
-  const uint32_t rows = 5, n_in = 768;  // three 256-element super-blocks
+  const uint32_t rows = 5;
   for (auto variant : runnable_isas())
     for (auto type : types_with_reference())
       for (uint32_t m : {1u, 3u, 4u, 9u}) {
-        CAPTURE(quant::to_string(variant), traits_of(type).name, m);
+        // Three 256-element super-blocks; 25 blocks of 32, past every unrolled group of blocks.
+        const uint32_t n_in = traits_of(type).block_size == 256 ? 768 : 800;
+        CAPTURE(quant::to_string(variant), traits_of(type).name, m, n_in);
         const auto q = make_matrix(r, type, rows, n_in);
         std::vector<float> x(size_t{m} * n_in);
         for (auto& v : x) v = static_cast<float>(r.unit() * 2.0 - 1.0);
@@ -95,13 +97,14 @@ TEST_CASE("quantized dot products match the reference within the activations' ro
         const uint32_t group = traits_of(type).block_size == 256 ? 256 : 32;
         std::vector<quant::act_block> act(size_t{m} * n_in / 32);
         std::vector<float> dsum(size_t{m} * n_in / 16);
+        std::vector<int16_t> bsum(size_t{m} * n_in / 16);
         for (uint32_t i = 0; i < m; ++i)
           quant::quantize_activations(x.data() + size_t{i} * n_in, n_in, group,
-                                      act.data() + size_t{i} * n_in / 32,
-                                      dsum.data() + size_t{i} * n_in / 16);
+                                      act.data() + size_t{i} * n_in / 32, dsum.data() + size_t{i} * n_in / 16,
+                                      bsum.data() + size_t{i} * n_in / 16);
         std::vector<float> y(size_t{m} * rows, NAN);
-        quant::dot_rows(variant, type, q.data.data(), q.row_bytes, rows, n_in, act.data(), dsum.data(), m,
-                        y.data(), rows);
+        quant::dot_rows(variant, type, q.data.data(), q.row_bytes, rows, n_in, {act.data(), dsum.data(), bsum.data()},
+                        m, y.data(), rows);
         for (uint32_t i = 0; i < m; ++i)
           for (uint32_t o = 0; o < rows; ++o) {
             // Against the activations as quantized: only f32 summation rounds. Against the exact
@@ -127,7 +130,8 @@ TEST_CASE("activations quantize per block of 32 with their sums", "[quant]") {
   for (int i = 0; i < 64; ++i) x[i] = i < 32 ? (i - 16) / 16.0f : 0.0f;
   quant::act_block b[2];
   float dsum[4];
-  quant::quantize_activations(x.data(), 64, 32, b, dsum);
+  int16_t bsum[4];
+  quant::quantize_activations(x.data(), 64, 32, b, dsum, bsum);
   CHECK(b[0].d == Approx(1.0f / 127));  // max |x| = 1
   CHECK(b[0].q[0] == -127);             // -16 / 16
   CHECK(b[0].q[16] == 0);
@@ -136,17 +140,21 @@ TEST_CASE("activations quantize per block of 32 with their sums", "[quant]") {
   for (int i = 0; i < 16; ++i) s0 += b[0].q[i], s1 += b[0].q[16 + i];
   CHECK(dsum[0] == Approx(b[0].d * s0));
   CHECK(dsum[1] == Approx(b[0].d * s1));
+  CHECK(bsum[0] == s0);
+  CHECK(bsum[1] == s1);
   // In groups of 256, the 8 blocks share one scale: that of the group's largest |x|.
   std::vector<float> wide(256, 0.25f);
   wide[200] = -2.0f;
   std::vector<quant::act_block> g(8);
   std::vector<float> gsum(16);
-  quant::quantize_activations(wide.data(), 256, 256, g.data(), gsum.data());
+  std::vector<int16_t> gbsum(16);
+  quant::quantize_activations(wide.data(), 256, 256, g.data(), gsum.data(), gbsum.data());
   for (const auto& blk : g) CHECK(blk.d == Approx(2.0f / 127));
   CHECK(g[0].q[0] == 16);  // 0.25 / (2 / 127) = 15.9
   CHECK(g[6].q[8] == -127);
   CHECK(b[1].d == 0.0f);  // an all-zero block
   CHECK(dsum[2] == 0.0f);
   CHECK(dsum[3] == 0.0f);
+  CHECK(bsum[3] == 0);
   for (int i = 0; i < 32; ++i) CHECK(b[1].q[i] == 0);
 }

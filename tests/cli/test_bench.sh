@@ -46,6 +46,7 @@ for d in j["decode"]:
         positive(f"decode {d['context']}x{d['batch']} {k}", d[k])
 for k in ("weight_bytes", "embedding_bytes", "kv_pool_bytes", "peak_rss_bytes", "rss_ratio", "file_bytes", "rss_vs_file"):
     positive("memory " + k, j["memory"][k])
+positive("load seconds", j["load_seconds"])
 PY
 
 # A quantized file's weights stay as stored: every shape on the quantized paths.
