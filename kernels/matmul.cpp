@@ -341,7 +341,7 @@ void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const
   float* dsum = scratch<float, 2>(size_t{m} * nb * 2);
   int16_t* bsum = scratch<int16_t, 2>(size_t{m} * nb * 2);
   for (uint32_t i = 0; i < m; ++i)
-    quant::quantize_activations(x + size_t{i} * n_in, n_in, act_group, act + size_t{i} * nb,
+    quant::quantize_activations(isa, x + size_t{i} * n_in, n_in, act_group, act + size_t{i} * nb,
                                 dsum + size_t{i} * nb * 2, bsum + size_t{i} * nb * 2);
   const quant::activations a{act, dsum, bsum};
   for_each_quant_item([&](const quant_part& p, uint32_t r0, uint32_t rows) {

@@ -1,43 +1,28 @@
 #include "kernels/quant_dot.hpp"
 
-#include <algorithm>
-#include <cmath>
 
 namespace hearth::quant {
 
 // Defined by quant_kernels.inc, once per instruction set.
 namespace avx2 {
+void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum, int16_t* bsum);
 void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
               const activations& x, uint32_t m, float* y, size_t ldy);
 void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
                      float* out);
 }  // namespace avx2
 namespace vnni {
+void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum, int16_t* bsum);
 void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
               const activations& x, uint32_t m, float* y, size_t ldy);
 void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
                      float* out);
 }  // namespace vnni
 
-void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum, int16_t* bsum) {
-  for (uint32_t g = 0; g < n / group; ++g) {
-    float amax = 0.0f;
-    for (uint32_t i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
-    for (uint32_t b = 0; b < group / 32; ++b, x += 32, ++out, dsum += 2, bsum += 2) {
-      int sum[2] = {0, 0};
-      for (int i = 0; i < 32; ++i) {
-        const int q = static_cast<int>(std::nearbyint(x[i] * id));
-        out->q[i] = static_cast<int8_t>(q);
-        sum[i / 16] += q;
-      }
-      out->d = d;
-      for (int h = 0; h < 2; ++h) {
-        dsum[h] = d * static_cast<float>(sum[h]);
-        bsum[h] = static_cast<int16_t>(sum[h]);  // |sum| <= 16 x 127
-      }
-    }
-  }
+void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum,
+                          int16_t* bsum) {
+  if (variant == isa::avx512_vnni) return vnni::quantize_activations(x, n, group, out, dsum, bsum);
+  avx2::quantize_activations(x, n, group, out, dsum, bsum);
 }
 
 const char* to_string(isa i) {

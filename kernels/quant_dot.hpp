@@ -29,12 +29,6 @@ struct act_block {
   int8_t q[32];
 };
 
-//! x (n,) -> n / 32 blocks; dsum (n / 16,): d Σ q over each 16, what the 32-element types'
-//! offsets multiply; bsum (n / 16,): Σ q over each 16, what the K types' integer mins multiply.
-//! d = max |x| / 127 over each group of `group` elements (32, or 256: what the K types' dots
-//! need, one scale per super-block); n is a multiple of group.
-void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum, int16_t* bsum);
-
 //! m rows of quantized activations, each n_in / 32 blocks and n_in / 16 sums of each kind apart.
 struct activations {
   const act_block* x;
@@ -48,6 +42,13 @@ const char* to_string(isa i);
 bool isa_available(isa i);
 //! The fastest variant this CPU runs (avx2 when none does: callers check isa_available(avx2)).
 isa best_isa();
+
+//! x (n,) -> n / 32 blocks; dsum (n / 16,): d Σ q over each 16, what the 32-element types'
+//! offsets multiply; bsum (n / 16,): Σ q over each 16, what the K types' integer mins multiply.
+//! d = max |x| / 127 over each group of `group` elements (32, or 256: what the K types' dots
+//! need, one scale per super-block), q = x / d rounded to nearest even; n is a multiple of group.
+void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum,
+                          int16_t* bsum);
 
 //! Whether `type` has dot kernels (every ggml type Hearth reads except f32/f16/bf16).
 bool has_dot(tensor_type type);

@@ -99,7 +99,7 @@ TEST_CASE("quantized dot products match the reference within the activations' ro
         std::vector<float> dsum(size_t{m} * n_in / 16);
         std::vector<int16_t> bsum(size_t{m} * n_in / 16);
         for (uint32_t i = 0; i < m; ++i)
-          quant::quantize_activations(x.data() + size_t{i} * n_in, n_in, group,
+          quant::quantize_activations(variant, x.data() + size_t{i} * n_in, n_in, group,
                                       act.data() + size_t{i} * n_in / 32, dsum.data() + size_t{i} * n_in / 16,
                                       bsum.data() + size_t{i} * n_in / 16);
         std::vector<float> y(size_t{m} * rows, NAN);
@@ -125,13 +125,15 @@ TEST_CASE("quantized dot products match the reference within the activations' ro
       }
 }
 
-TEST_CASE("activations quantize per block of 32 with their sums", "[quant]") {
+namespace {
+
+void check_hand_quantized(quant::isa variant) {
   std::vector<float> x(64);
   for (int i = 0; i < 64; ++i) x[i] = i < 32 ? (i - 16) / 16.0f : 0.0f;
   quant::act_block b[2];
   float dsum[4];
   int16_t bsum[4];
-  quant::quantize_activations(x.data(), 64, 32, b, dsum, bsum);
+  quant::quantize_activations(variant, x.data(), 64, 32, b, dsum, bsum);
   CHECK(b[0].d == Approx(1.0f / 127));  // max |x| = 1
   CHECK(b[0].q[0] == -127);             // -16 / 16
   CHECK(b[0].q[16] == 0);
@@ -148,7 +150,7 @@ TEST_CASE("activations quantize per block of 32 with their sums", "[quant]") {
   std::vector<quant::act_block> g(8);
   std::vector<float> gsum(16);
   std::vector<int16_t> gbsum(16);
-  quant::quantize_activations(wide.data(), 256, 256, g.data(), gsum.data(), gbsum.data());
+  quant::quantize_activations(variant, wide.data(), 256, 256, g.data(), gsum.data(), gbsum.data());
   for (const auto& blk : g) CHECK(blk.d == Approx(2.0f / 127));
   CHECK(g[0].q[0] == 16);  // 0.25 / (2 / 127) = 15.9
   CHECK(g[6].q[8] == -127);
@@ -157,4 +159,52 @@ TEST_CASE("activations quantize per block of 32 with their sums", "[quant]") {
   CHECK(dsum[3] == 0.0f);
   CHECK(bsum[3] == 0);
   for (int i = 0; i < 32; ++i) CHECK(b[1].q[i] == 0);
+}
+
+}  // namespace
+
+TEST_CASE("activations quantize per block of 32 with their sums", "[quant]") {
+  for (auto variant : runnable_isas()) {
+    CAPTURE(quant::to_string(variant));
+    check_hand_quantized(variant);
+  }
+}
+
+// The vector code against the definition, element by element: d = max |x| / 127 per group,
+// q = nearbyint(x * 127 / max |x|), the sums of each 16 exact.
+TEST_CASE("activations quantize exactly as the scalar definition", "[quant]") {
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  rng r(seed);
+  for (auto variant : runnable_isas())
+    for (uint32_t group : {32u, 256u}) {
+      CAPTURE(quant::to_string(variant), group);
+      const uint32_t n = 1024;
+      std::vector<float> x(n);
+      for (auto& v : x) v = static_cast<float>((r.unit() * 2.0 - 1.0) * (r.unit() < 0.1 ? 40.0 : 1.0));
+      if (group == 32) x[0] = 127.0f, x[1] = 2.5f, x[2] = 3.5f, x[3] = -2.5f;  // scale 1: ties, to even
+      std::vector<quant::act_block> a(n / 32);
+      std::vector<float> dsum(n / 16);
+      std::vector<int16_t> bsum(n / 16);
+      quant::quantize_activations(variant, x.data(), n, group, a.data(), dsum.data(), bsum.data());
+      for (uint32_t g = 0; g < n / group; ++g) {
+        float amax = 0.0f;
+        for (uint32_t i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[g * group + i]));
+        const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        if (g == 0 && group == 32) CHECK((a[0].q[1] == 2 && a[0].q[2] == 4 && a[0].q[3] == -2));
+        for (uint32_t i = 0; i < group; i += 16) {
+          int sum = 0;
+          for (uint32_t k = 0; k < 16; ++k) {
+            const uint32_t e = g * group + i + k;
+            const int q = static_cast<int>(std::nearbyint(x[e] * id));
+            CHECK(a[e / 32].q[e % 32] == q);
+            sum += q;
+          }
+          const uint32_t h = (g * group + i) / 16;
+          CHECK(a[h / 2].d == amax / 127.0f);
+          CHECK(bsum[h] == sum);
+          CHECK(dsum[h] == amax / 127.0f * static_cast<float>(sum));
+        }
+      }
+    }
 }
