@@ -9,6 +9,7 @@ packages=(
   libcaf-dev libdnnl-dev ocl-icd-opencl-dev libtbb-dev libtbbbind-2-5 libhwloc-dev
   libzmq3-dev cppzmq-dev libcpp-httplib-dev python3-zmq
   clang libclang-rt-14-dev libomp-dev
+  dpkg-dev systemd  # cpack -G DEB's dependency list (dpkg-shlibdeps); systemd-analyze for the unit's test
 )
 
 missing=()
