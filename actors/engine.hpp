@@ -29,6 +29,7 @@
 #include "actors/metrics_types.hpp"
 #include "actors/worker.hpp"
 #include "engine/config.hpp"
+#include "engine/keep_alive.hpp"
 #include "engine/request.hpp"
 #include "model/tokenizer.hpp"
 
@@ -39,9 +40,10 @@ struct engine_health;
 class engine {
  public:
   //! Starts the actors and waits for the worker to be pinned and loaded. errc::invalid_argument
-  //! for a bad configuration; the worker's error when its backend fails to load.
+  //! for a bad configuration; the worker's error when its backend fails to load. `alive`: pings
+  //! for a watchdog, from the scheduler's loop (engine/keep_alive.hpp).
   static result<std::unique_ptr<engine>> start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
-                                                backend_factory make_backend);
+                                                backend_factory make_backend, keep_alive alive = {});
   ~engine();
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;

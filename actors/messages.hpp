@@ -58,6 +58,7 @@ using stepped_atom = caf::atom_constant<caf::atom("stepped")>;
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
 using fail_atom = caf::atom_constant<caf::atom("fail")>;
 using overdue_atom = caf::atom_constant<caf::atom("overdue")>;
+using alive_atom = caf::atom_constant<caf::atom("alive")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_info& x) {

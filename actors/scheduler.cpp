@@ -1,5 +1,6 @@
 #include "actors/scheduler.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <unordered_map>
@@ -126,6 +127,18 @@ void on_result(self_ptr self, size_t lane_index, step_result& r) {
   st.overhead_ms += std::max(0.0, round_trip - r.compute_ms) + (l.in_flight ? turn : 0.0);
 }
 
+// The engine is alive when this loop runs and every step in flight is younger than the step
+// timeout: past it the step is hung (and the overdue check fails the engine).
+void on_alive_tick(self_ptr self) {
+  auto& st = self->state;
+  const auto limit = std::chrono::milliseconds(st.opt.config.step_timeout_ms);
+  const auto now = clock_type::now();
+  const bool stuck = std::any_of(st.lanes.begin(), st.lanes.end(),
+                                 [&](const lane& l) { return l.in_flight && now - l.sent_at > limit; });
+  if (!stuck) st.opt.alive.ping();
+  self->delayed_send(self, st.opt.alive.every, alive_atom::value);
+}
+
 caf::behavior scheduler(self_ptr self, scheduler_options opt) {
   auto& st = self->state;
   st.core = std::make_unique<scheduler_core>(opt.config, *opt.tok, opt.n_ctx, opt.n_blocks, opt.block_size,
@@ -136,6 +149,7 @@ caf::behavior scheduler(self_ptr self, scheduler_options opt) {
     st.lanes = {{opt.worker, step_kind::mixed, {}, {}}};
   }
   st.opt = std::move(opt);
+  if (st.opt.alive.every.count() > 0 && st.opt.alive.ping) on_alive_tick(self);
   return {
       [=](enqueue_atom, request_id id, request& r, caf::actor& sink, int64_t submitted_ns) {
         auto& s = self->state;
@@ -168,6 +182,7 @@ caf::behavior scheduler(self_ptr self, scheduler_options opt) {
         return true;
       },
       [=](fail_atom, const std::string& why) { fail(self, why); },
+      [=](alive_atom) { on_alive_tick(self); },
       [=](overdue_atom, size_t lane_index, uint64_t number) {
         const lane& l = self->state.lanes[lane_index];
         if (!l.in_flight || l.in_flight->number != number) return;

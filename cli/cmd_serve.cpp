@@ -25,6 +25,7 @@
 #include "policies/policy.hpp"
 #include "server/gateway.hpp"
 #include "server/serve_config.hpp"
+#include "server/service_manager.hpp"
 
 namespace hearth::cli {
 namespace {
@@ -134,6 +135,7 @@ int run_serve(const serve_args& a) {
     if (!keys) return fail(keys.error().message);
     secret = keys->secret_key;
   }
+  server::notify_status("loading " + cfg->model_path);
   auto file = gguf::file::open(cfg->model_path);
   if (!file) return fail(file.error().to_error().message);
   auto shared_file = std::make_shared<gguf::file>(std::move(*file));
@@ -148,11 +150,14 @@ int run_serve(const serve_args& a) {
       .kv_tokens = cfg->kv_tokens,
       .kernels = kernel_choice_from_name(cfg->kernels).value_or(kernel_choice::automatic)};
   auto shared_tok = std::make_shared<const tokenizer>(std::move(*tok));
-  auto eng = engine::start(cfg->engine, shared_tok, [shared_file, backend_opt]() -> result<std::unique_ptr<backend>> {
-    auto b = cpu_backend::load(*shared_file, backend_opt);
-    if (!b) return b.error();
-    return std::unique_ptr<backend>(std::move(*b));
-  });
+  auto eng = engine::start(
+      cfg->engine, shared_tok,
+      [shared_file, backend_opt]() -> result<std::unique_ptr<backend>> {
+        auto b = cpu_backend::load(*shared_file, backend_opt);
+        if (!b) return b.error();
+        return std::unique_ptr<backend>(std::move(*b));
+      },
+      {.every = server::watchdog_ping_period(), .ping = server::notify_watchdog});
   if (!eng) return fail(eng.error().message);
 
   reloader reload(a, *cfg);
@@ -173,8 +178,11 @@ int run_serve(const serve_args& a) {
   if (!started) return fail(started.error().message);
   gw = std::move(*started);
 
-  std::printf("hearth serve: %s (%s, context %u, policy %s) on %s\n", cfg->model_path.c_str(), to_string(hp->arch),
-              hp->n_ctx_train, cfg->engine.policy.c_str(), gw->endpoint().c_str());
+  const std::string summary = cfg->model_path + " (" + to_string(hp->arch) + ", context " +
+                              std::to_string(hp->n_ctx_train) + ", policy " + cfg->engine.policy + ", " +
+                              std::to_string(cfg->engine.tenants.size()) + " tenants) on " + gw->endpoint();
+  std::printf("hearth serve: %s\n", summary.c_str());
+  server::notify_ready(summary);
   if (cfg->development_mode()) {
     std::printf("hearth serve: development mode (no server key): loopback only, clients name their tenant\n");
     std::printf("hearth serve: chat with it: hearth chat --endpoint %s\n", gw->endpoint().c_str());
@@ -210,6 +218,7 @@ int run_serve(const serve_args& a) {
     std::fflush(stdout);
     std::_Exit(1);
   }
+  server::notify_stopping();
   log_line("stopping: ending the requests in flight");
   gw->drain();
   (*eng)->shutdown();

@@ -22,6 +22,8 @@ set_target_properties(CAF::core PROPERTIES IMPORTED_LOCATION "${CAF_CORE_LIBRARY
 # hwloc pins workers to their cores (pkg-config).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
+# sd_notify(3) for `hearth serve` under systemd (Type=notify, WatchdogSec).
+pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 if(HEARTH_BUILD_TESTS)
   find_package(Catch2 CONFIG REQUIRED)
 endif()

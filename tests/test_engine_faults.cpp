@@ -14,12 +14,15 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::unique_ptr<engine> start_scripted(engine_config cfg, backend_script script) {
+std::unique_ptr<engine> start_scripted(engine_config cfg, backend_script script, keep_alive alive = {}) {
   const engine_model& m = tiny();
   cfg.threads_per_worker = 1;
-  auto e = engine::start(cfg, m.tok, [&m, script]() -> result<std::unique_ptr<backend>> {
-    return std::unique_ptr<backend>(std::make_unique<scripted_backend>(m.backend(8192), script));
-  });
+  auto e = engine::start(
+      cfg, m.tok,
+      [&m, script]() -> result<std::unique_ptr<backend>> {
+        return std::unique_ptr<backend>(std::make_unique<scripted_backend>(m.backend(8192), script));
+      },
+      std::move(alive));
   if (!e) FAIL(e.error().message);
   return std::move(*e);
 }
@@ -134,4 +137,22 @@ TEST_CASE("a step that takes long but returns is no failure", "[engine][faults]"
   collect_within(self, 1, o, 20s);
   CHECK(o.terminal.at(id).kind == event_kind::done);
   CHECK_FALSE(e->failure());
+}
+
+// What systemd's watchdog hears (hearth serve pings it from here): pings while the engine idles
+// and works, none once a step hangs past step_timeout_ms.
+TEST_CASE("keep-alive pings come from the engine's loop and stop when a step hangs", "[engine][faults]") {
+  auto pings = std::make_shared<std::atomic<int>>(0);
+  auto hang = std::make_shared<gate>();
+  auto e = start_scripted({.step_timeout_ms = 300}, {.fault_at = 3, .hang = hang},
+                          {.every = 20ms, .ping = [pings] { ++*pings; }});
+  const open_at_exit opener{hang};
+  std::this_thread::sleep_for(200ms);
+  CHECK(pings->load() >= 3);  // idle: ~10 intervals; a loaded machine may delay some
+  caf::scoped_actor self{e->system()};
+  outcome o;
+  fail_requests(*e, self, 2, o);  // step 3 hangs, then the engine fails
+  const int at_failure = pings->load();
+  std::this_thread::sleep_for(200ms);
+  CHECK(pings->load() == at_failure);
 }
