@@ -35,6 +35,7 @@ int run_make(const make_args& a) {
   make_options opt{*preset, base_type(*ft), a.seed, a.tokenizer == "spm" ? tokenizer_kind::spm : tokenizer_kind::bpe,
                    a.n_ctx};
   opt.mix = *ft;
+  opt.phi4_mini_vocab = a.tokenizer == "gpt-4o";
   for (const model_arch m : {model_arch::llama, model_arch::qwen2, model_arch::qwen3, model_arch::phi3}) {
     if (a.arch == to_string(m)) opt.arch = m;
   }
@@ -135,8 +136,10 @@ void add_model_commands(CLI::App& app, int& exit_code) {
                    "and Phi-3 families bring their own tokenizer and chat template")
       ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "phi3"}))
       ->capture_default_str();
-  make->add_option("--tokenizer", args->tokenizer, "bpe (Llama 3 style) | spm (Llama 2 style); llama only")
-      ->check(CLI::IsMember({"bpe", "spm"}))
+  make->add_option("--tokenizer", args->tokenizer,
+                   "bpe (Llama 3 style) | spm (Llama 2 style), llama only | gpt-4o (Phi-4-mini's byte-level "
+                   "BPE), phi3 only")
+      ->check(CLI::IsMember({"bpe", "spm", "gpt-4o"}))
       ->capture_default_str();
   make->add_option("--seed", args->seed, "Seed: same seed, same file")->capture_default_str();
   make->add_option("--ctx", args->n_ctx, "Context length")->capture_default_str();

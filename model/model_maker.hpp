@@ -41,6 +41,7 @@ struct make_options {
   //! qwen2: "qwen2.*" keys, Q/K/V biases, half-split RoPE; qwen3: q/k norms instead of biases;
   //! phi3: fused attn_qkv and gate/up. Qwen models get the Qwen vocabulary, phi3 Phi-3's (make_vocab).
   model_arch arch = model_arch::llama;
+  bool phi4_mini_vocab = false;  //!< phi3 only: Phi-4-mini's tokenizer (pre "gpt-4o") instead of Phi-3's
   bool tie_output = false;              //!< no output.weight: the head reuses the embedding (as SmolLM)
   //! A llama-quantize preset (q4_k_m, ...): each matrix gets the type its rules give (and
   //! dtype is not used); general.file_type records it. Without one, every matrix is dtype.

@@ -1,6 +1,7 @@
 #include "model/pretokenizer.hpp"
 
 #include <array>
+#include <cstdint>
 #include <utility>
 
 #include "model/unicode.hpp"
@@ -27,12 +28,20 @@ cclass classify(const utf8_char& c) {
   return cclass::other;
 }
 
+// An encoded surrogate (ED A0..BF 80..BF) is one code point to llama.cpp's decoder, and
+// llama_cpp_utf8 keeps it: one character of no class, so that it may lead a word as there.
+bool is_encoded_surrogate(std::string_view text, size_t pos) {
+  const auto byte = [&](size_t i) { return static_cast<uint8_t>(text[pos + i]); };
+  return pos + 3 <= text.size() && byte(0) == 0xed && byte(1) >= 0xa0 && byte(1) <= 0xbf &&
+         (byte(2) & 0xc0) == 0x80;
+}
+
 std::vector<character> split_characters(std::string_view text) {
   std::vector<character> chars;
   chars.reserve(text.size());
   for (size_t pos = 0; pos < text.size();) {
     utf8_char c = decode_utf8(text, pos);
-    if (c.status != utf8_status::ok) c.len = 1;  // a truncated tail is split byte by byte too
+    if (c.status != utf8_status::ok) c.len = is_encoded_surrogate(text, pos) ? 3 : 1;  // else byte by byte
     chars.push_back({pos, c.cp, classify(c)});
     pos += c.len;
   }
@@ -52,6 +61,7 @@ class splitter {
 
   void run_gpt2();
   void run_llama3(size_t max_digits);
+  void run_gpt4o();
 
  private:
   cclass cls(size_t i) const { return i >= begin_ && i < end_ ? chars_[i].cls : cclass::none; }
@@ -67,6 +77,16 @@ class splitter {
     return n;
   }
   size_t contraction_length(size_t pos, bool ignore_case) const;
+  size_t cased_word_end(size_t pos) const;
+  // llama.cpp's gpt-4o regex tells case with [^a-z] and [^A-Z] after a \p{L} look-ahead, on text
+  // where every non-ASCII letter is one byte: only ASCII letters have a case, the others both.
+  bool upper_or_caseless(size_t i) const {
+    return cls(i) == cclass::letter && !(cp(i) >= 'a' && cp(i) <= 'z');
+  }
+  bool lower_or_caseless(size_t i) const {
+    return cls(i) == cclass::letter && !(cp(i) >= 'A' && cp(i) <= 'Z');
+  }
+  size_t numbers_punctuation_spaces(size_t pos, size_t max_digits, bool slash_trails);
   size_t run_of(size_t pos, cclass c) const {
     while (cls(pos) == c) ++pos;
     return pos;
@@ -127,31 +147,60 @@ void splitter::run_llama3(size_t max_digits) {
       emit(pos);
       continue;
     }
-    // \p{N}{1,max_digits}, repeatedly
-    if (c == cclass::number) {
-      const size_t end = run_of(pos, cclass::number);
-      while (pos < end) pos += emit(std::min(end, pos + max_digits));
-      continue;
-    }
-    //  ?[^\s\p{L}\p{N}]+[\r\n]*
-    const size_t lead = cp(pos) == ' ' ? 1 : 0;
-    if (cls(pos + lead) == cclass::other) {
-      pos = run_of(pos + lead, cclass::other);
-      while (is_cr_or_lf(pos)) ++pos;
+    pos = numbers_punctuation_spaces(pos, max_digits, false);
+  }
+}
+
+// The end of [\p{Lu}..]*[\p{Ll}..]+ | [\p{Lu}..]+[\p{Ll}..]* at pos as llama.cpp's std::regex
+// backtracks through it (upper_or_caseless for the first class, lower_or_caseless for the
+// second); 0 when neither matches.
+size_t splitter::cased_word_end(size_t pos) const {
+  size_t upper_end = pos;
+  while (upper_or_caseless(upper_end)) ++upper_end;
+  size_t end = upper_end;
+  if (lower_or_caseless(end)) {  // the greedy upper run, then lower case
+    while (lower_or_caseless(end)) ++end;
+    return end;
+  }
+  // The upper run gives back up to its last caseless letter, which then is the lower part.
+  for (end = upper_end; end > pos; --end) {
+    if (lower_or_caseless(end - 1)) return end;
+  }
+  return upper_end > pos ? upper_end : 0;  // ASCII capitals only: the second alternative
+}
+
+void splitter::run_gpt4o() {
+  for (size_t pos = begin_; pos < end_;) {
+    // [^\r\n\p{L}\p{N}]? before a cased word, then (?i:'s|'t|'re|'ve|'m|'ll|'d)?
+    const cclass c = cls(pos);
+    const size_t lead = !is_cr_or_lf(pos) && c != cclass::letter && c != cclass::number ? 1 : 0;
+    if (const size_t end = cased_word_end(pos + lead)) {
+      pos = end + contraction_length(end, true);
       emit(pos);
       continue;
     }
-    // \s*[\r\n]+ takes the whitespace run up to its last CR/LF
-    size_t n_spaces = 0, last_cr_lf_end = 0;
-    for (; cls(pos + n_spaces) == cclass::space; ++n_spaces) {
-      if (is_cr_or_lf(pos + n_spaces)) last_cr_lf_end = pos + n_spaces + 1;
-    }
-    if (last_cr_lf_end > 0) {
-      pos += emit(last_cr_lf_end);
-      continue;
-    }
-    pos = whitespace_or_single(pos, n_spaces);
+    pos = numbers_punctuation_spaces(pos, 3, true);
   }
+}
+
+// The alternatives Llama 3 and gpt-4o share after their words, from one piece at pos:
+// \p{N}{1,max_digits} | ?[^\s\p{L}\p{N}]+[\r\n]* (gpt-4o: [\r\n/]*) |\s*[\r\n]+|\s+(?!\S)|\s+
+size_t splitter::numbers_punctuation_spaces(size_t pos, size_t max_digits, bool slash_trails) {
+  if (cls(pos) == cclass::number) return pos + emit(std::min(run_of(pos, cclass::number), pos + max_digits));
+  const size_t lead = cp(pos) == ' ' ? 1 : 0;
+  if (cls(pos + lead) == cclass::other) {
+    pos = run_of(pos + lead, cclass::other);
+    while (is_cr_or_lf(pos) || (slash_trails && cp(pos) == '/')) ++pos;
+    emit(pos);
+    return pos;
+  }
+  // \s*[\r\n]+ takes the whitespace run up to its last CR/LF
+  size_t n_spaces = 0, last_cr_lf_end = 0;
+  for (; cls(pos + n_spaces) == cclass::space; ++n_spaces) {
+    if (is_cr_or_lf(pos + n_spaces)) last_cr_lf_end = pos + n_spaces + 1;
+  }
+  if (last_cr_lf_end > 0) return pos + emit(last_cr_lf_end);
+  return whitespace_or_single(pos, n_spaces);
 }
 
 struct named_kind {
@@ -159,7 +208,7 @@ struct named_kind {
   pretokenizer_kind kind;
 };
 
-constexpr std::array<named_kind, 7> names = {{
+constexpr std::array<named_kind, 8> names = {{
     {"default", pretokenizer_kind::gpt2},
     {"gpt2", pretokenizer_kind::gpt2},
     {"llama-bpe", pretokenizer_kind::llama3},
@@ -167,6 +216,7 @@ constexpr std::array<named_kind, 7> names = {{
     {"llama-v3", pretokenizer_kind::llama3},
     {"qwen2", pretokenizer_kind::qwen2},
     {"smollm", pretokenizer_kind::smollm},
+    {"gpt-4o", pretokenizer_kind::gpt4o},
 }};
 
 }  // namespace
@@ -199,6 +249,9 @@ std::vector<std::string_view> pretokenize(pretokenizer_kind kind, std::string_vi
       break;
     case pretokenizer_kind::qwen2:
       splitter(text, chars, out, 0, chars.size()).run_llama3(1);
+      break;
+    case pretokenizer_kind::gpt4o:
+      splitter(text, chars, out, 0, chars.size()).run_gpt4o();
       break;
     case pretokenizer_kind::smollm:
       // llama.cpp applies `\p{N}` first: each digit is a piece, the text between them is split by gpt2.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <span>
+#include <string>
 #include <string_view>
 
 #include "model/bpe_trainer.hpp"
@@ -81,6 +83,19 @@ std::string byte_token_text(int b) {
   return buf;
 }
 
+// make_bpe_vocab with another family's special tokens in place of Llama 3's first ones, no BOS
+// added (neither Qwen's nor Phi-4-mini's tokenizer adds one) and the first special as bos and pad.
+vocab_spec bpe_vocab_with_specials(uint64_t seed, uint32_t n_vocab, std::string pre,
+                                   std::span<const std::string_view> specials, chat_format chat) {
+  vocab_spec v = make_bpe_vocab(seed, n_vocab);
+  v.pre = std::move(pre);
+  v.add_bos = false;
+  v.chat_template = chat_template_text(chat);
+  for (size_t i = 0; i < specials.size(); ++i) v.tokens[size_t(v.bos) + i] = specials[i];
+  v.pad = v.bos;
+  return v;
+}
+
 }  // namespace
 
 vocab_spec make_bpe_vocab(uint64_t seed, uint32_t n_vocab) {
@@ -148,16 +163,10 @@ vocab_spec make_spm_vocab(uint64_t seed, uint32_t n_vocab) {
 }
 
 vocab_spec make_qwen_vocab(uint64_t seed, uint32_t n_vocab) {
-  vocab_spec v = make_bpe_vocab(seed, n_vocab);
-  v.pre = "qwen2";
-  v.add_bos = false;  // Qwen's tokenizer adds nothing; <|endoftext|> is its bos and pad id
-  v.chat_template = chat_template_text(chat_format::chatml);
-  const token_id first = v.bos;
-  v.tokens[first] = "<|endoftext|>";
-  v.tokens[first + 1] = "<|im_start|>";
-  v.tokens[first + 2] = "<|im_end|>";
-  v.pad = first;
-  v.eos = v.eot = first + 2;
+  constexpr std::array qwen_specials =
+      std::to_array<std::string_view>({"<|endoftext|>", "<|im_start|>", "<|im_end|>"});
+  vocab_spec v = bpe_vocab_with_specials(seed, n_vocab, "qwen2", qwen_specials, chat_format::chatml);
+  v.eos = v.eot = v.bos + 2;
   return v;
 }
 
@@ -171,6 +180,17 @@ vocab_spec make_phi3_vocab(uint64_t seed, uint32_t n_vocab) {
   for (const std::string_view s : phi3_specials) add_token(v, std::string(s), token_type::control);
   v.eos = first;
   v.eot = first + 3;
+  return v;
+}
+
+vocab_spec make_phi4_mini_vocab(uint64_t seed, uint32_t n_vocab) {
+  constexpr std::array phi4_specials = std::to_array<std::string_view>(
+      {"<|endoftext|>", "<|endofprompt|>", "<|assistant|>", "<|end|>", "<|user|>", "<|system|>", "<|tool|>",
+       "<|/tool|>", "<|tool_call|>", "<|/tool_call|>"});
+  static_assert(phi4_specials.size() == llama3_specials.size());
+  vocab_spec v = bpe_vocab_with_specials(seed, n_vocab, "gpt-4o", phi4_specials, chat_format::phi3);
+  v.eos = v.bos;
+  v.eot = v.bos + 3;
   return v;
 }
 

@@ -42,4 +42,10 @@ vocab_spec make_qwen_vocab(uint64_t seed, uint32_t n_vocab = 32000);
 //! at 32000..32010, after its SentencePiece vocabulary); the Phi-3 template.
 vocab_spec make_phi3_vocab(uint64_t seed, uint32_t n_vocab = 32000);
 
+//! Phi-4-mini style: make_bpe_vocab with pre "gpt-4o", no BOS added, and the ten special tokens
+//! Phi-4-mini's tokenizer starts with, <|endoftext|> (bos, eos, pad), <|endofprompt|>,
+//! <|assistant|>, <|end|> (eot), <|user|>, <|system|>, <|tool|>, <|/tool|>, <|tool_call|>,
+//! <|/tool_call|>; the Phi-3 template (the chat format Hearth reads Phi-4-mini's as).
+vocab_spec make_phi4_mini_vocab(uint64_t seed, uint32_t n_vocab = 32000);
+
 }  // namespace hearth

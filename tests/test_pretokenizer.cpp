@@ -113,12 +113,55 @@ TEST_CASE("qwen2 and smollm split digits singly", "[pretokenizer]") {
   CHECK(split(pretokenizer_kind::smollm, "a 12") == pieces{"a", " ", "1", "2"});
 }
 
+// Expected pieces from llama.cpp's own unicode_regex_split run on its gpt-4o expression.
+TEST_CASE("gpt-4o (Phi-4-mini) splits words at ASCII case changes", "[pretokenizer]") {
+  const auto k = pretokenizer_kind::gpt4o;
+  CHECK(pretokenizer_from_name("gpt-4o") == k);
+  CHECK(split(k, "HelloWorld iPhone") == pieces{"Hello", "World", " i", "Phone"});
+  CHECK(split(k, "JSONParser ABCdef") == pieces{"JSONParser", " ABCdef"});  // capitals, then lower case
+  CHECK(split(k, "DON'T we'll I'M you'LL") ==
+        pieces{"DON'T", " we'll", " I'M", " you'LL"});  // contractions stay on
+  CHECK(split(k, "DoN'T") == pieces{"Do", "N'T"});
+  CHECK(split(k, "'s don\u2019t") == pieces{"'s", " don", "\u2019t"});  // only ' makes a contraction
+  CHECK(split(k, "12345 a 1234567") == pieces{"123", "45", " a", " ", "123", "456", "7"});
+  CHECK(split(k, "A1B2") == pieces{"A", "1", "B", "2"});
+}
+
+TEST_CASE("gpt-4o: non-ASCII letters have no case, marks are not letters, as in llama.cpp",
+          "[pretokenizer]") {
+  const auto k = pretokenizer_kind::gpt4o;
+  CHECK(split(k, "\u00c4\u00d6\u00dc\u00e4\u00f6\u00fc") == pieces{"\u00c4\u00d6\u00dc\u00e4\u00f6\u00fc"});
+  // The capitals give back their last caseless letter to the lower-case part: \u00c9COLE splits.
+  CHECK(split(k, "\u00c9COLE \u00c9cole") == pieces{"\u00c9", "COLE", " \u00c9cole"});
+  CHECK(split(k, "\u00c4BC's a\u00c4B") == pieces{"\u00c4", "BC's", " a\u00c4", "B"});
+  CHECK(split(k, "Stra\u00dfe \u0391\u0392\u0393\u03b1\u03b2\u03b3") ==
+        pieces{"Stra\u00dfe", " \u0391\u0392\u0393\u03b1\u03b2\u03b3"});
+  CHECK(split(k, "\u01c5ungla \u02b0ello") == pieces{"\u01c5ungla", " \u02b0ello"});  // Lt, Lm
+  CHECK(split(k, "e\u0301te") == pieces{"e", "\u0301te"});  // a combining mark may only lead a word
+  CHECK(split(k, "\u0915\u094d\u0937") == pieces{"\u0915", "\u094d\u0937"});
+  CHECK(split(k, "hello \u4f60\u597d") == pieces{"hello", " \u4f60\u597d"});
+  CHECK(split(k, "\u0663\u0664\u0665\u0666") == pieces{"\u0663\u0664\u0665", "\u0666"});
+}
+
+TEST_CASE("gpt-4o: punctuation, slashes, newlines and spaces", "[pretokenizer]") {
+  const auto k = pretokenizer_kind::gpt4o;
+  CHECK(split(k, "...\n/\n/x") == pieces{"...\n/\n/", "x"});  // punctuation takes trailing CR, LF and /
+  CHECK(split(k, "a/b//c") == pieces{"a", "/b", "//", "c"});
+  CHECK(split(k, "!!abc !abc") == pieces{"!!", "abc", " !", "abc"});
+  CHECK(split(k, "  Hello\tword") == pieces{" ", " Hello", "\tword"});
+  CHECK(split(k, "\r\nword x  \n  y") == pieces{"\r\n", "word", " x", "  \n", " ", " y"});
+  CHECK(split(k, "a\u00a0\u00a0b x\u0085y") == pieces{"a", "\u00a0", "\u00a0b", " x", "\u0085y"});
+  CHECK(split(k, "end  ") == pieces{"end", "  "});
+  CHECK(split(k, "hi \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!") ==
+        pieces{"hi", " \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!"});
+}
+
 TEST_CASE("pieces always cover the input exactly", "[pretokenizer]") {
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937 rng(seed);
   // Bytes biased towards the interesting classes: space, newline, apostrophe, digits, letters, UTF-8 leads.
-  const std::string alphabet = " \n\r\t'sSlL1239aZ!.\xC3\xA9\xE4\xBD\xA0\xF0\x9F\x98\x80\xFF\x80";
+  const std::string alphabet = " \n\r\t'sSlL1239aZ!./\xC3\xA9\xE4\xBD\xA0\xF0\x9F\x98\x80\xFF\x80";
   for (int round = 0; round < 300; ++round) {
     std::string text;
     const int len = int(rng() % 40);
@@ -126,7 +169,7 @@ TEST_CASE("pieces always cover the input exactly", "[pretokenizer]") {
       text += rng() % 4 == 0 ? static_cast<char>(rng() & 0xff) : alphabet[rng() % alphabet.size()];
     }
     for (auto k : {pretokenizer_kind::gpt2, pretokenizer_kind::llama3, pretokenizer_kind::qwen2,
-                   pretokenizer_kind::smollm}) {
+                   pretokenizer_kind::smollm, pretokenizer_kind::gpt4o}) {
       std::string joined;
       for (std::string_view p : pretokenize(k, text)) {
         REQUIRE_FALSE(p.empty());

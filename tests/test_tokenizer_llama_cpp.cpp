@@ -10,6 +10,15 @@
 // Beyond these 73 prompts, 6 000 random ones (words, spaces, newlines, Unicode, special-token text,
 // invalid bytes) gave the same ids on both files, with and without parse_special, and 2 000 more
 // on a `hearth model make --tokenizer spm` file.
+//
+// gpt-4o (Phi-4-mini): b4748 refuses the name, so the data came from b4748's libllama rebuilt with
+// the two pieces of llama.cpp's later Phi-4-mini change (the name, clean_spaces off, and its regex
+// for LLAMA_VOCAB_PRE_TYPE_GPT4O) on `tokenizer_fixture_model FILE gpt-4o` (the vocabulary of
+// `hearth model make --arch phi3 --tokenizer gpt-4o`), by `llama-tokenize -f PROMPT --no-escape
+// --ids` with and without --no-parse-special. 17 000 random prompts (ASCII and non-ASCII letters of
+// each case, marks, apostrophes, digits, slashes, whitespace, special-token text, invalid bytes)
+// gave the same ids, and the same pieces as llama.cpp's unicode_regex_split (leaving out those with a
+// sequence past U+10FFFF, where llama.cpp throws).
 #include <catch2/catch.hpp>
 
 #include <set>
@@ -53,6 +62,16 @@ struct bpe_case {
 
 const bpe_case bpe_cases[] = {
 #include "llama_cpp_bpe_cases.inc"
+};
+
+struct gpt4o_case {
+  std::string_view text;
+  ids plain;
+  ids special;  //!< empty when the same as plain
+};
+
+const gpt4o_case gpt4o_cases[] = {
+#include "llama_cpp_gpt4o_cases.inc"
 };
 
 // The SPM fixture in a model named "Phi-3 mini fixture" (tokenizer_fixture_model FILE spm NAME):
@@ -183,5 +202,20 @@ TEST_CASE("a model named Phi-3: special tokens take the whitespace after them, a
     CAPTURE(c.text);
     CHECK(tok.encode(c.text, {.add_bos = true, .parse_special = false}) == c.plain);
     CHECK(tok.encode(c.text, {.add_bos = true, .parse_special = true}) == c.special);
+  }
+}
+
+TEST_CASE("bpe with the gpt-4o pre-tokenizer (Phi-4-mini) encodes as llama.cpp", "[tokenizer][llama_cpp]") {
+  const vocab_spec v = make_phi4_mini_vocab(1);
+  std::vector<std::string> parts = v.tokens;
+  parts.insert(parts.end(), v.merges.begin(), v.merges.end());
+  REQUIRE(fnv1a(parts) == 0x2a7eeacc4ce9bb2dull);  // as for the Llama 3 data: regenerate if it changes
+  const tokenizer tok = make(v);
+  for (const gpt4o_case& c : gpt4o_cases) {
+    CAPTURE(c.text);
+    CHECK(tok.encode(c.text, {.add_bos = true, .parse_special = false}) == c.plain);
+    CHECK(tok.encode(c.text, {.add_bos = true, .parse_special = true}) ==
+          (c.special.empty() ? c.plain : c.special));
+    CHECK(tok.decode(c.plain) == llama_cpp_utf8(c.text));  // byte-level: the text as llama.cpp read it
   }
 }

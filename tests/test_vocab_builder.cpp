@@ -7,6 +7,7 @@
 
 #include "model/byte_unicode.hpp"
 #include "model/chat_template.hpp"
+#include "model/model_maker.hpp"
 #include "model/synthetic_text.hpp"
 #include "model/vocab_builder.hpp"
 #include "test_seed.hpp"
@@ -245,6 +246,32 @@ TEST_CASE("BPE vocabularies: same seed identical, other seed different, larger e
   const vocab_spec small = make_bpe_vocab(seed, 1000);
   CHECK(std::equal(small.merges.begin(), small.merges.end(), a.merges.begin()));
   CHECK(make_bpe_vocab(seed, 10).tokens.size() == min_bpe_vocab);
+}
+
+TEST_CASE("the Phi-4-mini vocabulary: the BPE merges, pre gpt-4o, its special tokens, no BOS added",
+          "[vocab_builder]") {
+  const vocab_spec v = make_phi4_mini_vocab(1, 600);
+  CHECK(v.merges == make_bpe_vocab(1, 600).merges);
+  CHECK(v.tokens.size() == 600);
+  CHECK(v.pre == "gpt-4o");
+  CHECK_FALSE(v.add_bos);
+  CHECK(v.bos == 590);
+  CHECK(v.eos == v.bos);
+  CHECK(v.pad == v.bos);
+  CHECK(v.tokens[590] == "<|endoftext|>");
+  CHECK(v.tokens[593] == "<|end|>");
+  CHECK(v.eot == 593);
+  CHECK(v.tokens[599] == "<|/tool_call|>");
+  CHECK(detect_chat_format(v.chat_template) == chat_format::phi3);
+
+  // make_vocab gives it to phi3 models that ask for it, and only to those.
+  make_options opt{*find_preset("tiny")};
+  opt.preset.n_vocab = 600;
+  opt.phi4_mini_vocab = true;
+  CHECK_FALSE(validate(opt).ok());
+  opt.arch = model_arch::phi3;
+  CHECK(validate(opt).ok());
+  CHECK(make_vocab(opt).tokens == v.tokens);
 }
 
 TEST_CASE("the default SentencePiece vocabulary: 32000 tokens, bytes, pieces by score, characters",

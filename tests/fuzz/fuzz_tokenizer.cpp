@@ -82,7 +82,7 @@ struct tokenizers {
   std::vector<tokenizer> bpe;
   tokenizer spm = must_create(spm_spec());
   tokenizers() {
-    for (const char* pre : {"gpt2", "llama-bpe", "qwen2", "smollm"}) {
+    for (const char* pre : {"gpt2", "llama-bpe", "qwen2", "smollm", "gpt-4o"}) {
       vocab_spec v = bpe_spec();
       v.pre = pre;
       bpe.push_back(must_create(std::move(v)));
