@@ -119,6 +119,27 @@ class reloader {
   std::mutex m_;
 };
 
+// SIGTERM: new requests are refused with `shutting_down` while those in flight run to their end,
+// for up to `timeout`; a second SIGTERM or SIGINT cuts it short. What is left then ends with
+// `shutting_down` when the engine shuts down.
+void drain(server::gateway& gw, std::chrono::seconds timeout, const sigset_t& signals) {
+  gw.drain();
+  if (timeout.count() > 0 && gw.busy()) {
+    log_line("stopping: the requests in flight may run for up to " + std::to_string(timeout.count()) +
+             " s (SIGTERM again cuts them)");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (gw.busy() && std::chrono::steady_clock::now() < deadline) {
+    const timespec poll{0, 50'000'000};
+    const int sig = sigtimedwait(&signals, nullptr, &poll);
+    if (sig == SIGTERM || sig == SIGINT) {
+      log_line("stopping: a second signal cuts the drain");
+      break;
+    }
+  }
+  log_line(gw.busy() ? "stopping: ending the requests still in flight" : "stopping: every request has ended");
+}
+
 int run_serve(const serve_args& a) {
   // Blocked before any thread starts, so every thread inherits the mask and sigwait below is the
   // one place the signals arrive.
@@ -219,8 +240,7 @@ int run_serve(const serve_args& a) {
     std::_Exit(1);
   }
   server::notify_stopping();
-  log_line("stopping: ending the requests in flight");
-  gw->drain();
+  drain(*gw, std::chrono::seconds(cfg->drain_timeout_s), signals);
   (*eng)->shutdown();
   gw->stop(grace);
   // Until the socket closes, latecomers are told `shutting_down`.

@@ -76,6 +76,7 @@ struct gateway::impl {
   std::thread thread;
   std::string endpoint, public_key;
   std::atomic<bool> draining{false};
+  std::atomic<bool> busy{false};  // table.has_live(), as of the loop's last turn
   std::promise<void> detached_promise;  // set when the gateway has let go of the engine
   std::chrono::milliseconds close_linger{0};
   uint32_t n_vocab = 0;  // the model's, for parsing (read while the engine is there)
@@ -462,6 +463,7 @@ struct gateway::impl {
       if (items[2].revents & ZMQ_POLLIN) answer_zap();
       if (items[0].revents & ZMQ_POLLIN) read_router();
       send_heartbeats();
+      busy = table.has_live();
       if (waiting && (!table.has_live() || clock_type::now() >= deadline)) detach();
     }
   }
@@ -504,6 +506,7 @@ void gateway::reconfigure(gateway_config c) {
 }
 
 void gateway::drain() { impl_->draining = true; }
+bool gateway::busy() const { return impl_->busy; }
 
 void gateway::stop(std::chrono::milliseconds grace) {
   if (!impl_->sink) return;

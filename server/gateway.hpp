@@ -86,6 +86,8 @@ class gateway {
   void reconfigure(gateway_config c);
   //! From now on every request is refused with `shutting_down`; requests in flight continue.
   void drain();
+  //! Whether some client still waits for a request's end: what a drain waits for.
+  bool busy() const;
   //! Drains, waits up to `grace` for every request in flight to send its terminal message, ends
   //! the rest with `shutting_down`, and lets go of the engine (which may then be destroyed).
   //! Until the gateway is destroyed it still answers: every request with `shutting_down`, so a

@@ -101,6 +101,7 @@ void read_server(const section& s, serve_config& c) {
   s.text("secret_key_file", c.secret_key_file);
   s.count("max_message_bytes", c.max_message_bytes, 1024, int64_t{1} << 30);
   s.count("heartbeat_ms", c.heartbeat_ms, 10, 60000);
+  s.count("drain_timeout_s", c.drain_timeout_s, 0, 3600);
 }
 
 void read_model(const section& s, serve_config& c) {
@@ -140,7 +141,7 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
   try {
     const toml::table root = toml::parse(toml_text, source);
     only_known_sections(source, root);
-    read_server(section(source, root, "server", {"endpoint", "secret_key_file", "max_message_bytes", "heartbeat_ms"}), c);
+    read_server(section(source, root, "server", {"endpoint", "secret_key_file", "max_message_bytes", "heartbeat_ms", "drain_timeout_s"}), c);
     read_model(section(source, root, "model", {"path", "compute", "kernels"}), c);
     read_engine(
         section(source, root, "engine",

@@ -31,6 +31,7 @@ endpoint = "tcp://0.0.0.0:6000"
 secret_key_file = "/etc/hearth/server.key"
 max_message_bytes = 65536
 heartbeat_ms = 500
+drain_timeout_s = 5
 
 [model]
 path = "/var/lib/hearth/small.gguf"
@@ -63,6 +64,7 @@ key = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID"
   CHECK_FALSE(r->development_mode());
   CHECK(r->max_message_bytes == 65536);
   CHECK(r->heartbeat_ms == 500);
+  CHECK(r->drain_timeout_s == 5);
   CHECK(r->model_path == "/var/lib/hearth/small.gguf");
   CHECK(r->compute == "f32");
   CHECK(r->kernels == "onednn");
@@ -85,12 +87,14 @@ TEST_CASE("an empty configuration is development mode with the defaults", "[serv
   CHECK(r->endpoint == "tcp://127.0.0.1:5555");
   CHECK(r->max_message_bytes == 1 << 20);
   CHECK(r->heartbeat_ms == 1000);
+  CHECK(r->drain_timeout_s == 30);
   CHECK(r->engine.policy == "household");
 }
 
 TEST_CASE("bad fields are named with their line", "[serve]") {
   CHECK_THAT(error_for("[server]\nendpont = \"x\""), Contains("home.toml:2: [server].endpont is not a known field"));
   CHECK_THAT(error_for("[server]\nheartbeat_ms = 5"), Contains("home.toml:2: [server].heartbeat_ms must be from 10"));
+  CHECK_THAT(error_for("[server]\ndrain_timeout_s = -1"), Contains("home.toml:2: [server].drain_timeout_s must be from 0"));
   CHECK_THAT(error_for("[server]\nendpoint = 5"), Contains("[server].endpoint must be a string"));
   CHECK_THAT(error_for("[model]\ncompute = \"int4\""), Contains("home.toml:2: [model].compute must be one of"));
   CHECK_THAT(error_for("[model]\nkernels = \"fast\""),
