@@ -27,7 +27,7 @@ engine::engine(std::shared_ptr<const tokenizer> tok)
 }
 
 result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
-                                              backend_factory make_backend, keep_alive alive) {
+                                              backend_factory make_backend, engine_hooks hooks) {
   if (auto st = check(cfg); !st) return st.error();
   if (!make_policy(cfg.policy)) return error{errc::invalid_argument, "engine config: unknown policy '" + cfg.policy + "'"};
   std::unique_ptr<engine> e(new engine(std::move(tok)));
@@ -64,12 +64,12 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   }
   e->cfg_ = resolved;
   const auto& w = e->info_;
-  e->metrics_ = spawn_metrics(sys, cfg.tenants);
+  e->metrics_ = spawn_metrics(sys, cfg.tenants, std::move(hooks.request_end));
   e->admission_ = spawn_admission(
       sys, {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg.max_waiting, cfg.max_waiting_tokens},
       cfg.tenants, e->metrics_);
   e->scheduler_ = spawn_scheduler(sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_,
-                                        e->decode_worker_, e->admission_, e->metrics_, std::move(alive)});
+                                        e->decode_worker_, e->admission_, e->metrics_, std::move(hooks.alive)});
   caf::anon_send(e->admission_, ready_atom::value, e->scheduler_);
   std::vector<supervised> watched = {{"admission", e->admission_},
                                      {"scheduler", e->scheduler_},

@@ -29,7 +29,7 @@
 #include "actors/metrics_types.hpp"
 #include "actors/worker.hpp"
 #include "engine/config.hpp"
-#include "engine/keep_alive.hpp"
+#include "engine/engine_hooks.hpp"
 #include "engine/request.hpp"
 #include "model/tokenizer.hpp"
 
@@ -40,10 +40,10 @@ struct engine_health;
 class engine {
  public:
   //! Starts the actors and waits for the worker to be pinned and loaded. errc::invalid_argument
-  //! for a bad configuration; the worker's error when its backend fails to load. `alive`: pings
-  //! for a watchdog, from the scheduler's loop (engine/keep_alive.hpp).
+  //! for a bad configuration; the worker's error when its backend fails to load. `hooks`: a
+  //! watchdog's pings and each request's end (engine/engine_hooks.hpp).
   static result<std::unique_ptr<engine>> start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
-                                                backend_factory make_backend, keep_alive alive = {});
+                                                backend_factory make_backend, engine_hooks hooks = {});
   ~engine();
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;

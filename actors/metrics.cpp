@@ -114,15 +114,24 @@ std::set<std::string> names_of(const std::vector<tenant_config>& tenants) {
 }
 
 caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::steady_clock::time_point started,
-                      std::vector<tenant_config> tenants) {
+                      std::vector<tenant_config> tenants, std::function<void(const request_record&)> request_end) {
   self->state.started = started;
   self->state.listed = names_of(tenants);
   return {
       [=](records_atom, const std::vector<request_record>& records) {
-        for (const auto& r : records) add(state_of(self->state, r.tenant), r);
+        for (const auto& r : records) {
+          add(state_of(self->state, r.tenant), r);
+          if (request_end) request_end(r);
+        }
       },
       [=](rejected_atom, const std::string& tenant, reject_reason why) {
         ++state_of(self->state, tenant).counts.rejected[static_cast<size_t>(why)];
+        if (!request_end) return;
+        request_record refused;
+        refused.tenant = tenant;
+        refused.kind = event_kind::rejected;
+        refused.reason = why;
+        request_end(refused);
       },
       [=](tenants_atom, const std::vector<tenant_config>& table) {
         self->state.listed = names_of(table);
@@ -145,8 +154,9 @@ caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::ste
 
 // The start time is an argument, not taken inside: CAF 0.17 binds a reference through a null
 // pointer for actors spawned without arguments, which UBSan reports.
-caf::actor spawn_metrics(caf::actor_system& sys, const std::vector<tenant_config>& tenants) {
-  return sys.spawn(metrics, std::chrono::steady_clock::now(), tenants);
+caf::actor spawn_metrics(caf::actor_system& sys, const std::vector<tenant_config>& tenants,
+                         std::function<void(const request_record&)> request_end) {
+  return sys.spawn(metrics, std::chrono::steady_clock::now(), tenants, std::move(request_end));
 }
 
 }  // namespace hearth

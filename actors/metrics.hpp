@@ -6,15 +6,19 @@
 // Memory is bounded whatever names clients send: the tenant table's names, and up to 64 others,
 // are counted each on its own; further names share the state named `unlisted_tenants`.
 
+#include <functional>
 #include <vector>
 
 #include <caf/fwd.hpp>
 
+#include "engine/scheduler_core.hpp"
 #include "tenants/tenant_config.hpp"
 
 namespace hearth {
 
 //! `tenants`: the table's names (tenants_atom replaces them).
-caf::actor spawn_metrics(caf::actor_system& sys, const std::vector<tenant_config>& tenants);
+//! `request_end`: told of each record and refusal as it arrives (engine/engine_hooks.hpp); may be empty.
+caf::actor spawn_metrics(caf::actor_system& sys, const std::vector<tenant_config>& tenants,
+                         std::function<void(const request_record&)> request_end = {});
 
 }  // namespace hearth

@@ -25,6 +25,7 @@
 #include "policies/policy.hpp"
 #include "server/gateway.hpp"
 #include "server/serve_config.hpp"
+#include "server/service_log.hpp"
 #include "server/service_manager.hpp"
 
 namespace hearth::cli {
@@ -39,8 +40,7 @@ struct serve_args {
 };
 
 void log_line(const std::string& line) {
-  std::fprintf(stderr, "hearth: %s\n", line.c_str());
-  std::fflush(stderr);
+  server::log(server::log_level::info, line);
 }
 
 // The default model, generated as scripts/quickstart.sh does when it is missing.
@@ -103,8 +103,10 @@ class reloader {
     }
     if (auto st = eng.set_tenants(c->engine.tenants); !st) return st.error();
     if (auto st = eng.set_policy(policy); !st) return st.error();
-    log_line("reloaded " + args_.config + ": " +
-             server::describe_reload(tenants_, c->engine.tenants, policy_, policy));
+    const auto level = *server::log_level_from_name(c->log_level);  // the file's reader checked it
+    server::set_log_level(level);
+    log_line("reloaded " + args_.config + ": " + server::describe_reload(tenants_, c->engine.tenants, policy_, policy) +
+             "; log level " + c->log_level);
     tenants_ = c->engine.tenants;
     policy_ = policy;
     return server::gateway_config{std::move(c->engine.tenants), policy};
@@ -150,6 +152,7 @@ int run_serve(const serve_args& a) {
 
   auto cfg = configure(a);
   if (!cfg) return fail(cfg.error().message);
+  server::set_log_level(*server::log_level_from_name(cfg->log_level));
   std::string secret;
   if (!cfg->development_mode()) {
     auto keys = client::read_key_file(cfg->secret_key_file);
@@ -178,7 +181,8 @@ int run_serve(const serve_args& a) {
         if (!b) return b.error();
         return std::unique_ptr<backend>(std::move(*b));
       },
-      {.every = server::watchdog_ping_period(), .ping = server::notify_watchdog});
+      {.alive = {.every = server::watchdog_ping_period(), .ping = server::notify_watchdog},
+       .request_end = [](const request_record& r) { server::log(server::log_level::info, server::describe_end(r)); }});
   if (!eng) return fail(eng.error().message);
 
   reloader reload(a, *cfg);
@@ -217,7 +221,7 @@ int run_serve(const serve_args& a) {
   std::atomic<bool> engine_failed{false};
   const auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(shutdown_grace);
   (*eng)->on_failure([&engine_failed, main_thread = pthread_self()](const std::string& why) {
-    log_line("the engine failed: " + why);
+    server::log(server::log_level::error, "the engine failed: " + why);
     engine_failed = true;
     pthread_kill(main_thread, SIGTERM);
   });

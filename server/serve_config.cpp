@@ -102,6 +102,7 @@ void read_server(const section& s, serve_config& c) {
   s.count("max_message_bytes", c.max_message_bytes, 1024, int64_t{1} << 30);
   s.count("heartbeat_ms", c.heartbeat_ms, 10, 60000);
   s.count("drain_timeout_s", c.drain_timeout_s, 0, 3600);
+  s.choice("log_level", c.log_level, {"error", "warning", "info", "debug"});
 }
 
 void read_model(const section& s, serve_config& c) {
@@ -141,7 +142,7 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
   try {
     const toml::table root = toml::parse(toml_text, source);
     only_known_sections(source, root);
-    read_server(section(source, root, "server", {"endpoint", "secret_key_file", "max_message_bytes", "heartbeat_ms", "drain_timeout_s"}), c);
+    read_server(section(source, root, "server", {"endpoint", "secret_key_file", "max_message_bytes", "heartbeat_ms", "drain_timeout_s", "log_level"}), c);
     read_model(section(source, root, "model", {"path", "compute", "kernels"}), c);
     read_engine(
         section(source, root, "engine",

@@ -14,7 +14,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::unique_ptr<engine> start_scripted(engine_config cfg, backend_script script, keep_alive alive = {}) {
+std::unique_ptr<engine> start_scripted(engine_config cfg, backend_script script, engine_hooks hooks = {}) {
   const engine_model& m = tiny();
   cfg.threads_per_worker = 1;
   auto e = engine::start(
@@ -22,7 +22,7 @@ std::unique_ptr<engine> start_scripted(engine_config cfg, backend_script script,
       [&m, script]() -> result<std::unique_ptr<backend>> {
         return std::unique_ptr<backend>(std::make_unique<scripted_backend>(m.backend(8192), script));
       },
-      std::move(alive));
+      std::move(hooks));
   if (!e) FAIL(e.error().message);
   return std::move(*e);
 }
@@ -145,7 +145,7 @@ TEST_CASE("keep-alive pings come from the engine's loop and stop when a step han
   auto pings = std::make_shared<std::atomic<int>>(0);
   auto hang = std::make_shared<gate>();
   auto e = start_scripted({.step_timeout_ms = 300}, {.fault_at = 3, .hang = hang},
-                          {.every = 20ms, .ping = [pings] { ++*pings; }});
+                          {.alive = {.every = 20ms, .ping = [pings] { ++*pings; }}, .request_end = {}});
   const open_at_exit opener{hang};
   std::this_thread::sleep_for(200ms);
   CHECK(pings->load() >= 3);  // idle: ~10 intervals; a loaded machine may delay some
@@ -155,4 +155,42 @@ TEST_CASE("keep-alive pings come from the engine's loop and stop when a step han
   const int at_failure = pings->load();
   std::this_thread::sleep_for(200ms);
   CHECK(pings->load() == at_failure);
+}
+
+// What hearth serve's log lines come from: every request's record as it ends, refusals included.
+TEST_CASE("the request_end hook hears every request end, refusals too", "[engine]") {
+  struct heard {
+    std::mutex m;
+    std::vector<request_record> records;
+  };
+  auto h = std::make_shared<heard>();
+  auto e = start_scripted({}, {}, {.alive = {}, .request_end = [h](const request_record& r) {
+                                     std::lock_guard lock(h->m);
+                                     h->records.push_back(r);
+                                   }});
+  caf::scoped_actor self{e->system()};
+  const request_id a = e->submit(greedy(std::vector<token_id>(8, 11), 5), self);
+  const request_id b = e->submit(greedy(std::vector<token_id>(4, 12), 3), self);
+  const request_id too_long = e->submit(greedy(std::vector<token_id>(100000, 13), 3), self);
+  outcome o;
+  collect_within(self, 3, o, 20s);
+  CHECK(o.terminal.at(too_long).kind == event_kind::rejected);
+  const auto deadline = std::chrono::steady_clock::now() + 2s;  // metrics may hear just after the sink
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      std::lock_guard lock(h->m);
+      if (h->records.size() >= 3) break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  std::lock_guard lock(h->m);
+  REQUIRE(h->records.size() == 3);
+  for (const auto& r : h->records) {
+    if (r.kind == event_kind::rejected) {
+      CHECK(r.reason == reject_reason::too_long);
+      continue;
+    }
+    CHECK(r.kind == event_kind::done);
+    CHECK(((r.id == a && r.use.completion_tokens == 5) || (r.id == b && r.use.completion_tokens == 3)));
+  }
 }

@@ -32,6 +32,7 @@ secret_key_file = "/etc/hearth/server.key"
 max_message_bytes = 65536
 heartbeat_ms = 500
 drain_timeout_s = 5
+log_level = "warning"
 
 [model]
 path = "/var/lib/hearth/small.gguf"
@@ -65,6 +66,7 @@ key = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID"
   CHECK(r->max_message_bytes == 65536);
   CHECK(r->heartbeat_ms == 500);
   CHECK(r->drain_timeout_s == 5);
+  CHECK(r->log_level == "warning");
   CHECK(r->model_path == "/var/lib/hearth/small.gguf");
   CHECK(r->compute == "f32");
   CHECK(r->kernels == "onednn");
@@ -88,6 +90,7 @@ TEST_CASE("an empty configuration is development mode with the defaults", "[serv
   CHECK(r->max_message_bytes == 1 << 20);
   CHECK(r->heartbeat_ms == 1000);
   CHECK(r->drain_timeout_s == 30);
+  CHECK(r->log_level == "info");
   CHECK(r->engine.policy == "household");
 }
 
@@ -97,6 +100,7 @@ TEST_CASE("bad fields are named with their line", "[serve]") {
   CHECK_THAT(error_for("[server]\ndrain_timeout_s = -1"), Contains("home.toml:2: [server].drain_timeout_s must be from 0"));
   CHECK_THAT(error_for("[server]\nendpoint = 5"), Contains("[server].endpoint must be a string"));
   CHECK_THAT(error_for("[model]\ncompute = \"int4\""), Contains("home.toml:2: [model].compute must be one of"));
+  CHECK_THAT(error_for("[server]\nlog_level = \"loud\""), Contains("home.toml:2: [server].log_level must be one of"));
   CHECK_THAT(error_for("[model]\nkernels = \"fast\""),
              Contains("home.toml:2: [model].kernels must be one of"));
   CHECK_THAT(error_for("[engine]\nmax_seqs = 0"), Contains("[engine].max_seqs must be from 1"));

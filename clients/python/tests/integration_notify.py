@@ -70,8 +70,11 @@ def run(hearth: str, model: str, tmp: str) -> bool:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(sock_path)
     endpoint = f"ipc://{tmp}/hearth.sock"
-    env = dict(os.environ, NOTIFY_SOCKET=sock_path, WATCHDOG_USEC=str(int(WATCHDOG_S * 1e6)))
-    log = open(os.path.join(tmp, "serve.log"), "w")
+    log_path = os.path.join(tmp, "serve.log")
+    log = open(log_path, "w")
+    st = os.fstat(log.fileno())  # stderr "is the journal": log lines carry their priority
+    env = dict(os.environ, NOTIFY_SOCKET=sock_path, WATCHDOG_USEC=str(int(WATCHDOG_S * 1e6)),
+               JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
     server = subprocess.Popen([hearth, "serve", "--model", model, "--endpoint", endpoint], env=env, stdout=log,
                               stderr=subprocess.STDOUT)
     ok = True
@@ -91,13 +94,18 @@ def run(hearth: str, model: str, tmp: str) -> bool:
             idle = [t for t, m in receive(sock, time.monotonic() + 1.5) if m == "WATCHDOG=1"]
             ok &= check("WATCHDOG=1 while idle", len(idle) >= 3 and largest_gap(idle) < 3 * WATCHDOG_S,
                         f"{len(idle)} pings, largest gap {largest_gap(idle):.2f} s")
-            stream = client.generate("The house was quiet when", max_tokens=48, temperature=0)
+            stream = client.generate("The house was quiet when", max_tokens=48, temperature=0, ignore_eos=True)
             busy = [t for t, m in receive(sock, time.monotonic() + 1.0) if m == "WATCHDOG=1"]
             stream.wait()
             ok &= check("WATCHDOG=1 while generating", len(busy) >= 2, f"{len(busy)} pings")
         server.send_signal(signal.SIGTERM)
         ok &= check("STOPPING=1 on SIGTERM", wait_for(sock, "STOPPING=1", 10.0, seen))
         ok &= check("exit status 0", server.wait(timeout=20) == 0, str(server.returncode))
+        lines = Path(log_path).read_text().splitlines()
+        ends = [x for x in lines if x.startswith("<6>request ")]
+        ok &= check("one <6> line per request end, for journald", len(ends) == 1 and "done, length; " in ends[0]
+                    and "TTFT" in ends[0], f"{ends}")
+        ok &= check("no `hearth: ` prefix on the journal", not any(x.startswith("hearth: ") for x in lines), f"{lines}")
     finally:
         if server.poll() is None:
             server.kill()
