@@ -39,7 +39,8 @@ if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then
     grep -q " $f\$" <<<"$contents" || fail "package lacks $f"
   done
   depends=$(dpkg-deb -f "$deb" Depends)
-  for d in adduser libdnnl libzmq5 libcaf-core libhwloc libgomp1; do
+  # OpenMP's runtime is libgomp1 for GCC builds, libomp5 for Clang's (the sanitizer build).
+  for d in adduser libdnnl libzmq5 libcaf-core libhwloc libsystemd0 'libgomp1\|libomp5'; do
     grep -q "$d" <<<"$depends" || fail "Depends lacks $d: $depends"
   done
   dpkg-deb -e "$deb" "$dir/control"
