@@ -68,8 +68,9 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   e->admission_ = spawn_admission(
       sys, {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg.max_waiting, cfg.max_waiting_tokens},
       cfg.tenants, e->metrics_);
-  e->scheduler_ = spawn_scheduler(sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_,
-                                        e->decode_worker_, e->admission_, e->metrics_, std::move(hooks.alive)});
+  e->scheduler_ =
+      spawn_scheduler(sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_,
+                            e->decode_worker_, e->admission_, e->metrics_, std::move(hooks.alive)});
   caf::anon_send(e->admission_, ready_atom::value, e->scheduler_);
   std::vector<supervised> watched = {{"admission", e->admission_},
                                      {"scheduler", e->scheduler_},

@@ -43,7 +43,7 @@ class engine {
   //! for a bad configuration; the worker's error when its backend fails to load. `hooks`: a
   //! watchdog's pings and each request's end (engine/engine_hooks.hpp).
   static result<std::unique_ptr<engine>> start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
-                                                backend_factory make_backend, engine_hooks hooks = {});
+                                               backend_factory make_backend, engine_hooks hooks = {});
   ~engine();
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;

@@ -114,7 +114,8 @@ std::set<std::string> names_of(const std::vector<tenant_config>& tenants) {
 }
 
 caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::steady_clock::time_point started,
-                      std::vector<tenant_config> tenants, std::function<void(const request_record&)> request_end) {
+                      std::vector<tenant_config> tenants,
+                      std::function<void(const request_record&)> request_end) {
   self->state.started = started;
   self->state.listed = names_of(tenants);
   return {

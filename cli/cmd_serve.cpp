@@ -105,8 +105,9 @@ class reloader {
     if (auto st = eng.set_policy(policy); !st) return st.error();
     const auto level = *server::log_level_from_name(c->log_level);  // the file's reader checked it
     server::set_log_level(level);
-    log_line("reloaded " + args_.config + ": " + server::describe_reload(tenants_, c->engine.tenants, policy_, policy) +
-             "; log level " + c->log_level);
+    log_line("reloaded " + args_.config + ": " +
+             server::describe_reload(tenants_, c->engine.tenants, policy_, policy) + "; log level " +
+             c->log_level);
     tenants_ = c->engine.tenants;
     policy_ = policy;
     return server::gateway_config{std::move(c->engine.tenants), policy};
@@ -174,15 +175,17 @@ int run_serve(const serve_args& a) {
       .kv_tokens = cfg->kv_tokens,
       .kernels = kernel_choice_from_name(cfg->kernels).value_or(kernel_choice::automatic)};
   auto shared_tok = std::make_shared<const tokenizer>(std::move(*tok));
-  auto eng = engine::start(
-      cfg->engine, shared_tok,
-      [shared_file, backend_opt]() -> result<std::unique_ptr<backend>> {
-        auto b = cpu_backend::load(*shared_file, backend_opt);
-        if (!b) return b.error();
-        return std::unique_ptr<backend>(std::move(*b));
-      },
-      {.alive = {.every = server::watchdog_ping_period(), .ping = server::notify_watchdog},
-       .request_end = [](const request_record& r) { server::log(server::log_level::info, server::describe_end(r)); }});
+  auto eng =
+      engine::start(cfg->engine, shared_tok,
+                    [shared_file, backend_opt]() -> result<std::unique_ptr<backend>> {
+                      auto b = cpu_backend::load(*shared_file, backend_opt);
+                      if (!b) return b.error();
+                      return std::unique_ptr<backend>(std::move(*b));
+                    },
+                    {.alive = {.every = server::watchdog_ping_period(), .ping = server::notify_watchdog},
+                     .request_end = [](const request_record& r) {
+                       server::log(server::log_level::info, server::describe_end(r));
+                     }});
   if (!eng) return fail(eng.error().message);
 
   reloader reload(a, *cfg);

@@ -47,8 +47,8 @@ isa best_isa();
 //! offsets multiply; bsum (n / 16,): Σ q over each 16, what the K types' integer mins multiply.
 //! d = max |x| / 127 over each group of `group` elements (32, or 256: what the K types' dots
 //! need, one scale per super-block), q = x / d rounded to nearest even; n is a multiple of group.
-void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum,
-                          int16_t* bsum);
+void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t group, act_block* out,
+                          float* dsum, int16_t* bsum);
 
 //! Whether `type` has dot kernels (every ggml type Hearth reads except f32/f16/bf16).
 bool has_dot(tensor_type type);

@@ -76,7 +76,7 @@ struct gateway::impl {
   std::thread thread;
   std::string endpoint, public_key;
   std::atomic<bool> draining{false};
-  std::atomic<bool> busy{false};  // table.has_live(), as of the loop's last turn
+  std::atomic<bool> busy{false};        // table.has_live(), as of the loop's last turn
   std::promise<void> detached_promise;  // set when the gateway has let go of the engine
   std::chrono::milliseconds close_linger{0};
   uint32_t n_vocab = 0;  // the model's, for parsing (read while the engine is there)
@@ -506,7 +506,9 @@ void gateway::reconfigure(gateway_config c) {
 }
 
 void gateway::drain() { impl_->draining = true; }
-bool gateway::busy() const { return impl_->busy; }
+bool gateway::busy() const {
+  return impl_->busy;
+}
 
 void gateway::stop(std::chrono::milliseconds grace) {
   if (!impl_->sink) return;

@@ -142,7 +142,10 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
   try {
     const toml::table root = toml::parse(toml_text, source);
     only_known_sections(source, root);
-    read_server(section(source, root, "server", {"endpoint", "secret_key_file", "max_message_bytes", "heartbeat_ms", "drain_timeout_s", "log_level"}), c);
+    read_server(section(source, root, "server",
+                        {"endpoint", "secret_key_file", "max_message_bytes", "heartbeat_ms",
+                         "drain_timeout_s", "log_level"}),
+                c);
     read_model(section(source, root, "model", {"path", "compute", "kernels"}), c);
     read_engine(
         section(source, root, "engine",

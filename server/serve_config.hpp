@@ -19,7 +19,7 @@ struct serve_config {
   std::string secret_key_file = {};      //!< from `hearth keygen`; empty: development mode
   uint64_t max_message_bytes = 1 << 20;
   uint32_t heartbeat_ms = 1000;
-  uint32_t drain_timeout_s = 30;  //!< on SIGTERM, how long requests in flight may run to their end; 0: cut
+  uint32_t drain_timeout_s = 30;   //!< on SIGTERM, how long requests in flight may run to their end; 0: cut
   std::string log_level = "info";  //!< error, warning, info (lifecycle and request ends), debug
   // [model]
   std::string model_path = {};           //!< empty: the default model, generated if missing

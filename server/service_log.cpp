@@ -83,12 +83,14 @@ void log(log_level l, std::string_view line) {
 }
 
 std::string describe_end(const request_record& r) {
-  std::string s = "request " + std::to_string(r.id) + " (" + (r.tenant.empty() ? "no tenant" : r.tenant) + "): ";
+  std::string s =
+      "request " + std::to_string(r.id) + " (" + (r.tenant.empty() ? "no tenant" : r.tenant) + "): ";
   if (r.kind == event_kind::rejected) return s + "refused, " + to_string(r.reason);
   s += to_string(r.kind);
   if (r.kind == event_kind::done) s += std::string(", ") + to_string(r.finish);
   if (r.kind == event_kind::error) s += std::string(", ") + to_string(r.reason);
-  s += "; " + std::to_string(r.use.prompt_tokens) + " + " + std::to_string(r.use.completion_tokens) + " tokens";
+  s += "; " + std::to_string(r.use.prompt_tokens) + " + " + std::to_string(r.use.completion_tokens) +
+       " tokens";
   s += "; queue " + ms(r.time.queue_ms);
   if (r.use.completion_tokens > 0) s += ", TTFT " + ms(r.time.ttft_ms);
   if (r.use.completion_tokens > 1) s += ", ITL " + ms(r.time.mean_itl_ms);

@@ -103,8 +103,8 @@ TEST_CASE("quantized dot products match the reference within the activations' ro
                                       act.data() + size_t{i} * n_in / 32, dsum.data() + size_t{i} * n_in / 16,
                                       bsum.data() + size_t{i} * n_in / 16);
         std::vector<float> y(size_t{m} * rows, NAN);
-        quant::dot_rows(variant, type, q.data.data(), q.row_bytes, rows, n_in, {act.data(), dsum.data(), bsum.data()},
-                        m, y.data(), rows);
+        quant::dot_rows(variant, type, q.data.data(), q.row_bytes, rows, n_in,
+                        {act.data(), dsum.data(), bsum.data()}, m, y.data(), rows);
         for (uint32_t i = 0; i < m; ++i)
           for (uint32_t o = 0; o < rows; ++o) {
             // Against the activations as quantized: only f32 summation rounds. Against the exact

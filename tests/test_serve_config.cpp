@@ -97,10 +97,12 @@ TEST_CASE("an empty configuration is development mode with the defaults", "[serv
 TEST_CASE("bad fields are named with their line", "[serve]") {
   CHECK_THAT(error_for("[server]\nendpont = \"x\""), Contains("home.toml:2: [server].endpont is not a known field"));
   CHECK_THAT(error_for("[server]\nheartbeat_ms = 5"), Contains("home.toml:2: [server].heartbeat_ms must be from 10"));
-  CHECK_THAT(error_for("[server]\ndrain_timeout_s = -1"), Contains("home.toml:2: [server].drain_timeout_s must be from 0"));
+  CHECK_THAT(error_for("[server]\ndrain_timeout_s = -1"),
+             Contains("home.toml:2: [server].drain_timeout_s must be from 0"));
   CHECK_THAT(error_for("[server]\nendpoint = 5"), Contains("[server].endpoint must be a string"));
   CHECK_THAT(error_for("[model]\ncompute = \"int4\""), Contains("home.toml:2: [model].compute must be one of"));
-  CHECK_THAT(error_for("[server]\nlog_level = \"loud\""), Contains("home.toml:2: [server].log_level must be one of"));
+  CHECK_THAT(error_for("[server]\nlog_level = \"loud\""),
+             Contains("home.toml:2: [server].log_level must be one of"));
   CHECK_THAT(error_for("[model]\nkernels = \"fast\""),
              Contains("home.toml:2: [model].kernels must be one of"));
   CHECK_THAT(error_for("[engine]\nmax_seqs = 0"), Contains("[engine].max_seqs must be from 1"));
