@@ -81,7 +81,7 @@ void print_vocab(const vocab_spec& v) {
               v.kind == tokenizer_kind::bpe ? "bpe" : "spm",
               v.kind == tokenizer_kind::bpe ? (" (" + v.pre + ")").c_str() : "", v.tokens.size(), v.merges.size(),
               v.bos, v.eos, v.eot);
-  std::printf("chat template  %s\n", to_string(detect_chat_format(v.chat_template)));
+  std::printf("chat template  %s\n", chat_format_name(v.chat_template));
 }
 
 int run_info(const std::string& path) {
