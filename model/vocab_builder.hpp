@@ -42,4 +42,9 @@ vocab_spec make_qwen_vocab(uint64_t seed, uint32_t n_vocab = 32000);
 //! at 32000..32010, after its SentencePiece vocabulary); the Phi-3 template.
 vocab_spec make_phi3_vocab(uint64_t seed, uint32_t n_vocab = 32000);
 
+//! Gemma style: make_spm_vocab's pieces without the space prefix (as Gemma's converters write
+//! add_space_prefix false), then <start_of_turn> and <end_of_turn> (eot) as the last two ids;
+//! the Gemma template.
+vocab_spec make_gemma_vocab(uint64_t seed, uint32_t n_vocab = 32000);
+
 }  // namespace hearth
