@@ -79,10 +79,14 @@ std::vector<tensor_recipe> recipes(const make_options& opt) {
   for (weight_desc& d : llama_weights(preset_hparams(opt))) {
     const bool matrix = d.dims.size() == 2;
     const tensor_type type = matrix ? matrix_type(opt, d.name, d.dims[0]) : tensor_type::f32;
-    // Embeddings: unit variance per element; other matrices 1/sqrt(fan_in); biases small; norms all ones.
+    // Embeddings: unit variance per element as they enter the residual stream (Gemma's are
+    // multiplied by sqrt(n_embd) first, so they are stored with variance 1 / n_embd: else each
+    // token's own embedding would outweigh the layers and, with the tied head, greedy decoding
+    // would only repeat the last token); other matrices 1/sqrt(fan_in); biases small; norms ones.
     const bool bias = d.kind == weight_kind::attn_q_bias || d.kind == weight_kind::attn_k_bias ||
                       d.kind == weight_kind::attn_v_bias;
-    const double amp = d.kind == weight_kind::token_embd ? std::sqrt(3.0)
+    const double embd_amp = is_gemma(opt.arch) ? amplitude_for(opt.preset.n_embd) : std::sqrt(3.0);
+    const double amp = d.kind == weight_kind::token_embd ? embd_amp
                        : matrix                          ? amplitude_for(d.dims[0])
                        : bias                            ? 0.2
                                                          : 0.0;
