@@ -36,15 +36,14 @@ double seconds_between(clock_type::time_point a, clock_type::time_point b) {
 
 // The prompt's tokens: raw text (special-token text stays text), or one chat turn formatted with
 // the model's template (whose markers are special tokens by construction).
-std::vector<token_id> prompt_tokens(const tokenizer& tok, const generate_args& a) {
+// A file without a template gets plain "role: content" lines; one whose template Hearth does not
+// recognise is refused, naming the file.
+result<std::vector<token_id>> prompt_tokens(const tokenizer& tok, const generate_args& a) {
   if (!a.chat) return tok.encode(a.prompt, {.add_bos = true, .parse_special = false});
-  const auto& spec = tok.spec();
-  if (detect_chat_format(spec.chat_template) == chat_format::plain) {
-    std::fprintf(stderr, "hearth: warning: %s chat template; formatting the turn as plain text\n",
-                 spec.chat_template.empty() ? "the model has no" : "unrecognised");
-  }
   const chat_message turn[] = {{"user", a.prompt}};
-  return encode_chat(tok, turn);
+  auto tokens = encode_chat(tok, turn);
+  if (!tokens) return error{tokens.error().code, a.model + ": " + tokens.error().message};
+  return tokens;
 }
 
 struct loaded_model {
@@ -69,7 +68,9 @@ int run_generate(const generate_args& a) {
   if (!loaded) return fail(loaded.error().message);
   auto& [tok, backend] = *loaded;
   const uint32_t n_ctx = backend->params().n_ctx_train;
-  std::vector<token_id> tokens = prompt_tokens(tok, a);
+  auto prompt = prompt_tokens(tok, a);
+  if (!prompt) return fail(prompt.error().message);
+  std::vector<token_id> tokens = std::move(*prompt);
   const size_t n_prompt = tokens.size();
   if (n_prompt == 0 || n_prompt >= n_ctx) {
     return fail("prompt of " + std::to_string(n_prompt) + " tokens does not fit the context of " + std::to_string(n_ctx));

@@ -24,6 +24,7 @@ struct make_args {
   std::string arch = "llama";
   uint64_t seed = 1;
   uint32_t n_ctx = 2048;
+  uint32_t n_layer = 0;  // 0: the preset's
   std::string out;
 };
 
@@ -36,7 +37,9 @@ int run_make(const make_args& a) {
                    a.n_ctx};
   opt.mix = *ft;
   opt.phi4_mini_vocab = a.tokenizer == "gpt-4o";
-  for (const model_arch m : {model_arch::llama, model_arch::qwen2, model_arch::qwen3, model_arch::phi3}) {
+  if (a.n_layer != 0) opt.preset.n_layer = a.n_layer;
+  for (const model_arch m : {model_arch::llama, model_arch::qwen2, model_arch::qwen3, model_arch::phi3,
+                             model_arch::gemma2, model_arch::gemma3}) {
     if (a.arch == to_string(m)) opt.arch = m;
   }
   if (auto s = make_model(opt, a.out); !s) return fail(s.error().message);
@@ -82,7 +85,7 @@ void print_vocab(const vocab_spec& v) {
               v.kind == tokenizer_kind::bpe ? "bpe" : "spm",
               v.kind == tokenizer_kind::bpe ? (" (" + v.pre + ")").c_str() : "", v.tokens.size(), v.merges.size(),
               v.bos, v.eos, v.eot);
-  std::printf("chat template  %s\n", to_string(detect_chat_format(v.chat_template)));
+  std::printf("chat template  %s\n", chat_format_name(v.chat_template));
 }
 
 int run_info(const std::string& path) {
@@ -132,9 +135,10 @@ void add_model_commands(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember(dtypes))
       ->capture_default_str();
   make->add_option("--arch", args->arch,
-                   "llama | qwen2 (q/k/v biases) | qwen3 (q/k norms) | phi3 (fused qkv, gate/up); the Qwen "
-                   "and Phi-3 families bring their own tokenizer and chat template")
-      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "phi3"}))
+                   "llama | qwen2 (q/k/v biases) | qwen3 (q/k norms) | phi3 (fused qkv, gate/up) | gemma2 "
+                   "(GeGLU, post-norms, soft-capping, sliding layers) | gemma3 (and q/k norms, 5 local : 1 "
+                   "global); the Qwen, Phi-3 and Gemma families bring their own tokenizer and chat template")
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"}))
       ->capture_default_str();
   make->add_option("--tokenizer", args->tokenizer,
                    "bpe (Llama 3 style) | spm (Llama 2 style), llama only | gpt-4o (Phi-4-mini's byte-level "
@@ -143,6 +147,8 @@ void add_model_commands(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   make->add_option("--seed", args->seed, "Seed: same seed, same file")->capture_default_str();
   make->add_option("--ctx", args->n_ctx, "Context length")->capture_default_str();
+  make->add_option("--layers", args->n_layer,
+                   "Layers, instead of the preset's (llama.cpp b4748 runs gemma2 only with 26, 42 or 46)");
   make->add_option("-o,--output", args->out, "Output file")->required();
   make->callback([args, &exit_code] { exit_code = run_make(*args); });
 

@@ -197,7 +197,7 @@ int run_serve(const serve_args& a) {
       .heartbeat_ms = cfg->heartbeat_ms,
       .tenants = cfg->engine.tenants,
       .model = {std::filesystem::path(cfg->model_path).stem().string(), to_string(hp->arch),
-                to_string(detect_chat_format(shared_tok->spec().chat_template)), hp->n_ctx_train,
+                chat_format_name(shared_tok->spec().chat_template), hp->n_ctx_train,
                 hp->n_vocab},
       .policy = cfg->engine.policy,
       .reload = [&] { return reload(**eng); },

@@ -12,7 +12,7 @@
 //   tile_index), so the dot products and the weighted sums need no shuffles.
 // - fold_tile_transposed<NQ>: the prefill path, K transposed to f32 (transpose_tile) so that
 //   scores are broadcast FMAs, 8 keys to a vector, with no horizontal sums, and a causal mask
-//   per query on the diagonal tile.
+//   per query on the diagonal tile (and a sliding window's start on the oldest).
 
 #include <algorithm>
 #include <cstddef>
@@ -160,15 +160,17 @@ HEARTH_SIMD_INLINE void tile_accumulate(const float* p, uint32_t p_stride, const
 }
 
 //! Folds keys k (n, hd) and values v (n, hd) into the running softmax of NQ queries q (NQ, hd):
-//! max m (NQ,), sum l (NQ,), acc (NQ, hd). p (NQ, p_stride >= n) is scratch.
+//! max m (NQ,), sum l (NQ,), acc (NQ, hd). p (NQ, p_stride >= n) is scratch. Scores are
+//! soft-capped (c tanh(s / c)) when softcap > 0: one branch per fold, nothing when it is off.
 template <class E, uint32_t NQ>
 HEARTH_SIMD_INLINE void fold_tile(const float* q, const typename E::type* k, const typename E::type* v,
                                   uint32_t n, uint32_t hd, float* m, float* l, float* acc, float* p,
-                                  uint32_t p_stride) {
+                                  uint32_t p_stride, float softcap) {
   tile_scores<E, NQ>(q, k, n, hd, p, p_stride);
   float correction[NQ];
   for (uint32_t g = 0; g < NQ; ++g) {
     float* pg = p + g * p_stride;
+    if (softcap > 0.0f) simd::softcap(pg, n, softcap);
     const float m_new = std::max(m[g], *std::max_element(pg, pg + n));
     correction[g] = simd::exp(m[g] - m_new);  // ~1e-38 on the first tile, where l and acc are 0
     l[g] = l[g] * correction[g] + exp_shifted(pg, n, m_new);
@@ -244,19 +246,28 @@ HEARTH_SIMD_INLINE void scores_transposed(const float* q, const float* kt, uint3
 }
 
 //! Folds one tile of n keys (kt (hd, ld) transposed, v (n, hd) in order) into NQ queries whose
-//! rows see the first seen[g] of them (causal mask on the diagonal): scores for all, softmax
-//! over what each sees, the unseen weights zero.
+//! rows see keys [from[g], seen[g]) of it (the causal mask on the diagonal, a sliding window's
+//! start): scores for all, soft-capped when softcap > 0, softmax over what each sees, the unseen
+//! weights zero. A query that sees none of the tile keeps its state.
 template <uint32_t NQ>
 HEARTH_SIMD_INLINE void fold_tile_transposed(const float* q, const float* kt, const float* v, uint32_t n,
-                                             const uint32_t* seen, uint32_t hd, uint32_t ld, float* m,
-                                             float* l, float* acc, float* p) {
+                                             const uint32_t* from, const uint32_t* seen, uint32_t hd,
+                                             uint32_t ld, float* m, float* l, float* acc, float* p,
+                                             float softcap) {
   scores_transposed<NQ>(q, kt, n, hd, ld, p);
   float correction[NQ];
   for (uint32_t g = 0; g < NQ; ++g) {
     float* pg = p + g * size_t{ld};
-    const float m_new = std::max(m[g], *std::max_element(pg, pg + seen[g]));
+    if (from[g] >= seen[g]) {
+      correction[g] = 1.0f;
+      std::fill(pg, pg + n, 0.0f);
+      continue;
+    }
+    if (softcap > 0.0f) simd::softcap(pg + from[g], seen[g] - from[g], softcap);
+    const float m_new = std::max(m[g], *std::max_element(pg + from[g], pg + seen[g]));
     correction[g] = simd::exp(m[g] - m_new);
-    l[g] = l[g] * correction[g] + exp_shifted(pg, seen[g], m_new);
+    l[g] = l[g] * correction[g] + exp_shifted(pg + from[g], seen[g] - from[g], m_new);
+    std::fill(pg, pg + from[g], 0.0f);
     std::fill(pg + seen[g], pg + n, 0.0f);
     m[g] = m_new;
   }

@@ -130,13 +130,44 @@ result<cpu_backend::layer> load_layer(const tensor_index& ix, const hparams& hp,
     if (!kept(*lg)) ix.release({k}, l);
   }
   if (!kept(*ld)) ix.release({weight_kind::ffn_down}, l);
-  cpu_backend::layer out{ix.floats(weight_kind::attn_norm, l), ix.floats(weight_kind::ffn_norm, l), {}, {},
+  cpu_backend::layer out{ix.floats(weight_kind::attn_norm, l), ix.floats(weight_kind::ffn_norm, l), {}, {}, {}, {},
                          std::move(*lq), std::move(*lo), std::move(*lg), std::move(*ld)};
   if (hp.has_qk_norm) {
     out.q_norm = ix.floats(weight_kind::attn_q_norm, l);
     out.k_norm = ix.floats(weight_kind::attn_k_norm, l);
   }
+  if (hp.has_post_norms) {
+    out.attn_post_norm = ix.floats(weight_kind::attn_post_norm, l);
+    out.ffn_post_norm = ix.floats(weight_kind::ffn_post_norm, l);
+  }
   return out;
+}
+
+// The rotation tables of one batch: one per distinct RoPE among the layers (gemma3's sliding
+// layers have their own base and no frequency factors), shared by the layers that use it.
+struct layer_ropes {
+  std::vector<ops::rope_table> tables;
+  std::vector<uint32_t> index;  // (n_layer,) the table of each layer
+
+  const ops::rope_table& of(uint32_t layer) const { return tables[index[layer]]; }
+};
+
+layer_ropes make_ropes(const hparams& hp, std::span<const uint32_t> positions) {
+  layer_ropes r{{}, std::vector<uint32_t>(hp.n_layer)};
+  std::vector<hparams::layer_rope> made;  // made[i]: what tables[i] rotates by
+  for (uint32_t l = 0; l < hp.n_layer; ++l) {
+    const hparams::layer_rope rp = hp.rope_of(l);
+    const auto known = std::find_if(made.begin(), made.end(), [&](const hparams::layer_rope& m) {
+      return m.base == rp.base && m.freq_factors.data() == rp.freq_factors.data() &&
+             m.freq_factors.size() == rp.freq_factors.size();
+    });
+    r.index[l] = static_cast<uint32_t>(known - made.begin());
+    if (known != made.end()) continue;
+    made.push_back(rp);
+    r.tables.push_back(
+        ops::make_rope_table(positions, hp.n_rot, rp.base, hp.pairing, rp.freq_factors, hp.rope_attn_factor));
+  }
+  return r;
 }
 
 }  // namespace
@@ -194,7 +225,7 @@ std::array<matmul_plan, 5> cpu_backend::plans() const {
 size_t cpu_backend::weight_bytes() const {
   size_t n = w_->embd.size() + w_->output_norm.size() * 4 + w_->head->weight_bytes();
   for (const layer& l : w_->layers) {
-    n += (l.attn_norm.size() + l.ffn_norm.size()) * 4;
+    n += (l.attn_norm.size() + l.ffn_norm.size() + l.attn_post_norm.size() + l.ffn_post_norm.size()) * 4;
     n += l.qkv.weight_bytes() + l.wo.weight_bytes() + l.gate_up.weight_bytes() + l.down.weight_bytes();
   }
   return n;
@@ -219,10 +250,8 @@ status<> cpu_backend::forward(std::span<const batch_seq> batch, batch_logits& ou
   ff_.resize(size_t{n_rows} * hp_.n_ff);
 
   embed(batch);
-  const ops::rope_table rope =
-      ops::make_rope_table(positions_, hp_.n_rot, hp_.rope_freq_base, hp_.pairing, hp_.rope_freq_factors,
-                           hp_.rope_attn_factor);
-  for (uint32_t l = 0; l < hp_.n_layer; ++l) run_layer(w_->layers[l], l, n_rows, rope);
+  const layer_ropes ropes = make_ropes(hp_, positions_);
+  for (uint32_t l = 0; l < hp_.n_layer; ++l) run_layer(w_->layers[l], l, n_rows, ropes.of(l));
   compute_logits(batch, out);
   return {};
 }
@@ -233,8 +262,11 @@ void cpu_backend::embed(std::span<const batch_seq> batch) {
   size_t r = 0;
   for (const batch_seq& s : batch) {
     for (token_id t : s.tokens) {
-      dequantize(w_->embd_type, w_->embd.subspan(static_cast<size_t>(t) * row_bytes, row_bytes),
-                 std::span(x_).subspan(r++ * d, d));
+      const std::span<float> row = std::span(x_).subspan(r++ * d, d);
+      dequantize(w_->embd_type, w_->embd.subspan(static_cast<size_t>(t) * row_bytes, row_bytes), row);
+      if (hp_.embd_scale != 1.0f) {
+        for (float& v : row) v *= hp_.embd_scale;  // gemma: sqrt(n_embd)
+      }
     }
   }
 }
@@ -256,14 +288,17 @@ void cpu_backend::run_layer(const layer& l, uint32_t index, uint32_t n_rows, con
   // q and k heads lie side by side at the start of each fused row: one rotation covers both.
   ops::rope({qkv_.data(), qkv_dim}, n_rows, hp_.n_head + hp_.n_head_kv, hp_.head_dim, rope);
   ops::store_kv(*kv_, index, {qkv_.data() + q_dim, qkv_dim}, {qkv_.data() + q_dim + kv_dim, qkv_dim}, seqs_);
-  ops::paged_attention(*kv_, index, hp_.n_head, {qkv_.data(), qkv_dim}, {att_.data(), q_dim}, seqs_);
+  const ops::attn_params attn{hp_.kq_scale(), hp_.attn_softcap, hp_.window(index)};
+  ops::paged_attention(*kv_, index, hp_.n_head, {qkv_.data(), qkv_dim}, {att_.data(), q_dim}, seqs_, attn);
   l.wo.forward(att_.data(), h_.data(), n_rows);
+  if (hp_.has_post_norms) ops::rmsnorm({h_.data(), d}, l.attn_post_norm, hp_.rms_eps, {h_.data(), d}, n_rows);
   add_rows(x_.data(), h_.data(), n_rows * d);
 
   ops::rmsnorm({x_.data(), d}, l.ffn_norm, hp_.rms_eps, {h_.data(), d}, n_rows);
   l.gate_up.forward(h_.data(), gu_.data(), n_rows);
-  ops::silu_mul({gu_.data(), 2 * size_t{hp_.n_ff}}, {ff_.data(), hp_.n_ff}, n_rows, hp_.n_ff);
+  ops::gated_act({gu_.data(), 2 * size_t{hp_.n_ff}}, {ff_.data(), hp_.n_ff}, n_rows, hp_.n_ff, hp_.act);
   l.down.forward(ff_.data(), h_.data(), n_rows);
+  if (hp_.has_post_norms) ops::rmsnorm({h_.data(), d}, l.ffn_post_norm, hp_.rms_eps, {h_.data(), d}, n_rows);
   add_rows(x_.data(), h_.data(), n_rows * d);
 }
 
@@ -284,6 +319,7 @@ void cpu_backend::compute_logits(std::span<const batch_seq> batch, batch_logits&
   out.n_vocab = hp_.n_vocab;
   out.values.resize(size_t{n_out} * hp_.n_vocab);
   w_->head->forward(h_.data(), out.values.data(), n_out);
+  if (hp_.final_softcap > 0.0f) ops::softcap(out.values, hp_.final_softcap);
 }
 
 }  // namespace hearth

@@ -3,13 +3,13 @@
 // the matrix work (kernels/matmul.hpp) and our own kernels for the rest (kernels/cpu_ops.hpp).
 //
 // Per iteration, T = all new tokens of all sequences, as rows of one activation matrix:
-//   x (T, d) = embeddings
-//   per layer: h = rmsnorm(x);  qkv (T, q + 2kv) = h @ Wqkv^T (+ b);  [qwen3: rmsnorm each q, k head]
-//              rope(q, k) by row position
-//              store k, v in the paged pool;  att (T, q) = paged_attention(q, pool)
-//              x += att @ Wo^T;  h = rmsnorm(x);  gu (T, 2 ff) = h @ [Wgate; Wup]^T
-//              x += (silu(gate) * up) @ Wdown^T
-//   logits (R, vocab) = rmsnorm(x[rows that need logits]) @ Whead^T
+//   x (T, d) = embeddings  [gemma: * sqrt(d)]
+//   per layer: h = rmsnorm(x);  qkv (T, q + 2kv) = h @ Wqkv^T (+ b);  [qwen3, gemma3: rmsnorm each q, k head]
+//              rope(q, k) by row position (gemma3's sliding layers: their own base)
+//              store k, v in the paged pool;  att (T, q) = paged_attention(q, pool)  [window, soft-cap]
+//              x += att @ Wo^T [gemma: rmsnorm-ed first];  h = rmsnorm(x);  gu (T, 2 ff) = h @ [Wgate; Wup]^T
+//              x += (act(gate) * up) @ Wdown^T  [act: silu, gemma's gelu; gemma: rmsnorm-ed first]
+//   logits (R, vocab) = rmsnorm(x[rows that need logits]) @ Whead^T  [gemma2: soft-capped]
 // Prefill chunks and decode tokens are the same thing here: rows with positions.
 
 #include <array>
@@ -62,6 +62,8 @@ class cpu_backend final : public backend {
     std::vector<float> ffn_norm;   // (d,)
     std::vector<float> q_norm;     // (head_dim,) qwen3's per-head norm of q, else empty
     std::vector<float> k_norm;     // (head_dim,) the same for k
+    std::vector<float> attn_post_norm;  // (d,) gemma: on the attention's output, else empty
+    std::vector<float> ffn_post_norm;   // (d,) gemma: on the FFN's output, else empty
     linear qkv;                    // (q + 2 kv, d) with biases for qwen2
     linear wo;                     // (d, q)
     linear gate_up;                // (2 ff, d)

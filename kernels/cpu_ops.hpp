@@ -1,6 +1,6 @@
 #pragma once
 // The CPU backend's own kernels, the ones oneDNN does not provide: RMS norm, RoPE, the SwiGLU
-// activation, and attention over the paged KV cache. Stateless; each matches its plain twin
+// and GeGLU activations, soft-capping, and attention over the paged KV cache. Stateless; each matches its plain twin
 // (reference_ops, reference_model::attend) within f32 rounding. Matrices are row-major f32; a
 // row_view's rows may be strided, so the kernels read and write the q/k/v slices of a fused QKV
 // projection (rows, q_dim + 2 kv_dim) in place.
@@ -29,8 +29,13 @@ struct row_view {
 void rmsnorm(row_view<const float> x, std::span<const float> weight, float eps, row_view<float> out,
              uint32_t rows);
 
-//! gate_up (rows, 2 n_ff) = [gate | up] -> out (rows, n_ff) = silu(gate) * up.
-void silu_mul(row_view<const float> gate_up, row_view<float> out, uint32_t rows, uint32_t n_ff);
+//! gate_up (rows, 2 n_ff) = [gate | up] -> out (rows, n_ff) = act(gate) * up: SwiGLU with silu,
+//! Gemma's GeGLU with gelu (tanh approximation).
+void gated_act(row_view<const float> gate_up, row_view<float> out, uint32_t rows, uint32_t n_ff,
+               ffn_activation act);
+
+//! x = cap * tanh(x / cap) in place (cap > 0): gemma2's final logit soft-capping.
+void softcap(std::span<float> x, float cap);
 
 //! cos and sin of every rotary pair at every row's position: built once per batch, shared by q, k
 //! and all layers. Angles pos * ref::rope_freq(i) are computed in double, as the reference does.
@@ -64,12 +69,19 @@ struct seq_rows {
 void store_kv(kv_pool& pool, uint32_t layer, row_view<const float> k, row_view<const float> v,
               std::span<const seq_rows> seqs);
 
+//! What a layer's attention changes in plain causal softmax(q k^T / sqrt(head_dim)) v.
+struct attn_params {
+  float scale = 0.0f;    //!< multiplies q.k; 0: 1 / sqrt(head_dim)
+  float softcap = 0.0f;  //!< scores c tanh(s / c) before the softmax (gemma2); 0: none
+  uint32_t window = 0;   //!< a row at p sees keys p - window < t <= p (sliding layers); 0: 0..p
+};
+
 //! Causal attention over the paged cache: for each row at position p, per head h,
-//! out (rows, n_head * head_dim) = softmax(q_h k^T / sqrt(head_dim)) v over positions 0..p of the
-//! sequence, k/v from kv head h / (n_head / n_head_kv) of `layer`. The rows' own k/v must already
-//! be stored (store_kv). Online softmax over blocks, f32 accumulation; work is spread over
+//! out (rows, n_head * head_dim) = softmax(q_h k^T * scale) v over positions 0..p of the sequence
+//! (or its window), k/v from kv head h / (n_head / n_head_kv) of `layer`. The rows' own k/v must
+//! already be stored (store_kv). Online softmax over blocks, f32 accumulation; work is spread over
 //! (sequence, kv head, chunk of rows) with parallel_for, each item reading its K/V tiles once.
 void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_view<const float> q,
-                     row_view<float> out, std::span<const seq_rows> seqs);
+                     row_view<float> out, std::span<const seq_rows> seqs, const attn_params& params = {});
 
 }  // namespace hearth::ops

@@ -80,7 +80,9 @@ struct attn_call {
   const kv_pool& pool;
   uint32_t layer;
   uint32_t group;  // query heads per kv head
-  float scale;     // 1 / sqrt(head_dim)
+  float scale;     // multiplies q.k: 1 / sqrt(head_dim) unless the model says otherwise
+  float softcap;   // scores c tanh(s / c) when > 0
+  uint32_t window; // a row at p sees keys from window_start(p, window)
   row_view<const float> q;
   row_view<float> out;
   std::span<const seq_rows> seqs;
@@ -111,6 +113,11 @@ struct attn_scratch {
   }
 };
 
+//! The first key position a row at `pos` sees: pos + 1 - window under a sliding window, else 0.
+inline uint64_t window_start(uint64_t pos, uint32_t window) {
+  return window != 0 && pos + 1 > window ? pos + 1 - window : 0;
+}
+
 //! The first n rows of a head's K (kv = 0) or V (kv = 1) tile in one block, as f32 into dst.
 HEARTH_SIMD_INLINE void tile_to_f32(const kv_pool& pool, uint32_t block, uint32_t layer, uint32_t kv,
                                     uint32_t head, uint32_t n, float* dst) {
@@ -139,7 +146,8 @@ HEARTH_SIMD_INLINE const typename E::type* tile_as(const kv_pool& pool, uint32_t
 //! fold_tile over queries [q0, q1) of the item, max_queries_per_fold at a time.
 template <class E>
 HEARTH_SIMD_INLINE void fold_queries(attn_scratch& w, uint32_t q0, uint32_t q1, const typename E::type* k,
-                                     const typename E::type* v, uint32_t n, uint32_t hd, uint32_t bs) {
+                                     const typename E::type* v, uint32_t n, uint32_t hd, uint32_t bs,
+                                     float softcap) {
   for (uint32_t qi = q0; qi < q1; qi += max_queries_per_fold) {
     float* q = w.q.data() + size_t{qi} * hd;
     float* acc = w.acc.data() + size_t{qi} * hd;
@@ -147,16 +155,16 @@ HEARTH_SIMD_INLINE void fold_queries(attn_scratch& w, uint32_t q0, uint32_t q1, 
     float* l = w.l.data() + qi;
     switch (std::min(max_queries_per_fold, q1 - qi)) {
       case 4:
-        fold_tile<E, 4>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
+        fold_tile<E, 4>(q, k, v, n, hd, m, l, acc, w.p.data(), bs, softcap);
         break;
       case 3:
-        fold_tile<E, 3>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
+        fold_tile<E, 3>(q, k, v, n, hd, m, l, acc, w.p.data(), bs, softcap);
         break;
       case 2:
-        fold_tile<E, 2>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
+        fold_tile<E, 2>(q, k, v, n, hd, m, l, acc, w.p.data(), bs, softcap);
         break;
       default:
-        fold_tile<E, 1>(q, k, v, n, hd, m, l, acc, w.p.data(), bs);
+        fold_tile<E, 1>(q, k, v, n, hd, m, l, acc, w.p.data(), bs, softcap);
         break;
     }
   }
@@ -228,10 +236,12 @@ HEARTH_SIMD_INLINE void fold_blocks_by_tiles(const attn_call& c, const attn_item
   const uint32_t q1 = hb.q0 + it.n_rows * c.group;
   for (uint32_t qi = hb.q0 + first_row * c.group; qi < q1; qi += max_queries_per_fold) {
     const uint32_t count = std::min(max_queries_per_fold, q1 - qi);
-    uint32_t seen[max_queries_per_fold];
+    uint32_t from[max_queries_per_fold], seen[max_queries_per_fold];
     for (uint32_t g = 0; g < count; ++g) {
       const uint64_t pos = first_pos + (qi - hb.q0 + g) / c.group;
       seen[g] = static_cast<uint32_t>(std::min<uint64_t>(n_keys, pos - hb.base + 1));
+      const uint64_t lo = window_start(pos, c.window);
+      from[g] = static_cast<uint32_t>(lo > hb.base ? std::min<uint64_t>(n_keys, lo - hb.base) : 0);
     }
     const float* q = w.q.data() + size_t{qi} * hd;
     float* acc = w.acc.data() + size_t{qi} * hd;
@@ -240,16 +250,16 @@ HEARTH_SIMD_INLINE void fold_blocks_by_tiles(const attn_call& c, const attn_item
     const float *kt = w.kt.data(), *v = w.v.data();
     switch (count) {
       case 4:
-        fold_tile_transposed<4>(q, kt, v, n_keys, seen, hd, ld, m, l, acc, w.p.data());
+        fold_tile_transposed<4>(q, kt, v, n_keys, from, seen, hd, ld, m, l, acc, w.p.data(), c.softcap);
         break;
       case 3:
-        fold_tile_transposed<3>(q, kt, v, n_keys, seen, hd, ld, m, l, acc, w.p.data());
+        fold_tile_transposed<3>(q, kt, v, n_keys, from, seen, hd, ld, m, l, acc, w.p.data(), c.softcap);
         break;
       case 2:
-        fold_tile_transposed<2>(q, kt, v, n_keys, seen, hd, ld, m, l, acc, w.p.data());
+        fold_tile_transposed<2>(q, kt, v, n_keys, from, seen, hd, ld, m, l, acc, w.p.data(), c.softcap);
         break;
       default:
-        fold_tile_transposed<1>(q, kt, v, n_keys, seen, hd, ld, m, l, acc, w.p.data());
+        fold_tile_transposed<1>(q, kt, v, n_keys, from, seen, hd, ld, m, l, acc, w.p.data(), c.softcap);
         break;
     }
   }
@@ -268,8 +278,12 @@ HEARTH_SIMD_INLINE void fold_block(const attn_call& c, const attn_item& it, attn
     const uint64_t pos = first_pos + i;
     if (pos < hb.base) continue;  // this row sees none of the tile
     const auto n = static_cast<uint32_t>(std::min<uint64_t>(hb.n_keys, pos - hb.base + 1));
+    // Under a sliding window the row sees the tile's keys from `off` on.
+    const uint64_t lo = window_start(pos, c.window);
+    const auto off = static_cast<uint32_t>(lo > hb.base ? std::min<uint64_t>(n, lo - hb.base) : 0);
+    if (off == n) continue;
     const uint32_t q0 = hb.q0 + i * c.group;
-    fold_queries<E>(w, q0, q0 + c.group, k, v, n, hd, bs);
+    fold_queries<E>(w, q0, q0 + c.group, k + size_t{off} * hd, v + size_t{off} * hd, n - off, hd, bs, c.softcap);
   }
 }
 
@@ -373,7 +387,7 @@ uint32_t decode_heads_per_item(uint32_t n_head_kv, size_t items_with_all_heads) 
   return (n_head_kv + groups - 1) / groups;
 }
 
-attn_plan make_plan(const kv_layout& lay, uint32_t group, std::span<const seq_rows> seqs) {
+attn_plan make_plan(const kv_layout& lay, uint32_t group, uint32_t window, std::span<const seq_rows> seqs) {
   attn_plan plan;
   for (uint32_t si = 0; si < seqs.size(); ++si) {
     const seq_rows& s = seqs[si];
@@ -383,7 +397,9 @@ attn_plan make_plan(const kv_layout& lay, uint32_t group, std::span<const seq_ro
       const uint32_t n_rows = std::min(rows_per_item, s.n_rows - row0);
       const auto n_blocks = static_cast<uint32_t>(
           (uint64_t{s.start_pos} + row0 + n_rows + lay.block_size - 1) / lay.block_size);
-      const uint32_t ranges = std::clamp(n_blocks / min_blocks_per_range, 1u, max_ranges);
+      // Blocks before the first row's window hold no key any row of the chunk sees.
+      const auto b0 = static_cast<uint32_t>(window_start(uint64_t{s.start_pos} + row0, window) / lay.block_size);
+      const uint32_t ranges = std::clamp((n_blocks - b0) / min_blocks_per_range, 1u, max_ranges);
       const uint32_t per_item = n_rows == 1 ? decode_heads_per_item(lay.n_head_kv, seqs.size() * ranges) : 1;
       for (uint32_t h = 0; h < lay.n_head_kv; h += per_item) {
         const uint32_t n_heads = std::min(per_item, lay.n_head_kv - h);
@@ -391,8 +407,8 @@ attn_plan make_plan(const kv_layout& lay, uint32_t group, std::span<const seq_ro
         if (ranges > 1) plan.merges.emplace_back(static_cast<uint32_t>(plan.items.size()), ranges);
         for (uint32_t r = 0; r < ranges; ++r) {
           const uint32_t slot = ranges > 1 ? static_cast<uint32_t>(plan.partial_floats) : whole_keys;
-          plan.items.push_back(
-              {si, h, n_heads, row0, n_rows, n_blocks * r / ranges, n_blocks * (r + 1) / ranges, slot});
+          plan.items.push_back({si, h, n_heads, row0, n_rows, b0 + (n_blocks - b0) * r / ranges,
+                                b0 + (n_blocks - b0) * (r + 1) / ranges, slot});
           if (ranges > 1) plan.partial_floats += partial;
         }
       }
@@ -404,16 +420,17 @@ attn_plan make_plan(const kv_layout& lay, uint32_t group, std::span<const seq_ro
 }  // namespace
 
 void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_view<const float> q,
-                     row_view<float> out, std::span<const seq_rows> seqs) {
+                     row_view<float> out, std::span<const seq_rows> seqs, const attn_params& params) {
   const kv_layout& lay = pool.layout();
   assert(n_head > 0 && n_head % lay.n_head_kv == 0 && "paged_attention: n_head not a multiple of n_head_kv");
   assert(layer < lay.n_layer && "paged_attention: layer out of range");
   const uint32_t group = n_head / lay.n_head_kv;
-  const attn_plan plan = make_plan(lay, group, seqs);
+  assert(params.scale >= 0.0f && params.softcap >= 0.0f && "paged_attention: negative scale or cap");
+  const attn_plan plan = make_plan(lay, group, params.window, seqs);
   std::vector<float> partials(plan.partial_floats);
-  const attn_call call{
-      pool, layer, group, static_cast<float>(1.0 / std::sqrt(static_cast<double>(lay.head_dim))),
-      q,    out,   seqs,  partials.data()};
+  const float scale =
+      params.scale > 0.0f ? params.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(lay.head_dim)));
+  const attn_call call{pool, layer, group, scale, params.softcap, params.window, q, out, seqs, partials.data()};
   parallel_for(plan.items.size(), [&](size_t i) { attend_item(call, plan.items[i]); });
   parallel_for(plan.merges.size(), [&](size_t i) {
     merge_items(call, &plan.items[plan.merges[i].first], plan.merges[i].second);

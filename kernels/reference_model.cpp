@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "common/checked.hpp"
 #include "kernels/reference_ops.hpp"
@@ -58,10 +59,24 @@ status<> check_hparams(const hparams& hp, uint32_t n_ctx) {
   return {};
 }
 
+// Gemma's scales and caps: 0 means "none" (or the default scale) for all but embd_scale.
+status<> check_scales(const hparams& hp) {
+  const std::pair<float, const char*> optional[] = {{hp.attn_scale, "attn_scale"},
+                                                    {hp.attn_softcap, "attn_softcap"},
+                                                    {hp.final_softcap, "final_softcap"},
+                                                    {hp.rope_freq_base_swa, "rope_freq_base_swa"}};
+  for (const auto& [v, name] : optional) {
+    if (!(v >= 0.0f) || !std::isfinite(v)) return invalid(std::string(name) + " must be >= 0 and finite");
+  }
+  if (!(hp.embd_scale > 0.0f) || !std::isfinite(hp.embd_scale)) return invalid("embd_scale must be > 0");
+  return {};
+}
+
 }  // namespace
 
 result<reference_model> reference_model::create(hparams hp, reference_weights w, uint32_t n_ctx) {
   if (auto st = check_hparams(hp, n_ctx); !st) return st.error();
+  if (auto st = check_scales(hp); !st) return st.error();
   if (auto st = check_weights(hp, w); !st) return st.error();
   return reference_model(std::move(hp), std::move(w), n_ctx);
 }
@@ -98,12 +113,16 @@ std::span<const float> reference_model::forward(token_id token, uint32_t pos) {
   }
   const size_t embd = hp_.n_embd;
   std::copy_n(w_.token_embd.begin() + static_cast<ptrdiff_t>(token * embd), embd, x_.begin());
+  if (hp_.embd_scale != 1.0f) {
+    for (float& v : x_) v *= hp_.embd_scale;  // gemma: sqrt(n_embd)
+  }
   for (uint32_t l = 0; l < hp_.n_layer; ++l) {
     attention_block(l, pos);
     ffn_block(l);
   }
   ref::rmsnorm(x_, w_.output_norm, hp_.rms_eps, xb_);
   ref::matvec(w_.head(), xb_, logits_);  // head (n_vocab, n_embd) @ xb (n_embd,) -> (n_vocab,)
+  if (hp_.final_softcap > 0.0f) ref::softcap(logits_, hp_.final_softcap);
   n_past_ = pos + 1;
   return logits_;
 }
@@ -159,36 +178,42 @@ void reference_model::attention_block(uint32_t layer, uint32_t pos) {
       ref::rmsnorm(head, lw.k_norm, hp_.rms_eps, head);
     }
   }
+  const hparams::layer_rope rp = hp_.rope_of(layer);  // gemma3's sliding layers: their own base
   for (uint32_t h = 0; h < hp_.n_head; ++h) {
-    ref::rope(std::span(q_).subspan(size_t{h} * hd, hd), hp_.n_rot, pos, hp_.rope_freq_base,
-              hp_.pairing, hp_.rope_freq_factors, hp_.rope_attn_factor);
+    ref::rope(std::span(q_).subspan(size_t{h} * hd, hd), hp_.n_rot, pos, rp.base, hp_.pairing, rp.freq_factors,
+              hp_.rope_attn_factor);
   }
   for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
-    ref::rope(k.subspan(size_t{h} * hd, hd), hp_.n_rot, pos, hp_.rope_freq_base, hp_.pairing,
-              hp_.rope_freq_factors, hp_.rope_attn_factor);
+    ref::rope(k.subspan(size_t{h} * hd, hd), hp_.n_rot, pos, rp.base, hp_.pairing, rp.freq_factors,
+              hp_.rope_attn_factor);
   }
   attend(layer, pos);
   ref::matvec(lw.wo, att_out_, xb_);  // wo (n_embd, q_dim) @ att_out (q_dim,) -> xb (n_embd,)
+  if (hp_.has_post_norms) ref::rmsnorm(xb_, lw.attn_post_norm, hp_.rms_eps, xb_);
   ref::add(x_, xb_);
 }
 
 void reference_model::attend(uint32_t layer, uint32_t pos) {
   const uint32_t hd = hp_.head_dim;
   const uint32_t group = hp_.n_head / hp_.n_head_kv;  // query heads sharing one kv head
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-  std::span<float> scores(scores_.data(), size_t{pos} + 1);  // (pos + 1,) over positions 0..pos
+  const double scale = hp_.kq_scale();
+  // A sliding layer sees the last `window` positions, pos - window < t <= pos; others all of 0..pos.
+  const uint32_t window = hp_.window(layer);
+  const uint32_t first = window != 0 && pos + 1 > window ? pos + 1 - window : 0;
+  std::span<float> scores(scores_.data() + first, size_t{pos} + 1 - first);  // scores[t - first]
   for (uint32_t h = 0; h < hp_.n_head; ++h) {
     const size_t kv_off = size_t{h / group} * hd;
     std::span<const float> q = std::span(q_).subspan(size_t{h} * hd, hd);  // (hd,)
-    for (uint32_t t = 0; t <= pos; ++t) {
-      scores[t] = static_cast<float>(ref::dot(q, {key_at(layer, t) + kv_off, hd}) * scale);
+    for (uint32_t t = first; t <= pos; ++t) {
+      scores[t - first] = static_cast<float>(ref::dot(q, {key_at(layer, t) + kv_off, hd}) * scale);
     }
+    if (hp_.attn_softcap > 0.0f) ref::softcap(scores, hp_.attn_softcap);
     ref::softmax(scores);
     // out_h (hd,) = sum_t scores[t] * v_t (hd,)
     for (uint32_t i = 0; i < hd; ++i) {
       double acc = 0.0;
-      for (uint32_t t = 0; t <= pos; ++t) {
-        acc += static_cast<double>(scores[t]) * value_at(layer, t)[kv_off + i];
+      for (uint32_t t = first; t <= pos; ++t) {
+        acc += static_cast<double>(scores[t - first]) * value_at(layer, t)[kv_off + i];
       }
       att_out_[size_t{h} * hd + i] = static_cast<float>(acc);
     }
@@ -207,8 +232,10 @@ void reference_model::ffn_block(uint32_t layer) {
     ref::matvec(lw.w_gate, xb_, hb_);  // w_gate (n_ff, n_embd) @ xb (n_embd,) -> hb (n_ff,)
     ref::matvec(lw.w_up, xb_, hb2_);   // w_up (n_ff, n_embd) @ xb -> hb2 (n_ff,)
   }
-  for (size_t i = 0; i < hb_.size(); ++i) hb_[i] = ref::silu(hb_[i]) * hb2_[i];
+  const bool gelu = hp_.act == ffn_activation::gelu;  // gemma's GeGLU, else SwiGLU
+  for (size_t i = 0; i < hb_.size(); ++i) hb_[i] = (gelu ? ref::gelu(hb_[i]) : ref::silu(hb_[i])) * hb2_[i];
   ref::matvec(lw.w_down, hb_, xb_);  // w_down (n_embd, n_ff) @ hb (n_ff,) -> xb (n_embd,)
+  if (hp_.has_post_norms) ref::rmsnorm(xb_, lw.ffn_post_norm, hp_.rms_eps, xb_);
   ref::add(x_, xb_);
 }
 

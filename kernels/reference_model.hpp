@@ -1,14 +1,16 @@
 #pragma once
 // The reference forward pass: one token at a time, one sequence, straight loops (llama2.c's run.c
-// with llama.cpp's semantics for Llama, Qwen 2/3 and Phi-3). Slow and plain on purpose: it is the twin every
+// with llama.cpp's semantics for Llama, Qwen 2/3, Phi-3 and Gemma 2/3). Slow and plain on purpose: it is the twin every
 // fast kernel is tested against, and what `hearth generate` runs until a faster backend exists.
 //
-// Per token:  x = token_embd[token]
-//   per layer: h = rmsnorm(x) * attn_norm;  q,k,v = W h (+ b);  [qwen3: rmsnorm each q, k head]
+// Per token:  x = token_embd[token]  [gemma: * sqrt(n_embd)]
+//   per layer: h = rmsnorm(x) * attn_norm;  q,k,v = W h (+ b);  [qwen3, gemma3: rmsnorm each q, k head]
 //              RoPE(q, k);  cache k, v at pos
-//              x += wo · attention(q, cached k/v over 0..pos)
-//              h = rmsnorm(x) * ffn_norm;   x += w_down · (silu(w_gate h) * (w_up h))
-//   logits = head · (rmsnorm(x) * output_norm)
+//              x += wo · attention(q, cached k/v over 0..pos, or the layer's window)
+//                   [gemma: scores soft-capped; the sum rmsnorm-ed by post_attention_norm]
+//              h = rmsnorm(x) * ffn_norm;   x += w_down · (act(w_gate h) * (w_up h))
+//                   [act silu, gemma's gelu; gemma: the sum rmsnorm-ed by post_ffw_norm]
+//   logits = head · (rmsnorm(x) * output_norm)  [gemma2: soft-capped]
 
 #include <cstdint>
 #include <span>

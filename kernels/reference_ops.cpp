@@ -48,6 +48,18 @@ void softmax(std::span<float> x) {
 
 float silu(float x) { return static_cast<float>(x / (1.0 + std::exp(-static_cast<double>(x)))); }
 
+// 0.5 v (1 + tanh u) written as v sigmoid(2u): the same function, without the cancellation of
+// 1 + tanh u (which is 0 in double below about v = -9).
+float gelu(float x) {
+  const double v = x;
+  constexpr double sqrt_2_over_pi = 0.79788456080286535587989211986876;
+  return static_cast<float>(v / (1.0 + std::exp(-2.0 * sqrt_2_over_pi * v * (1.0 + 0.044715 * v * v))));
+}
+
+void softcap(std::span<float> x, float cap) {
+  for (float& v : x) v = static_cast<float>(cap * std::tanh(static_cast<double>(v) / cap));
+}
+
 double rope_freq(uint32_t i, uint32_t n_rot, float base, std::span<const float> freq_factors) {
   const double freq = std::pow(static_cast<double>(base), -2.0 * i / n_rot);
   return freq_factors.empty() ? freq : freq / freq_factors[i];

@@ -24,6 +24,11 @@ void rmsnorm(std::span<const float> x, std::span<const float> weight, float eps,
 void softmax(std::span<float> x);
 //! x * sigmoid(x).
 float silu(float x);
+//! GELU with the tanh approximation, ggml's formula: 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))),
+//! in double. (ggml's CPU backend reads it from a table of f16 inputs and outputs: within ~1e-3.)
+float gelu(float x);
+//! cap * tanh(x / cap) in place over x (soft-capping: scores and logits stay inside (-cap, cap)).
+void softcap(std::span<float> x, float cap);
 
 //! Angular frequency (radians per position) of rotary pair i of n_rot / 2: base^(-2i/n_rot),
 //! divided by freq_factors[i] when the model scales its frequencies (empty = none).

@@ -38,6 +38,8 @@ struct reference_layer {
   std::vector<float> k_norm;     // (head_dim,) qwen3
   std::vector<float> wqkv;       // (q_dim + 2 kv_dim, n_embd) [wq; wk; wv]: phi3, instead of wq, wk, wv
   std::vector<float> w_gate_up;  // (2 n_ff, n_embd) [w_gate; w_up]: phi3, instead of w_gate, w_up
+  std::vector<float> attn_post_norm;  // (n_embd,) gemma: on the attention's output
+  std::vector<float> ffn_post_norm;   // (n_embd,) gemma: on the FFN's output
 };
 
 struct reference_weights {
@@ -72,6 +74,8 @@ auto& slot(W& w, const weight_desc& d) {
     case weight_kind::attn_q_norm: return l.q_norm;
     case weight_kind::attn_k_norm: return l.k_norm;
     case weight_kind::ffn_gate_up: return l.w_gate_up;
+    case weight_kind::attn_post_norm: return l.attn_post_norm;
+    case weight_kind::ffn_post_norm: return l.ffn_post_norm;
     case weight_kind::output_norm: return w.output_norm;
     case weight_kind::output: return w.output;
   }

@@ -120,6 +120,21 @@ HEARTH_SIMD_INLINE T exp(T x) {
   }
 }
 
+//! tanh(x) = 1 - 2 / (e^2x + 1), for a float or a vec: within ~1e-7 absolute (exp's clamp gives
+//! exactly +-1 far out). Soft-capping's c tanh(x / c) needs no more than that.
+template <class T>
+HEARTH_SIMD_INLINE T tanh(T x) {
+  return 1.0f - 2.0f / (exp(x + x) + 1.0f);
+}
+
+//! x (n,) = cap * tanh(x / cap) in place: soft-capping of attention scores and logits.
+HEARTH_SIMD_INLINE void softcap(float* x, size_t n, float cap) {
+  const float inv = 1.0f / cap;
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) store(x + i, cap * tanh(load(x + i) * inv));
+  for (; i < n; ++i) x[i] = cap * tanh(x[i] * inv);
+}
+
 //! 16 bf16 values read as 8 32-bit pairs and widened without shuffles: `lo` = the low halves
 //! (elements 0, 2, ..., 14), `hi` = the high halves (1, 3, ..., 15). Two integer ops; callers
 //! store their data, or permute the other operand, to match this order.

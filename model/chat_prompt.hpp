@@ -10,8 +10,9 @@
 
 namespace hearth {
 
-//! The turns formatted with the tokenizer's chat template (chat_format::plain when unrecognised),
-//! ending with the assistant's cue; the template's markers are parsed as special tokens.
-std::vector<token_id> encode_chat(const tokenizer& tok, std::span<const chat_message> messages);
+//! The turns formatted with the tokenizer's chat template (chat_format::plain for a vocabulary
+//! without one), ending with the assistant's cue; the template's markers are parsed as special
+//! tokens. errc::unsupported (chat_format_of's) for a template Hearth does not recognise.
+result<std::vector<token_id>> encode_chat(const tokenizer& tok, std::span<const chat_message> messages);
 
 }  // namespace hearth

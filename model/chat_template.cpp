@@ -64,6 +64,15 @@ constexpr std::string_view phi3_template =
     "{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}";
 
+// google/gemma-2-2b-it (Gemma 3's instruction models use the same turns and markers)
+constexpr std::string_view gemma_template =
+    R"({{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }})"
+    R"({% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %})"
+    R"({{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %})"
+    R"({% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %})"
+    R"({% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %})"
+    R"({% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %})";
+
 // Python's str.strip() / Jinja's trim, for the ASCII whitespace prompts contain.
 std::string_view strip(std::string_view s) {
   constexpr std::string_view space = " \t\n\r\v\f";
@@ -170,6 +179,30 @@ std::string format_phi3(std::span<const chat_message> messages, bool add_generat
   return out;
 }
 
+// Gemma has no system turn: its template raises on one, llama.cpp (llama-chat.cpp,
+// LLM_CHAT_TEMPLATE_GEMMA) opens the next user turn with it, trimmed, and a blank line; so does
+// Hearth. The assistant's role is "model"; the template's bos_token comes first.
+std::string format_gemma(std::span<const chat_message> messages, bool add_generation_prompt,
+                         std::string_view bos) {
+  std::string out(bos);
+  std::string system;
+  for (const chat_message& m : messages) {
+    if (m.role == "system") {
+      system = strip(m.content);
+      continue;
+    }
+    const std::string role = m.role == "assistant" ? "model" : m.role;
+    out.append("<start_of_turn>").append(role).append("\n");
+    if (!system.empty() && role != "model") {
+      out.append(system).append("\n\n");
+      system.clear();
+    }
+    out.append(strip(m.content)).append("<end_of_turn>\n");
+  }
+  if (add_generation_prompt) out += "<start_of_turn>model\n";
+  return out;
+}
+
 std::string format_plain(std::span<const chat_message> messages, bool add_generation_prompt) {
   std::string out;
   for (const chat_message& m : messages) out += m.role + ": " + m.content + "\n";
@@ -193,21 +226,45 @@ const char* to_string(chat_format f) {
       return "zephyr";
     case chat_format::phi3:
       return "phi3";
+    case chat_format::gemma:
+      return "gemma";
     case chat_format::plain:
       return "plain";
   }
   return "plain";
 }
 
-chat_format detect_chat_format(std::string_view jinja) {
+std::optional<chat_format> detect_chat_format(std::string_view jinja) {
+  if (jinja.empty()) return chat_format::plain;
   const auto has = [&](std::string_view marker) { return jinja.find(marker) != std::string_view::npos; };
   if (has("<|start_header_id|>")) return chat_format::llama3;
   if (has("<|im_start|>")) return chat_format::chatml;
+  if (has("<start_of_turn>")) return chat_format::gemma;  // llama.cpp's test for Gemma
   // Phi-3 shares Zephyr's role markers and closes turns with <|end|> (llama.cpp's test too).
   if (has("<|assistant|>") && has("<|end|>")) return chat_format::phi3;
   if (has("<|user|>")) return chat_format::zephyr;
   if (has("[INST]")) return has("<<SYS>>") ? chat_format::llama2 : chat_format::mistral;
-  return chat_format::plain;
+  return std::nullopt;
+}
+
+const char* chat_format_name(std::string_view jinja) {
+  const auto f = detect_chat_format(jinja);
+  return f ? to_string(*f) : "unrecognised";
+}
+
+std::string recognised_chat_formats() {
+  std::string out;
+  for (const chat_format f : {chat_format::llama2, chat_format::llama3, chat_format::chatml, chat_format::mistral,
+                              chat_format::zephyr, chat_format::phi3, chat_format::gemma}) {
+    out += (out.empty() ? "" : ", ") + std::string(to_string(f));
+  }
+  return out;
+}
+
+result<chat_format> chat_format_of(std::string_view jinja) {
+  if (auto f = detect_chat_format(jinja)) return *f;
+  return error{errc::unsupported, "chat template not recognised (Hearth formats " + recognised_chat_formats() +
+                                      "; a file without a template gets plain 'role: content' lines)"};
 }
 
 std::string_view chat_template_text(chat_format f) {
@@ -224,6 +281,8 @@ std::string_view chat_template_text(chat_format f) {
       return zephyr_template;
     case chat_format::phi3:
       return phi3_template;
+    case chat_format::gemma:
+      return gemma_template;
     case chat_format::plain:
       return {};
   }
@@ -245,6 +304,8 @@ std::string format_chat(chat_format f, std::span<const chat_message> messages, b
       return format_zephyr(messages, add_generation_prompt, eos);
     case chat_format::phi3:
       return format_phi3(messages, add_generation_prompt);
+    case chat_format::gemma:
+      return format_gemma(messages, add_generation_prompt, bos);
     case chat_format::plain:
       return format_plain(messages, add_generation_prompt);
   }

@@ -2,9 +2,12 @@
 // Chat formatting for the templates common in GGUF files. Hearth does not run Jinja: it
 // recognises the template family from `tokenizer.chat_template` and formats messages itself.
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "common/result.hpp"
 
 namespace hearth {
 
@@ -15,7 +18,8 @@ enum class chat_format {
   mistral,  //!< [INST] ... [/INST] without a system block
   zephyr,   //!< <|user|>\n...</s>
   phi3,     //!< <|user|>\n...<|end|>\n   (Phi-3, Phi-3.5-mini, Phi-4-mini)
-  plain,    //!< unknown template: "role: content" lines
+  gemma,    //!< <start_of_turn>user\n...<end_of_turn>\n   (Gemma 2, Gemma 3; no system role)
+  plain,    //!< a file without a template: "role: content" lines
 };
 
 struct chat_message {
@@ -24,8 +28,16 @@ struct chat_message {
 };
 
 const char* to_string(chat_format f);
-//! Detects the family from template text; `plain` for empty or unrecognised text.
-chat_format detect_chat_format(std::string_view jinja);
+//! The family of a template text: `plain` for an empty text (a file without a template), nothing
+//! for a text Hearth does not recognise.
+std::optional<chat_format> detect_chat_format(std::string_view jinja);
+//! to_string of the detected family, or "unrecognised": what `model info` and `models` show.
+const char* chat_format_name(std::string_view jinja);
+//! "llama2, llama3, ...": the families detect_chat_format recognises, for messages.
+std::string recognised_chat_formats();
+//! detect_chat_format as a value to act on: errc::unsupported for an unrecognised template (never
+//! formatted as plain text, which the model would not follow), listing what Hearth recognises.
+result<chat_format> chat_format_of(std::string_view jinja);
 //! The canonical Jinja text of a family (what generated models embed); empty for `plain`.
 std::string_view chat_template_text(chat_format f);
 

@@ -47,8 +47,10 @@ result<model_arch> read_arch(const gguf::file& f) {
   if (*arch == "qwen2") return model_arch::qwen2;
   if (*arch == "qwen3") return model_arch::qwen3;
   if (*arch == "phi3") return model_arch::phi3;
+  if (*arch == "gemma2") return model_arch::gemma2;
+  if (*arch == "gemma3") return model_arch::gemma3;
   return error{errc::unsupported, "model: unsupported architecture '" + *arch +
-                                      "' (Hearth runs the Llama family: llama, qwen2, qwen3, phi3)"};
+                                      "' (Hearth runs the Llama family: llama, qwen2, qwen3, phi3, gemma2, gemma3)"};
 }
 
 // Dimensions: embedding, layers, heads, FFN, context, vocabulary.
@@ -166,15 +168,75 @@ status<> read_sliding_window(const gguf::file& f, const std::string& a, hparams&
   return {};
 }
 
-// What sets qwen3 and phi3 apart from llama, checked the way llama.cpp's loader relies on it.
+// K and V heads share one head dimension in Hearth's cache (and in llama.cpp's qwen3 graph).
+status<> check_value_length(const gguf::file& f, const std::string& a, const hparams& hp) {
+  const auto v_len = f.get_uint(a + ".attention.value_length");
+  if (v_len && *v_len != hp.head_dim) {
+    return bad(a + ".attention.value_length = " + std::to_string(*v_len) + " differs from attention.key_length " +
+               std::to_string(hp.head_dim));
+  }
+  return {};
+}
+
+// `<arch>.attention.sliding_window`: gemma2's default is 4096 (llama.cpp's, for files without
+// the key), gemma3's is required.
+status<> read_swa(const gguf::file& f, const std::string& a, hparams& hp) {
+  const std::string key = a + ".attention.sliding_window";
+  const auto v = f.get_uint(key);
+  if (!v && f.find(key)) return bad(key + " is not a non-negative integer");
+  if (!v && hp.arch == model_arch::gemma3) return bad("missing " + key);
+  const uint64_t n = v ? *v : 4096;
+  // A window of 0 would hide every key, the query's own too (llama.cpp's mask: p - t >= 0).
+  if (n < 1 || n > max_ctx) return bad(key + " = " + std::to_string(n) + " is outside [1, " + std::to_string(max_ctx) + "]");
+  hp.n_swa = static_cast<uint32_t>(n);
+  hp.swa_pattern = hp.arch == model_arch::gemma2 ? 2 : 6;
+  return {};
+}
+
+// Gemma 2 and 3 as llama.cpp runs them (b4748's build_gemma2, llm_build_gemma3 of mid-2025):
+// the converter already stored every norm weight as 1 + w, so the norms are plain RMS norms.
+status<> read_gemma(const gguf::file& f, const std::string& a, hparams& hp) {
+  if (auto s = check_value_length(f, a, hp); !s) return s;
+  if (auto s = read_swa(f, a, hp); !s) return s;
+  hp.act = ffn_activation::gelu;
+  hp.embd_scale = std::sqrt(static_cast<float>(hp.n_embd));
+  hp.has_post_norms = true;
+  // llama.cpp scales q by 1/sqrt(head_dim), but by 1/sqrt(n_embd / n_head) for the 27B models,
+  // which it knows by their layer count (46 in gemma2, 62 in gemma3): query_pre_attn_scalar
+  // itself is not read.
+  const bool is_27b = hp.n_layer == (hp.arch == model_arch::gemma2 ? 46u : 62u);
+  hp.attn_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? hp.n_embd / hp.n_head : hp.head_dim));
+  const std::string final_key = a + ".final_logit_softcapping";
+  if (hp.arch == model_arch::gemma2) {
+    // llama.cpp b4748 reads gemma2's head as token_embd itself: a file with output.weight has a
+    // tensor too many for it.
+    if (f.find_tensor("output.weight")) return bad("gemma2 ties its head to token_embd.weight: output.weight is not one of its tensors");
+    auto attn_cap = read_positive_float(f, a + ".attn_logit_softcapping", 50.0);
+    if (!attn_cap) return attn_cap.error();
+    auto final_cap = read_positive_float(f, final_key, 30.0);
+    if (!final_cap) return final_cap.error();
+    hp.attn_softcap = *attn_cap;
+    hp.final_softcap = *final_cap;
+    return {};
+  }
+  // gemma3: q/k norms like qwen3's, sliding layers with their own RoPE base, no attention capping;
+  // later llama.cpp reads an optional final capping (Gemma 3 files carry none).
+  hp.has_qk_norm = true;
+  hp.rope_freq_base_swa = 10000.0f;
+  if (f.find(final_key)) {
+    auto final_cap = read_positive_float(f, final_key, 0.0);
+    if (!final_cap) return final_cap.error();
+    hp.final_softcap = *final_cap;
+  }
+  return {};
+}
+
+// What sets qwen3, phi3 and gemma apart from llama, checked the way llama.cpp's loader relies on it.
 status<> read_family(const gguf::file& f, const std::string& a, hparams& hp) {
+  if (hp.arch == model_arch::gemma2 || hp.arch == model_arch::gemma3) return read_gemma(f, a, hp);
   if (hp.arch == model_arch::qwen3) {
     // llama.cpp's qwen3 graph asserts that the whole head rotates and that K and V heads match.
-    const auto v_len = f.get_uint(a + ".attention.value_length");
-    if (v_len && *v_len != hp.head_dim) {
-      return bad(a + ".attention.value_length = " + std::to_string(*v_len) + " differs from attention.key_length " +
-                 std::to_string(hp.head_dim));
-    }
+    if (auto s = check_value_length(f, a, hp); !s) return s;
     if (hp.n_rot != hp.head_dim) {
       return bad(a + ".rope.dimension_count = " + std::to_string(hp.n_rot) + " must equal the head dimension " +
                  std::to_string(hp.head_dim));
@@ -244,8 +306,19 @@ const char* to_string(model_arch a) {
     case model_arch::qwen2: return "qwen2";
     case model_arch::qwen3: return "qwen3";
     case model_arch::phi3: return "phi3";
+    case model_arch::gemma2: return "gemma2";
+    case model_arch::gemma3: return "gemma3";
   }
   return "llama";  // unreachable: every architecture is listed
+}
+
+float hparams::kq_scale() const {
+  return attn_scale > 0.0f ? attn_scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+}
+
+hparams::layer_rope hparams::rope_of(uint32_t layer) const {
+  if (rope_freq_base_swa > 0.0f && is_swa(layer)) return {rope_freq_base_swa, {}};
+  return {rope_freq_base, rope_freq_factors};
 }
 
 result<hparams> read_hparams(const gguf::file& f) {

@@ -1,9 +1,11 @@
 #pragma once
 // Hyper-parameters of a Llama-family model, read from the standard GGUF keys
 // (`<arch>.context_length`, `<arch>.embedding_length`, ...). Supported architectures:
-// `llama` (Llama 2/3, Mistral, TinyLlama, SmolLM) and `qwen2` (Q/K/V biases).
+// `llama` (Llama 2/3, Mistral, TinyLlama, SmolLM), `qwen2` (Q/K/V biases), `qwen3` (q/k norms),
+// `phi3` (fused linears), `gemma2` and `gemma3` (GeGLU, post-norms, soft-capping, sliding layers).
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,7 +17,9 @@ namespace gguf {
 class file;
 }
 
-enum class model_arch { llama, qwen2, qwen3, phi3 };
+enum class model_arch { llama, qwen2, qwen3, phi3, gemma2, gemma3 };
+//! The FFN's gate activation: silu (SwiGLU) or gelu with the tanh approximation (Gemma's GeGLU).
+enum class ffn_activation { silu, gelu };
 //! How RoPE pairs dimensions: llama.cpp rotates adjacent pairs for `llama` (its converter
 //! permutes Q/K rows) and the two halves of each head for `qwen2`, `qwen3` and `phi3` ("neox").
 enum class rope_pairing { adjacent, halves };
@@ -48,7 +52,33 @@ struct hparams {
   bool fused_gate_up = false;     //!< phi3: ffn_up holds [gate; up] (2 n_ff rows), no ffn_gate
   bool tied_output = false;       //!< no output.weight: the head reuses token_embd
 
+  // Gemma 2 and 3 (llama.cpp's build_gemma2 / llm_build_gemma3); the defaults leave them out.
+  ffn_activation act = ffn_activation::silu;
+  float embd_scale = 1.0f;        //!< token embeddings are multiplied by it (gemma: sqrt(n_embd))
+  float attn_scale = 0.0f;        //!< multiplies q.k before the softmax; 0: 1 / sqrt(head_dim)
+  float attn_softcap = 0.0f;      //!< gemma2: scores c * tanh(scores / c) before the softmax; 0: none
+  float final_softcap = 0.0f;     //!< gemma2: logits c * tanh(logits / c); 0: none
+  bool has_post_norms = false;    //!< post_attention_norm and post_ffw_norm on each block's output
+  //! Sliding-window layers: a query at position p sees keys at p - n_swa < t <= p (llama.cpp
+  //! masks p - t >= n_swa). Layer l slides when l % swa_pattern < swa_pattern - 1: gemma2's even
+  //! layers (pattern 2), five of every six in gemma3 (pattern 6). 0: no layer slides.
+  uint32_t n_swa = 0;
+  uint32_t swa_pattern = 0;
+  //! gemma3: the sliding layers' RoPE base (10000), without rope_freq_factors; 0: as every layer.
+  float rope_freq_base_swa = 0.0f;
+
   uint32_t n_embd_kv() const { return n_head_kv * head_dim; }
+  float kq_scale() const;
+  bool is_swa(uint32_t layer) const { return n_swa > 0 && swa_pattern > 0 && layer % swa_pattern < swa_pattern - 1; }
+  //! The window of layer `layer`'s attention in positions; 0: the whole context.
+  uint32_t window(uint32_t layer) const { return is_swa(layer) ? n_swa : 0; }
+
+  //! The RoPE base and frequency divisors of one layer.
+  struct layer_rope {
+    float base;
+    std::span<const float> freq_factors;
+  };
+  layer_rope rope_of(uint32_t layer) const;
 };
 
 const char* to_string(model_arch a);

@@ -24,6 +24,8 @@ enum class weight_kind {
   attn_q_norm,  //!< qwen3: RMS norm weight (head_dim,) shared by every q head
   attn_k_norm,  //!< qwen3: the same for k heads
   ffn_gate_up,  //!< phi3: [gate; up] (2 n_ff rows), stored under the name ffn_up
+  attn_post_norm,  //!< gemma: RMS norm weight (n_embd,) of the attention's output, before the residual add
+  ffn_post_norm,   //!< gemma: the same for the FFN's output (post_ffw_norm)
   output_norm, output,
 };
 
@@ -35,7 +37,8 @@ struct weight_desc {
 };
 
 //! Every tensor the model has: biases only with hp.has_qkv_bias, output only when not tied,
-//! q/k norms with hp.has_qk_norm, fused matrices in place of the split ones with hp.fused_*.
+//! q/k norms with hp.has_qk_norm, fused matrices in place of the split ones with hp.fused_*,
+//! post-norms with hp.has_post_norms.
 //! Names and shapes as llama.cpp's converter writes them.
 std::vector<weight_desc> llama_weights(const hparams& hp);
 

@@ -45,6 +45,12 @@ gguf::writer::fill_fn filler(tensor_recipe r) {
   };
 }
 
+bool is_gemma(model_arch a) { return a == model_arch::gemma2 || a == model_arch::gemma3; }
+
+// Gemma's files always tie the head to the embedding (llama.cpp b4748's gemma2 loader reads no
+// output.weight at all).
+bool tied(const make_options& opt) { return opt.tie_output || is_gemma(opt.arch); }
+
 // Uniform amplitude giving standard deviation 1/sqrt(fan_in): activations keep their scale.
 double amplitude_for(uint64_t fan_in) { return std::sqrt(3.0 / static_cast<double>(fan_in)); }
 
@@ -61,9 +67,10 @@ hparams preset_hparams(const make_options& opt) {
   hp.head_dim = p.n_embd / p.n_head;
   hp.arch = opt.arch;
   hp.has_qkv_bias = opt.arch == model_arch::qwen2;
-  hp.has_qk_norm = opt.arch == model_arch::qwen3;
+  hp.has_qk_norm = opt.arch == model_arch::qwen3 || opt.arch == model_arch::gemma3;
   hp.fused_qkv = hp.fused_gate_up = opt.arch == model_arch::phi3;
-  hp.tied_output = opt.tie_output;
+  hp.has_post_norms = is_gemma(opt.arch);
+  hp.tied_output = tied(opt);
   return hp;
 }
 
@@ -72,20 +79,40 @@ std::vector<tensor_recipe> recipes(const make_options& opt) {
   for (weight_desc& d : llama_weights(preset_hparams(opt))) {
     const bool matrix = d.dims.size() == 2;
     const tensor_type type = matrix ? matrix_type(opt, d.name, d.dims[0]) : tensor_type::f32;
-    // Embeddings: unit variance per element; other matrices 1/sqrt(fan_in); biases small; norms all ones.
+    // Embeddings: unit variance per element as they enter the residual stream (Gemma's are
+    // multiplied by sqrt(n_embd) first, so they are stored with variance 1 / n_embd: else each
+    // token's own embedding would outweigh the layers and, with the tied head, greedy decoding
+    // would only repeat the last token); other matrices 1/sqrt(fan_in); biases small; norms ones.
     const bool bias = d.kind == weight_kind::attn_q_bias || d.kind == weight_kind::attn_k_bias ||
                       d.kind == weight_kind::attn_v_bias;
-    const double amp = d.kind == weight_kind::token_embd ? std::sqrt(3.0)
+    const double embd_amp = is_gemma(opt.arch) ? amplitude_for(opt.preset.n_embd) : std::sqrt(3.0);
+    const double amp = d.kind == weight_kind::token_embd ? embd_amp
                        : matrix                          ? amplitude_for(d.dims[0])
                        : bias                            ? 0.2
                                                          : 0.0;
-    // Qwen 3's q/k norm weights are far from ones in real files; here 1 +- 0.5, so that a swap
-    // of the two (or of heads) shows in the logits, which all-ones norms would hide.
-    const bool qk_norm = d.kind == weight_kind::attn_q_norm || d.kind == weight_kind::attn_k_norm;
-    r.push_back({std::move(d.name), std::move(d.dims), type, qk_norm ? 0.5 : amp,
-                 opt.seed * 0x100000001b3ull + r.size(), qk_norm ? 1.0 : 0.0});
+    // Qwen 3's and Gemma's q/k norm weights are far from ones in real files, and so are Gemma's
+    // post-norms; here 1 +- 0.5, so that a swap of two (or of heads) shows in the logits, which
+    // all-ones norms would hide.
+    const bool far_norm = d.kind == weight_kind::attn_q_norm || d.kind == weight_kind::attn_k_norm ||
+                          d.kind == weight_kind::attn_post_norm || d.kind == weight_kind::ffn_post_norm;
+    r.push_back({std::move(d.name), std::move(d.dims), type, far_norm ? 0.5 : amp,
+                 opt.seed * 0x100000001b3ull + r.size(), far_norm ? 1.0 : 0.0});
   }
   return r;
+}
+
+// What Gemma's converters write beyond the common keys: head sizes, the sliding window, and
+// gemma2's soft-capping (Gemma 2's own 50 and 30). The window is short (gemma2-2b's is 4096) so
+// that a prompt of a few dozen tokens slides on the sliding layers.
+void set_gemma_hparams(const make_options& opt, gguf::writer& w) {
+  const std::string a = to_string(opt.arch);
+  w.set(a + ".attention.key_length", opt.preset.n_embd / opt.preset.n_head);
+  w.set(a + ".attention.value_length", opt.preset.n_embd / opt.preset.n_head);
+  w.set(a + ".attention.sliding_window", generated_sliding_window);
+  if (opt.arch == model_arch::gemma2) {
+    w.set(a + ".attn_logit_softcapping", 50.0f);
+    w.set(a + ".final_logit_softcapping", 30.0f);
+  }
 }
 
 void set_hparams(const make_options& opt, gguf::writer& w) {
@@ -94,8 +121,9 @@ void set_hparams(const make_options& opt, gguf::writer& w) {
   w.set("general.architecture", a);
   // llama.cpp (and read_vocab) give Phi-3's special tokens their rstrip when the name says phi3;
   // Phi-4-mini's name does not.
-  const char* family = opt.arch != model_arch::phi3 ? "" : opt.phi4_mini_vocab ? "phi4-mini-" : "phi3-";
-  w.set("general.name", std::string("hearth-") + family + p.name);
+  const char* family = opt.arch == model_arch::phi3 ? (opt.phi4_mini_vocab ? "phi4-mini-" : "phi3-") : "";
+  const std::string named = is_gemma(opt.arch) ? a + "-" : std::string(family);
+  w.set("general.name", "hearth-" + named + p.name);
   w.set("general.description", "Generated by Hearth: random weights, seed " + std::to_string(opt.seed));
   // llama.cpp's LLAMA_FTYPE number. A file of only q8_K or iq4_nl (tests) has no preset here and
   // goes without: llama.cpp's loader then guesses it from the commonest type.
@@ -110,9 +138,11 @@ void set_hparams(const make_options& opt, gguf::writer& w) {
   w.set(a + ".rope.dimension_count", p.n_embd / p.n_head);
   w.set(a + ".attention.head_count", p.n_head);
   w.set(a + ".attention.head_count_kv", p.n_head_kv);
-  w.set(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
-  w.set(a + ".rope.freq_base", 10000.0f);
+  w.set(a + ".attention.layer_norm_rms_epsilon", is_gemma(opt.arch) ? 1e-6f : 1e-5f);
+  // Gemma 3's global layers rotate at 1e6 (its sliding ones at 10000, which no key holds).
+  w.set(a + ".rope.freq_base", opt.arch == model_arch::gemma3 ? 1e6f : 10000.0f);
   w.set(a + ".vocab_size", p.n_vocab);
+  if (is_gemma(opt.arch)) set_gemma_hparams(opt, w);
   if (opt.arch == model_arch::qwen3) {
     // What Qwen 3's converter writes from config.json's head_dim (which may differ from width / heads).
     w.set(a + ".attention.key_length", p.n_embd / p.n_head);
@@ -133,7 +163,7 @@ std::span<const model_preset> model_presets() { return presets; }
 tensor_type matrix_type(const make_options& opt, std::string_view name, uint64_t ne0) {
   if (!opt.mix) return opt.dtype;
   const auto& p = opt.preset;
-  const mix_model m{p.n_layer, p.n_head_kv != 0 ? p.n_head / p.n_head_kv : 1, !opt.tie_output};
+  const mix_model m{p.n_layer, p.n_head_kv != 0 ? p.n_head / p.n_head_kv : 1, !tied(opt)};
   return tensor_type_for(*opt.mix, name, ne0, m);
 }
 
@@ -160,6 +190,7 @@ status<> validate(const make_options& opt) {
                (opt.mix ? to_string(*opt.mix) : traits_of(opt.dtype).name));
   }
   if (opt.n_ctx < 16 || opt.n_ctx > (1u << 20)) return bad("context length must be in [16, 1048576]");
+  if (p.n_layer < 1 || p.n_layer > 1024) return bad("layers must be in [1, 1024]");
   if (p.n_vocab < 512) return bad("vocabulary must have at least 512 tokens");
   // llama.cpp's phi3 loader requires output.weight (Phi-4-mini's tied head came later).
   if (opt.arch == model_arch::phi3 && opt.tie_output) return bad("phi3 models have an output.weight: no tied head");
@@ -177,6 +208,7 @@ vocab_spec make_vocab(const make_options& opt) {
     return opt.phi4_mini_vocab ? make_phi4_mini_vocab(opt.seed, opt.preset.n_vocab)
                                : make_phi3_vocab(opt.seed, opt.preset.n_vocab);
   }
+  if (is_gemma(opt.arch)) return make_gemma_vocab(opt.seed, opt.preset.n_vocab);
   return opt.tokenizer == tokenizer_kind::bpe ? make_bpe_vocab(opt.seed, opt.preset.n_vocab)
                                               : make_spm_vocab(opt.seed, opt.preset.n_vocab);
 }

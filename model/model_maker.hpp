@@ -1,5 +1,6 @@
 #pragma once
-// Deterministic generated models: Llama-family GGUF files (llama, qwen2, qwen3, phi3) with random weights and a real
+// Deterministic generated models: Llama-family GGUF files (llama, qwen2, qwen3, phi3, gemma2, gemma3) with random
+// weights and a real
 // vocabulary learned from generated text, so Hearth runs on a fresh machine with no download.
 // Same options -> byte-identical file.
 
@@ -32,6 +33,9 @@ struct model_preset {
 std::span<const model_preset> model_presets();
 const model_preset* find_preset(std::string_view name);
 
+//! `<arch>.attention.sliding_window` of generated gemma2 / gemma3 files.
+inline constexpr uint32_t generated_sliding_window = 32;
+
 struct make_options {
   model_preset preset;
   tensor_type dtype = tensor_type::f32;  //!< of the 2-D weights; norms stay f32 as llama.cpp keeps them
@@ -39,7 +43,8 @@ struct make_options {
   tokenizer_kind tokenizer = tokenizer_kind::bpe;
   uint32_t n_ctx = 2048;
   //! qwen2: "qwen2.*" keys, Q/K/V biases, half-split RoPE; qwen3: q/k norms instead of biases;
-  //! phi3: fused attn_qkv and gate/up. Qwen models get the Qwen vocabulary, phi3 Phi-3's (make_vocab).
+  //! phi3: fused attn_qkv and gate/up; gemma2/gemma3: post-norms, GeGLU, sliding layers, a tied
+  //! head (tie_output is implied). Qwen, Phi-3 and Gemma models get their family's vocabulary (make_vocab).
   model_arch arch = model_arch::llama;
   bool phi4_mini_vocab = false;  //!< phi3 only: Phi-4-mini's tokenizer (pre "gpt-4o") instead of Phi-3's
   bool tie_output = false;              //!< no output.weight: the head reuses the embedding (as SmolLM)

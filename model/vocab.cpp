@@ -47,7 +47,8 @@ status<> read_ids(const gguf::file& f, vocab_spec& v) {
   // Files from older converters lack eot_token_id; the chat formats' end-of-turn tokens stand in.
   if (v.eot == no_token) {
     for (size_t i = 0; i < v.tokens.size(); ++i) {
-      if (v.tokens[i] == "<|eot_id|>" || v.tokens[i] == "<|im_end|>" || v.tokens[i] == "<|end|>") {
+      if (v.tokens[i] == "<|eot_id|>" || v.tokens[i] == "<|im_end|>" || v.tokens[i] == "<|end|>" ||
+          v.tokens[i] == "<end_of_turn>") {  // Gemma's converters write no eot_token_id
         v.eot = static_cast<token_id>(i);
         break;
       }

@@ -170,14 +170,27 @@ vocab_spec make_qwen_vocab(uint64_t seed, uint32_t n_vocab) {
   return v;
 }
 
+namespace {
+
+// make_spm_vocab's pieces with `specials` appended as control tokens, n_vocab in all, and the
+// template of `format`; `first` is the id of specials[0].
+vocab_spec spm_with_specials(uint64_t seed, uint32_t n_vocab, std::span<const std::string_view> specials,
+                             chat_format format, token_id& first) {
+  n_vocab = std::max(n_vocab, min_spm_vocab + static_cast<uint32_t>(specials.size()));
+  vocab_spec v = make_spm_vocab(seed, n_vocab - static_cast<uint32_t>(specials.size()));
+  v.chat_template = chat_template_text(format);
+  first = static_cast<token_id>(v.tokens.size());
+  for (const std::string_view s : specials) add_token(v, std::string(s), token_type::control);
+  return v;
+}
+
+}  // namespace
+
 vocab_spec make_phi3_vocab(uint64_t seed, uint32_t n_vocab) {
   constexpr std::array phi3_specials =
       std::to_array<std::string_view>({"<|endoftext|>", "<|assistant|>", "<|system|>", "<|end|>", "<|user|>"});
-  n_vocab = std::max(n_vocab, min_spm_vocab + static_cast<uint32_t>(phi3_specials.size()));
-  vocab_spec v = make_spm_vocab(seed, n_vocab - static_cast<uint32_t>(phi3_specials.size()));
-  v.chat_template = chat_template_text(chat_format::phi3);
-  const auto first = static_cast<token_id>(v.tokens.size());
-  for (const std::string_view s : phi3_specials) add_token(v, std::string(s), token_type::control);
+  token_id first = 0;
+  vocab_spec v = spm_with_specials(seed, n_vocab, phi3_specials, chat_format::phi3, first);
   v.eos = first;
   v.eot = first + 3;
   return v;
@@ -191,6 +204,15 @@ vocab_spec make_phi4_mini_vocab(uint64_t seed, uint32_t n_vocab) {
   vocab_spec v = bpe_vocab_with_specials(seed, n_vocab, "gpt-4o", phi4_specials, chat_format::phi3);
   v.eos = v.bos;
   v.eot = v.bos + 3;
+  return v;
+}
+
+vocab_spec make_gemma_vocab(uint64_t seed, uint32_t n_vocab) {
+  constexpr std::array gemma_specials = std::to_array<std::string_view>({"<start_of_turn>", "<end_of_turn>"});
+  token_id first = 0;
+  vocab_spec v = spm_with_specials(seed, n_vocab, gemma_specials, chat_format::gemma, first);
+  v.add_space_prefix = false;  // Gemma's converters write add_space_prefix false
+  v.eot = first + 1;
   return v;
 }
 

@@ -48,4 +48,9 @@ vocab_spec make_phi3_vocab(uint64_t seed, uint32_t n_vocab = 32000);
 //! <|/tool_call|>; the Phi-3 template (the chat format Hearth reads Phi-4-mini's as).
 vocab_spec make_phi4_mini_vocab(uint64_t seed, uint32_t n_vocab = 32000);
 
+//! Gemma style: make_spm_vocab's pieces without the space prefix (as Gemma's converters write
+//! add_space_prefix false), then <start_of_turn> and <end_of_turn> (eot) as the last two ids;
+//! the Gemma template.
+vocab_spec make_gemma_vocab(uint64_t seed, uint32_t n_vocab = 32000);
+
 }  // namespace hearth

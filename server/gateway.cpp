@@ -52,9 +52,10 @@ size_t prompt_bytes(const wire::generate_request& g) {
   return n;
 }
 
-std::vector<token_id> tokenize(const tokenizer& tok, const wire::generate_request& g) {
-  return g.prompt ? tok.encode(*g.prompt, {.add_bos = true, .parse_special = false})
-                  : encode_chat(tok, g.messages);
+// The prompt's tokens; chat turns fail for a model whose chat template Hearth does not recognise.
+result<std::vector<token_id>> tokenize(const tokenizer& tok, const wire::generate_request& g) {
+  if (g.prompt) return tok.encode(*g.prompt, {.add_bos = true, .parse_special = false});
+  return encode_chat(tok, g.messages);
 }
 
 const std::string& id_of(const wire::client_message& m) {
@@ -349,7 +350,7 @@ struct gateway::impl {
   }
 
   // A request whose prompt is tokenized: to the engine, unless it ended meanwhile.
-  void submit(request_id rid, request r, std::vector<token_id> prompt) {
+  void submit(request_id rid, request r, result<std::vector<token_id>> prompt) {
     flight* f = table.find(rid);
     assert(f && f->tokenizing && "gateway: a flight being tokenized ends only here");
     if (f->orphaned) return table.finish(rid);  // its connection left, or it was ended already
@@ -360,10 +361,14 @@ struct gateway::impl {
     };
     if (f->cancel_asked) return end(wire::code::cancelled, "cancelled");
     if (draining) return end(wire::code::shutting_down, "the server is stopping");
-    if (prompt.empty()) return end(wire::code::bad_request, "field 'prompt' gives no tokens");
+    if (!prompt) {
+      return end(wire::code::bad_request, "field 'messages': model '" + opt.model.name + "': " +
+                                              prompt.error().message + "; send 'prompt' instead");
+    }
+    if (prompt->empty()) return end(wire::code::bad_request, "field 'prompt' gives no tokens");
     f->tokenizing = false;
-    f->prompt_tokens = static_cast<uint32_t>(prompt.size());
-    r.prompt = std::move(prompt);
+    f->prompt_tokens = static_cast<uint32_t>(prompt->size());
+    r.prompt = std::move(*prompt);
     eng.submit(rid, std::move(r), sink);
   }
 

@@ -1,10 +1,13 @@
 #pragma once
-// What the backend-against-reference tests share: a generated model held in memory, its
-// reference twin, and the logits' relative error.
+// What the backend-against-reference and family tests share: a generated model held in memory,
+// its reference twin, random weights and tokens, and the logits' relative error.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
 #include <memory>
 #include <span>
 #include <vector>
@@ -61,6 +64,71 @@ inline double rel_error(std::span<const float> a, std::span<const float> b) {
     scale = std::max(scale, std::abs(double{b[i]}));
   }
   return diff / scale;
+}
+
+//! A writer's file in memory, parsed.
+struct parsed {
+  std::vector<std::byte> bytes;
+  gguf::file file;
+};
+
+inline parsed parse(const gguf::writer& w) {
+  auto bytes = w.to_bytes();
+  auto f = gguf::file::parse(bytes);
+  if (!f) FAIL(f.error().message());
+  return {std::move(bytes), std::move(*f)};
+}
+
+//! The bytes of f32 values, for a tensor's data.
+inline std::vector<std::byte> floats_bytes(const std::vector<float>& f) {
+  std::vector<std::byte> b(f.size() * 4);
+  std::memcpy(b.data(), f.data(), b.size());
+  return b;
+}
+
+//! read_hparams' error on a writer's file (which must fail).
+inline std::string error_of(const gguf::writer& w) {
+  auto m = parse(w);
+  auto hp = read_hparams(m.file);
+  REQUIRE_FALSE(hp.ok());
+  return hp.error().message;
+}
+
+//! n tokens uniform over the vocabulary.
+inline std::vector<token_id> random_tokens(size_t n, uint32_t n_vocab, std::mt19937_64& rng) {
+  std::uniform_int_distribution<token_id> pick(0, static_cast<token_id>(n_vocab) - 1);
+  std::vector<token_id> t(n);
+  for (auto& x : t) x = pick(rng);
+  return t;
+}
+
+//! Weights for hp: norms normal around 1, matrices around 0 with deviation 1/sqrt(fan-in).
+inline reference_weights random_weights(const hparams& hp, std::mt19937_64& rng) {
+  reference_weights w;
+  w.layers.resize(hp.n_layer);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for_each_weight(hp, w, [&](const std::string& name, const std::vector<uint64_t>& dims, std::vector<float>& data) {
+    const bool is_norm = name.find("norm") != std::string::npos;
+    const float scale = dims.size() == 2 ? 1.0f / std::sqrt(static_cast<float>(dims[0])) : 0.3f;
+    data.resize(dims.size() == 2 ? dims[0] * dims[1] : dims[0]);
+    for (auto& x : data) x = (is_norm ? 1.0f : 0.0f) + scale * normal(rng);
+  });
+  return w;
+}
+
+//! The reference forward's logits over tokens from position 0 (context 32).
+inline std::vector<std::vector<float>> run(const hparams& hp, reference_weights w, std::span<const token_id> tokens) {
+  auto m = reference_model::create(hp, std::move(w), 32);
+  if (!m) FAIL(m.error().message);
+  return m->forward_all(tokens, 0);
+}
+
+//! The worst rel_error over rows.
+inline double max_rel_error(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  REQUIRE(a.size() == b.size());
+  double e = 0;
+  for (size_t i = 0; i < a.size(); ++i) e = std::max(e, rel_error(a[i], b[i]));
+  return e;
 }
 
 }  // namespace hearth::test

@@ -29,7 +29,8 @@ std::string format(chat_format f, bool add_generation_prompt,
 
 TEST_CASE("each family is detected from its canonical template text", "[chat_template]") {
   for (const chat_format f : {chat_format::llama2, chat_format::llama3, chat_format::chatml,
-                              chat_format::mistral, chat_format::zephyr, chat_format::phi3, chat_format::plain}) {
+                              chat_format::mistral, chat_format::zephyr, chat_format::phi3, chat_format::gemma,
+                              chat_format::plain}) {
     CAPTURE(to_string(f));
     CHECK(detect_chat_format(chat_template_text(f)) == f);
   }
@@ -50,8 +51,25 @@ TEST_CASE("detection reads other models' variants by their markers", "[chat_temp
                            "{% if add_generation_prompt %}{{ '<|assistant|>' }}") == chat_format::phi3);
   CHECK(detect_chat_format("{{ '[INST] ' + message['content'] + ' [/INST]' }}") == chat_format::mistral);
   CHECK(detect_chat_format("'[INST] ' + '<<SYS>>\\n' + system_message") == chat_format::llama2);
-  CHECK(detect_chat_format("### Instruction:\n{{ prompt }}\n### Response:\n") == chat_format::plain);
+  // Gemma 3's template (excerpt): the same markers as Gemma 2's.
+  CHECK(detect_chat_format("{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else '') }}") ==
+        chat_format::gemma);
+  // A template without a known family's markers is not recognised; no template at all is plain.
+  CHECK_FALSE(detect_chat_format("### Instruction:\n{{ prompt }}\n### Response:\n"));
   CHECK(detect_chat_format("") == chat_format::plain);
+}
+
+TEST_CASE("an unrecognised template is an error naming the recognised families, never plain", "[chat_template]") {
+  auto unknown = chat_format_of("### Instruction:\n{{ prompt }}\n### Response:\n");
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error().code == errc::unsupported);
+  CHECK_THAT(unknown.error().message,
+             Catch::Contains("chat template not recognised") &&
+                 Catch::Contains("llama2, llama3, chatml, mistral, zephyr, phi3, gemma"));
+  CHECK(std::string(chat_format_name("### Response:")) == "unrecognised");
+  REQUIRE(chat_format_of("").ok());
+  CHECK(*chat_format_of("") == chat_format::plain);
+  CHECK(std::string(chat_format_name("")) == "plain");
 }
 
 TEST_CASE("format names", "[chat_template]") {
@@ -61,6 +79,7 @@ TEST_CASE("format names", "[chat_template]") {
   CHECK(std::string(to_string(chat_format::mistral)) == "mistral");
   CHECK(std::string(to_string(chat_format::zephyr)) == "zephyr");
   CHECK(std::string(to_string(chat_format::phi3)) == "phi3");
+  CHECK(std::string(to_string(chat_format::gemma)) == "gemma");
   CHECK(std::string(to_string(chat_format::plain)) == "plain");
 }
 
@@ -128,6 +147,21 @@ TEST_CASE("Phi-3: role tags, <|end|> after each turn, assistant tag and newline 
   CHECK(format(chat_format::phi3, true) == turns + "<|assistant|>\n");
 }
 
+TEST_CASE("Gemma: bos, <start_of_turn>role, trimmed content, <end_of_turn>, model as the assistant",
+          "[chat_template]") {
+  const std::vector<chat_message> no_system{{"user", " Hello! "}, {"assistant", "Hi there."},
+                                            {"user", "What's the weather?"}};
+  const std::string turns =
+      "<s><start_of_turn>user\nHello!<end_of_turn>\n<start_of_turn>model\nHi there.<end_of_turn>\n"
+      "<start_of_turn>user\nWhat's the weather?<end_of_turn>\n";
+  CHECK(format(chat_format::gemma, false, no_system) == turns);
+  CHECK(format(chat_format::gemma, true, no_system) == turns + "<start_of_turn>model\n");
+  // No system role: llama.cpp's formatter opens the next user turn with it and a blank line.
+  CHECK(format(chat_format::gemma, true) ==
+        "<s><start_of_turn>user\nYou are a helpful assistant.\n\nHello!<end_of_turn>\n<start_of_turn>model\n"
+        "Hi there.<end_of_turn>\n<start_of_turn>user\nWhat's the weather?<end_of_turn>\n<start_of_turn>model\n");
+}
+
 TEST_CASE("plain: role-prefixed lines", "[chat_template]") {
   const std::string turns =
       "system: You are a helpful assistant.\nuser: Hello!\nassistant: Hi there.\nuser: What's the weather?\n";
@@ -143,4 +177,5 @@ TEST_CASE("an empty conversation formats without crashing", "[chat_template]") {
   CHECK(format(chat_format::zephyr, true, none).empty());
   CHECK(format(chat_format::phi3, true, none) == "<|assistant|>\n");
   CHECK(format(chat_format::chatml, true, none) == "<|im_start|>assistant\n");
+  CHECK(format(chat_format::gemma, true, none) == "<s><start_of_turn>model\n");
 }

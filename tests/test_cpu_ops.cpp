@@ -68,23 +68,40 @@ TEST_CASE("rmsnorm matches the reference on strided and aliased rows", "[cpu_ops
   }
 }
 
-TEST_CASE("silu_mul matches silu(gate) * up", "[cpu_ops]") {
+TEST_CASE("gated_act matches silu(gate) * up and gelu(gate) * up", "[cpu_ops]") {
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937 rng(seed);
+  const auto act = GENERATE(ffn_activation::silu, ffn_activation::gelu);
   for (uint32_t n_ff : {1u, 13u, 64u, 1000u}) {
-    CAPTURE(n_ff);
+    CAPTURE(n_ff, act == ffn_activation::gelu);
     const uint32_t rows = 3;
     const auto gate_up = random_floats(rng, size_t{rows} * 2 * n_ff, -30.0f, 30.0f);
     std::vector<float> out(size_t{rows} * n_ff), want(out.size());
-    ops::silu_mul({gate_up.data(), 2 * size_t{n_ff}}, {out.data(), n_ff}, rows, n_ff);
+    ops::gated_act({gate_up.data(), 2 * size_t{n_ff}}, {out.data(), n_ff}, rows, n_ff, act);
     for (uint32_t r = 0; r < rows; ++r) {
       for (uint32_t i = 0; i < n_ff; ++i) {
         const float* row = gate_up.data() + size_t{r} * 2 * n_ff;
-        want[size_t{r} * n_ff + i] = ref::silu(row[i]) * row[n_ff + i];
+        const float g = act == ffn_activation::silu ? ref::silu(row[i]) : ref::gelu(row[i]);
+        want[size_t{r} * n_ff + i] = g * row[n_ff + i];
       }
     }
     require_close(out, want, 1e-5, 1e-30);
+  }
+}
+
+TEST_CASE("softcap matches cap * tanh(x / cap)", "[cpu_ops]") {
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  std::mt19937 rng(seed);
+  for (float cap : {1.0f, 30.0f, 50.0f}) {
+    CAPTURE(cap);
+    auto x = random_floats(rng, 1003, -4 * cap, 4 * cap);
+    auto want = x;
+    ref::softcap(want, cap);
+    ops::softcap(x, cap);
+    // tanh as 1 - 2 / (e^2y + 1): an absolute error of ~1e-7 of the cap near 0.
+    require_close(x, want, 1e-5, 1e-6 * cap);
   }
 }
 

@@ -23,38 +23,20 @@ using namespace hearth;
 
 namespace {
 
+using test::error_of;
+using test::floats_bytes;
+using test::max_rel_error;
+using test::parse;
+using test::random_tokens;
+using test::random_weights;
 using test::rel_error;
+using test::run;
 
 constexpr model_preset gqa{"gqa", 64, 2, 4, 2, 96, 600};
-
-struct parsed {
-  std::vector<std::byte> bytes;
-  gguf::file file;
-};
-
-parsed parse(const gguf::writer& w) {
-  auto bytes = w.to_bytes();
-  auto f = gguf::file::parse(bytes);
-  if (!f) FAIL(f.error().message());
-  return {std::move(bytes), std::move(*f)};
-}
 
 make_options family(model_arch arch, tensor_type dtype = tensor_type::f32) {
   make_options opt{gqa, dtype, 5, tokenizer_kind::bpe, 256, arch};
   return opt;
-}
-
-std::vector<std::byte> floats_bytes(const std::vector<float>& f) {
-  std::vector<std::byte> b(f.size() * 4);
-  std::memcpy(b.data(), f.data(), b.size());
-  return b;
-}
-
-std::string error_of(const gguf::writer& w) {
-  auto m = parse(w);
-  auto hp = read_hparams(m.file);
-  REQUIRE_FALSE(hp.ok());
-  return hp.error().message;
 }
 
 // A llama file relabelled as `arch`: right keys, the other family's tensors.
@@ -74,13 +56,6 @@ reference_model reference_for(const gguf::file& f) {
 }
 
 
-std::vector<token_id> random_tokens(size_t n, uint32_t n_vocab, std::mt19937_64& rng) {
-  std::uniform_int_distribution<token_id> pick(0, static_cast<token_id>(n_vocab) - 1);
-  std::vector<token_id> t(n);
-  for (auto& x : t) x = pick(rng);
-  return t;
-}
-
 // A reference model's shape, with weights normal around 1 (norms) or 0 (the rest).
 hparams tiny(model_arch arch) {
   hparams hp = test::tiny_hparams();
@@ -89,32 +64,6 @@ hparams tiny(model_arch arch) {
   hp.has_qk_norm = arch == model_arch::qwen3;
   hp.fused_qkv = hp.fused_gate_up = arch == model_arch::phi3;
   return hp;
-}
-
-reference_weights random_weights(const hparams& hp, std::mt19937_64& rng) {
-  reference_weights w;
-  w.layers.resize(hp.n_layer);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for_each_weight(hp, w, [&](const std::string& name, const std::vector<uint64_t>& dims, std::vector<float>& data) {
-    const bool is_norm = name.find("norm") != std::string::npos;
-    const float scale = dims.size() == 2 ? 1.0f / std::sqrt(static_cast<float>(dims[0])) : 0.3f;
-    data.resize(dims.size() == 2 ? dims[0] * dims[1] : dims[0]);
-    for (auto& x : data) x = (is_norm ? 1.0f : 0.0f) + scale * normal(rng);
-  });
-  return w;
-}
-
-std::vector<std::vector<float>> run(const hparams& hp, reference_weights w, std::span<const token_id> tokens) {
-  auto m = reference_model::create(hp, std::move(w), 32);
-  if (!m) FAIL(m.error().message);
-  return m->forward_all(tokens, 0);
-}
-
-double max_rel_error(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-  REQUIRE(a.size() == b.size());
-  double e = 0;
-  for (size_t i = 0; i < a.size(); ++i) e = std::max(e, rel_error(a[i], b[i]));
-  return e;
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ test_batch make_batch(std::mt19937& rng, const attn_shape& shape,
 
 //! Stores the cached positions, then the batch's rows (as a backend would), into a pool whose
 //! blocks are handed out in shuffled or in increasing order, and runs paged attention on layer 1.
-std::vector<float> run_paged(const test_batch& b, kv_dtype dtype, bool shuffled, uint32_t shuffle_seed) {
+std::vector<float> run_paged(const test_batch& b, kv_dtype dtype, bool shuffled, uint32_t shuffle_seed,
+                             const ops::attn_params& params = {}) {
   const attn_shape& sh = b.shape;
   const kv_layout layout{.n_layer = 2,
                          .n_head_kv = sh.n_head_kv,
@@ -97,7 +98,7 @@ std::vector<float> run_paged(const test_batch& b, kv_dtype dtype, bool shuffled,
   const float* q = b.qkv.data();
   ops::store_kv(pool, 1, {q + sh.q_dim(), b.stride()}, {q + sh.q_dim() + sh.kv_dim(), b.stride()}, rows);
   std::vector<float> out(size_t{b.rows} * sh.q_dim(), NAN);
-  ops::paged_attention(pool, 1, sh.n_head, {q, b.stride()}, {out.data(), sh.q_dim()}, rows);
+  ops::paged_attention(pool, 1, sh.n_head, {q, b.stride()}, {out.data(), sh.q_dim()}, rows, params);
   return out;
 }
 
@@ -105,8 +106,9 @@ float bf16_round(float x) {
   return bf16_to_fp32(fp32_to_bf16(x));
 }
 
-//! Dense causal attention in double, (rows, q_dim); K/V rounded to bf16 first when asked.
-std::vector<double> dense_attention(const test_batch& b, bool round_kv) {
+//! Dense causal attention in double, (rows, q_dim); K/V rounded to bf16 first when asked. With
+//! params: scores times the scale, c tanh(s / c) when capped, keys p - window < t <= p only.
+std::vector<double> dense_attention(const test_batch& b, bool round_kv, const ops::attn_params& params = {}) {
   const attn_shape& sh = b.shape;
   const uint32_t hd = sh.head_dim, group = sh.n_head / sh.n_head_kv;
   std::vector<double> out(size_t{b.rows} * sh.q_dim());
@@ -118,18 +120,21 @@ std::vector<double> dense_attention(const test_batch& b, bool round_kv) {
     for (uint32_t i = 0; i < s.n_new; ++i) {
       const uint32_t pos = s.start_pos + i;
       const float* q = b.qkv.data() + (s.first_row + i) * b.stride();
+      const uint32_t first = params.window != 0 && pos + 1 > params.window ? pos + 1 - params.window : 0;
       for (uint32_t h = 0; h < sh.n_head; ++h) {
-        std::vector<double> score(pos + 1);
-        for (uint32_t t = 0; t <= pos; ++t) {
+        std::vector<double> score(pos + 1, -INFINITY);
+        for (uint32_t t = first; t <= pos; ++t) {
+          score[t] = 0.0;
           for (uint32_t d = 0; d < hd; ++d) score[t] += q[h * hd + d] * kv_at(s.k, t, h / group, d);
-          score[t] /= std::sqrt(static_cast<double>(hd));
+          score[t] *= params.scale > 0 ? params.scale : 1.0 / std::sqrt(static_cast<double>(hd));
+          if (params.softcap > 0) score[t] = params.softcap * std::tanh(score[t] / params.softcap);
         }
         const double max = *std::max_element(score.begin(), score.end());
         double sum = 0.0;
         for (double& x : score) sum += (x = std::exp(x - max));
         for (uint32_t d = 0; d < hd; ++d) {
           double acc = 0.0;
-          for (uint32_t t = 0; t <= pos; ++t) acc += score[t] / sum * kv_at(s.v, t, h / group, d);
+          for (uint32_t t = first; t <= pos; ++t) acc += score[t] / sum * kv_at(s.v, t, h / group, d);
           out[(s.first_row + i) * size_t{sh.q_dim()} + h * hd + d] = acc;
         }
       }
@@ -220,4 +225,28 @@ TEST_CASE("paged attention splits one sequence's keys over the threads and stays
     }
   }
   set_kernel_threads(threads_before);
+}
+
+TEST_CASE("paged attention with a sliding window, soft-capped scores and a scale matches dense attention",
+          "[cpu_ops][attention]") {
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  std::mt19937 rng(seed);
+  const auto shape = GENERATE(attn_shape{4, 2, 48, 16}, attn_shape{8, 1, 64, 4}, attn_shape{4, 4, 40, 1});
+  CAPTURE(shape.n_head, shape.n_head_kv, shape.head_dim, shape.block_size);
+  // Windows inside a block, across blocks and across the 64-key prefill tiles; decode rows, prefill
+  // chunks from 0 and after a cached prefix, and one long decode row whose keys are split.
+  const std::vector<std::pair<uint32_t, uint32_t>> lengths{{0, 1}, {5, 1}, {33, 1}, {700, 1},
+                                                           {0, 37}, {40, 17}, {21, 90}};
+  for (uint32_t window : {1u, 5u, 16u, 70u, 2000u}) {
+    for (float softcap : {0.0f, 2.0f}) {
+      CAPTURE(window, softcap);
+      const ops::attn_params params{0.3f, softcap, window};
+      const test_batch b = make_batch(rng, shape, lengths, 2.0f);
+      const auto got = run_paged(b, kv_dtype::f32, true, 7, params);
+      CHECK(max_rel_error(got, dense_attention(b, false, params), shape.head_dim) <= 1e-5);
+      const auto bf16 = run_paged(b, kv_dtype::bf16, true, 7, params);
+      CHECK(max_rel_error(bf16, dense_attention(b, true, params), shape.head_dim) <= 1e-3);
+    }
+  }
 }
