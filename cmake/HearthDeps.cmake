@@ -22,6 +22,10 @@ set_target_properties(CAF::core PROPERTIES IMPORTED_LOCATION "${CAF_CORE_LIBRARY
 # hwloc pins workers to their cores (pkg-config).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
+# cpp-httplib (pkg-config only; Debian's split header and library): the HTTP gateway, server/http.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# OpenSSL's libcrypto hashes HTTP keys (SHA-256); cpp-httplib links it already.
+find_package(OpenSSL REQUIRED)
 if(HEARTH_BUILD_TESTS)
   find_package(Catch2 CONFIG REQUIRED)
 endif()
