@@ -81,6 +81,20 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   return e;
 }
 
+namespace {
+
+// A sink's behavior. Spawned with its callback as an argument: CAF 0.17 spawning a functor with
+// no arguments binds a reference to a null std::tuple<> (UBSan reports it).
+caf::behavior sink_behavior(caf::event_based_actor*, std::function<void(request_event&)> on_event) {
+  return {[f = std::move(on_event)](request_event& e) { f(e); }};
+}
+
+}  // namespace
+
+caf::actor engine::spawn_sink(std::function<void(request_event&)> on_event) {
+  return system_->spawn(sink_behavior, std::move(on_event));
+}
+
 result<worker_info> engine::await_ready(const caf::actor& worker) {
   caf::scoped_actor self{*system_};
   result<worker_info> out = error{errc::invalid_argument, "worker: no answer"};

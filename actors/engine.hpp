@@ -54,6 +54,9 @@ class engine {
   //! prompt first, and a cancel may name it meanwhile).
   request_id next_id() { return next_id_++; }
   void submit(request_id id, request r, const caf::actor& sink);
+  //! A sink that calls `on_event` for every event it gets, one at a time on an actor thread:
+  //! how a gateway hands events to its own threads. It lives until sent an exit.
+  caf::actor spawn_sink(std::function<void(request_event&)> on_event);
   //! Cancels at the next step, whatever state the request is in. Unknown ids are ignored.
   void cancel(request_id id);
   //! Switches the scheduling policy between two steps; errc::invalid_argument for an unknown name.

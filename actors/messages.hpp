@@ -79,9 +79,9 @@ typename Inspector::result_type inspect(Inspector& f, request& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tenant_config& x) {
-  return f(caf::meta::type_name("tenant_config"), x.name, x.key, x.cls, x.weight, x.slo.ttft_ms, x.slo.itl_ms,
-           x.slo.itl_quantile, x.quota.max_concurrent, x.quota.max_queued, x.quota.max_prompt_tokens,
-           x.quota.tokens_per_minute, x.share_prefix, x.admin);
+  return f(caf::meta::type_name("tenant_config"), x.name, x.key, x.http_key_sha256, x.cls, x.weight,
+           x.slo.ttft_ms, x.slo.itl_ms, x.slo.itl_quantile, x.quota.max_concurrent, x.quota.max_queued,
+           x.quota.max_prompt_tokens, x.quota.tokens_per_minute, x.share_prefix, x.admin);
 }
 
 template <class Inspector>

@@ -24,6 +24,7 @@
 #include "model/model_maker.hpp"
 #include "policies/policy.hpp"
 #include "server/gateway.hpp"
+#include "server/http/gateway.hpp"
 #include "server/serve_config.hpp"
 #include "server/service_log.hpp"
 #include "server/service_manager.hpp"
@@ -35,7 +36,7 @@ constexpr const char* default_model = "models/tiny.gguf";
 constexpr auto shutdown_grace = std::chrono::seconds(5);
 
 struct serve_args {
-  std::string config, model, endpoint, policy, key_file, compute, kernels;
+  std::string config, model, endpoint, http, policy, key_file, compute, kernels;
   int threads = -1;
 };
 
@@ -61,6 +62,7 @@ result<server::serve_config> configure(const serve_args& a) {
   }
   if (!a.model.empty()) c.model_path = a.model;
   if (!a.endpoint.empty()) c.endpoint = a.endpoint;
+  if (!a.http.empty()) c.http = true, c.http_endpoint = a.http;
   if (!a.policy.empty()) c.engine.policy = a.policy;
   if (!a.key_file.empty()) c.secret_key_file = a.key_file;
   if (!a.compute.empty()) c.compute = a.compute;
@@ -125,14 +127,16 @@ class reloader {
 // SIGTERM: new requests are refused with `shutting_down` while those in flight run to their end,
 // for up to `timeout`; a second SIGTERM or SIGINT cuts it short. What is left then ends with
 // `shutting_down` when the engine shuts down.
-void drain(server::gateway& gw, std::chrono::seconds timeout, const sigset_t& signals) {
+void drain(server::gateway& gw, http::gateway* web, std::chrono::seconds timeout, const sigset_t& signals) {
   gw.drain();
-  if (timeout.count() > 0 && gw.busy()) {
+  if (web) web->drain();
+  const auto busy = [&] { return gw.busy() || (web && web->busy()); };
+  if (timeout.count() > 0 && busy()) {
     log_line("stopping: the requests in flight may run for up to " + std::to_string(timeout.count()) +
              " s (SIGTERM again cuts them)");
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (gw.busy() && std::chrono::steady_clock::now() < deadline) {
+  while (busy() && std::chrono::steady_clock::now() < deadline) {
     const timespec poll{0, 50'000'000};
     const int sig = sigtimedwait(&signals, nullptr, &poll);
     if (sig == SIGTERM || sig == SIGINT) {
@@ -140,7 +144,21 @@ void drain(server::gateway& gw, std::chrono::seconds timeout, const sigset_t& si
       break;
     }
   }
-  log_line(gw.busy() ? "stopping: ending the requests still in flight" : "stopping: every request has ended");
+  log_line(busy() ? "stopping: ending the requests still in flight" : "stopping: every request has ended");
+}
+
+// The HTTP gateway when [http] or --http asks for it (else null).
+result<std::unique_ptr<http::gateway>> start_http(engine& eng, const server::serve_config& c,
+                                                  const server::model_card& card) {
+  if (!c.http) return std::unique_ptr<http::gateway>();
+  return http::gateway::start(eng, {.endpoint = c.http_endpoint,
+                                    .allow_public = c.http_public,
+                                    .anonymous_tenant = c.http_anonymous_tenant,
+                                    .tenants = c.engine.tenants,
+                                    .model = card,
+                                    .threads = c.http_threads,
+                                    .max_body_bytes = c.http_max_body_bytes,
+                                    .log = log_line});
 }
 
 int run_serve(const serve_args& a) {
@@ -188,27 +206,37 @@ int run_serve(const serve_args& a) {
                      }});
   if (!eng) return fail(eng.error().message);
 
+  const server::model_card card{std::filesystem::path(cfg->model_path).stem().string(), to_string(hp->arch),
+                                chat_format_name(shared_tok->spec().chat_template), hp->n_ctx_train,
+                                hp->n_vocab};
   reloader reload(a, *cfg);
+  // The HTTP gateway first: the ZeroMQ gateway's admin `reload` hands it the new tenants too.
+  auto started_web = start_http(**eng, *cfg, card);
+  if (!started_web) return fail(started_web.error().message);
+  std::unique_ptr<http::gateway> web = std::move(*started_web);
+  auto reload_both = [&] {
+    auto r = reload(**eng);
+    if (r && web) web->reconfigure(r->tenants);
+    return r;
+  };
   std::unique_ptr<server::gateway> gw;
-  server::gateway_options opt{
-      .endpoint = cfg->endpoint,
-      .secret_key = secret,
-      .max_message_bytes = cfg->max_message_bytes,
-      .heartbeat_ms = cfg->heartbeat_ms,
-      .tenants = cfg->engine.tenants,
-      .model = {std::filesystem::path(cfg->model_path).stem().string(), to_string(hp->arch),
-                chat_format_name(shared_tok->spec().chat_template), hp->n_ctx_train,
-                hp->n_vocab},
-      .policy = cfg->engine.policy,
-      .reload = [&] { return reload(**eng); },
-      .log = log_line};
+  server::gateway_options opt{.endpoint = cfg->endpoint,
+                              .secret_key = secret,
+                              .max_message_bytes = cfg->max_message_bytes,
+                              .heartbeat_ms = cfg->heartbeat_ms,
+                              .tenants = cfg->engine.tenants,
+                              .model = card,
+                              .policy = cfg->engine.policy,
+                              .reload = reload_both,
+                              .log = log_line};
   auto started = server::gateway::start(**eng, std::move(opt));
   if (!started) return fail(started.error().message);
   gw = std::move(*started);
 
   const std::string summary = cfg->model_path + " (" + to_string(hp->arch) + ", context " +
                               std::to_string(hp->n_ctx_train) + ", policy " + cfg->engine.policy + ", " +
-                              std::to_string(cfg->engine.tenants.size()) + " tenants) on " + gw->endpoint();
+                              std::to_string(cfg->engine.tenants.size()) + " tenants) on " + gw->endpoint() +
+                              (web ? " and http://" + web->endpoint() : std::string());
   std::printf("hearth serve: %s\n", summary.c_str());
   server::notify_ready(summary);
   if (cfg->development_mode()) {
@@ -217,6 +245,7 @@ int run_serve(const serve_args& a) {
   } else {
     std::printf("hearth serve: server public key %s\n", gw->public_key().c_str());
   }
+  if (web) std::printf("hearth serve: Ollama and OpenAI APIs on http://%s\n", web->endpoint().c_str());
   std::fflush(stdout);
 
   // The engine's failure ends the process, non-zero, for its service manager to start it
@@ -234,22 +263,27 @@ int run_serve(const serve_args& a) {
     if (sig != SIGHUP) break;
     if (auto r = reload(**eng); !r)
       log_line("reload refused: " + r.error().message);
-    else
+    else {
+      if (web) web->reconfigure(r->tenants);
       gw->reconfigure(std::move(*r));
+    }
   }
   if (engine_failed) {
     // Every request has its `internal` error (the gateway ended them); a hung worker thread
     // would never let the engine be destroyed, so the process ends without trying.
     gw->stop(grace);
     gw.reset();
+    if (web) web->stop(grace);
     log_line("exiting after the engine's failure");
     std::fflush(stdout);
     std::_Exit(1);
   }
   server::notify_stopping();
-  drain(*gw, std::chrono::seconds(cfg->drain_timeout_s), signals);
+  drain(*gw, web.get(), std::chrono::seconds(cfg->drain_timeout_s), signals);
   (*eng)->shutdown();
   gw->stop(grace);
+  if (web) web->stop(grace);  // before the engine goes: its threads call it until they end
+  web.reset();
   // Until the socket closes, latecomers are told `shutting_down`.
   eng->reset();
   gw.reset();
@@ -264,6 +298,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-c,--config", a->config, "TOML configuration file ([server], [model], [engine], [[tenant]])");
   cmd->add_option("-m,--model", a->model, "GGUF model file (default: models/tiny.gguf, written if missing)");
   cmd->add_option("-e,--endpoint", a->endpoint, "ZeroMQ endpoint to bind (default tcp://127.0.0.1:5555)");
+  cmd->add_option("--http", a->http,
+                  "Also serve Ollama's and OpenAI's HTTP APIs on HOST:PORT (the [http] section's endpoint)");
   cmd->add_option("--policy", a->policy, "Scheduling policy: fcfs, priority, vtc, slo, household");
   cmd->add_option("--key", a->key_file, "Server key file from `hearth keygen` (turns CURVE on)");
   cmd->add_option("--compute", a->compute, "Matrix compute type")->check(CLI::IsMember({"bf16", "f32"}));

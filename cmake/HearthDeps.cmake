@@ -24,6 +24,10 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
 # sd_notify(3) for `hearth serve` under systemd (Type=notify, WatchdogSec).
 pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+# cpp-httplib (pkg-config only; Debian's split header and library): the HTTP gateway, server/http.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# OpenSSL's libcrypto hashes HTTP keys (SHA-256); cpp-httplib links it already.
+find_package(OpenSSL REQUIRED)
 if(HEARTH_BUILD_TESTS)
   find_package(Catch2 CONFIG REQUIRED)
 endif()

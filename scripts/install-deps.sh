@@ -8,7 +8,7 @@ packages=(
   catch2 libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev
   libcaf-dev libdnnl-dev ocl-icd-opencl-dev libtbb-dev libtbbbind-2-5 libhwloc-dev
   libzmq3-dev cppzmq-dev libcpp-httplib-dev python3-zmq libsystemd-dev
-  clang libclang-rt-14-dev libomp-dev
+  clang libclang-rt-14-dev libomp-dev nodejs
   dpkg-dev systemd  # cpack -G DEB's dependency list (dpkg-shlibdeps); systemd-analyze for the unit's test
 )
 
@@ -16,12 +16,26 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm: Debian's own package beside Debian's nodejs; NodeSource's nodejs brings npm itself and
+# conflicts with Debian's npm, so it is asked for only when no npm is there.
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-sudo_cmd=()
-[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-"${sudo_cmd[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# The HTTP tests' client packages, exactly as tests/http/package-lock.json pins them. `npm ci`
+# reinstalls from the lockfile; --prefer-offline takes npm's cache first, so a machine that
+# installed them once needs no network. Skipped when they are installed from this lockfile (a
+# copy of it is kept as the stamp).
+http_tests="$(dirname "$0")/../tests/http"
+if ! cmp -s "$http_tests/package-lock.json" "$http_tests/node_modules/.hearth-lock.json"; then
+  echo "install-deps: npm ci in tests/http (ollama, openai clients)"
+  (cd "$http_tests" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error &&
+    cp package-lock.json node_modules/.hearth-lock.json)
+fi

@@ -11,7 +11,6 @@
 #include <zmq_addon.hpp>
 
 #include "actors/engine.hpp"
-#include "model/chat_prompt.hpp"
 #include "server/connection.hpp"
 #include "server/inbox.hpp"
 #include "server/job_thread.hpp"
@@ -40,24 +39,6 @@ constexpr size_t frames_kept = 4;
 constexpr size_t inline_prompt_bytes = 16 << 10;
 constexpr std::string_view dev_tenant = "default";
 
-// The engine's sink: hands every request_event to the gateway thread.
-caf::behavior sink_actor(caf::event_based_actor*, std::shared_ptr<inbox> box) {
-  return {[box](request_event& e) { box->push(std::move(e)); }};
-}
-
-size_t prompt_bytes(const wire::generate_request& g) {
-  if (g.prompt) return g.prompt->size();
-  size_t n = 0;
-  for (const auto& m : g.messages) n += m.content.size();
-  return n;
-}
-
-// The prompt's tokens; chat turns fail for a model whose chat template Hearth does not recognise.
-result<std::vector<token_id>> tokenize(const tokenizer& tok, const wire::generate_request& g) {
-  if (g.prompt) return tok.encode(*g.prompt, {.add_bos = true, .parse_special = false});
-  return encode_chat(tok, g.messages);
-}
-
 const std::string& id_of(const wire::client_message& m) {
   return std::visit([](const auto& x) -> const std::string& { return x.id; }, m);
 }
@@ -80,7 +61,7 @@ struct gateway::impl {
   std::atomic<bool> busy{false};        // table.has_live(), as of the loop's last turn
   std::promise<void> detached_promise;  // set when the gateway has let go of the engine
   std::chrono::milliseconds close_linger{0};
-  uint32_t n_vocab = 0;  // the model's, for parsing (read while the engine is there)
+  uint32_t n_vocab = 0, n_ctx = 0;  // the model's, for parsing (read while the engine is there)
 
   // Gateway thread only.
   request_table table;
@@ -224,12 +205,10 @@ struct gateway::impl {
                                      f->stream ? nullptr : &f->text));
         break;
       case event_kind::cancelled:
-        send_error(peer, f->id, wire::code::cancelled, e.message.empty() ? "cancelled" : e.message);
-        break;
       case event_kind::rejected:
       case event_kind::error: {
-        const std::string_view code = e.reason == reject_reason::none ? wire::code::internal : to_string(e.reason);
-        send_error(peer, f->id, code, e.message, e.retry_after_ms);
+        const client_error err = error_of(e);
+        send_error(peer, f->id, err.code, err.message, err.retry_after_ms);
         break;
       }
     }
@@ -330,19 +309,14 @@ struct gateway::impl {
       return refuse(peer, g.id, wire::code::unauthorized, "field 'tenant' is not the authenticated tenant");
     if (table.lookup(peer, g.id))
       return refuse(peer, g.id, wire::code::bad_request, "field 'id': a request with this id is in flight");
-    request r;
-    r.tenant = auth ? *auth : g.tenant.value_or(std::string(dev_tenant));
-    r.max_tokens = g.max_tokens;
-    r.sampling = g.sampling;
-    r.stop = std::move(g.stop);
-    r.ignore_eos = g.ignore_eos;
-    if (const tenant_config* t = tenant_config_of(r.tenant)) r.share_prefix = t->share_prefix;
+    request r = engine_request(g, auth ? *auth : g.tenant.value_or(std::string(dev_tenant)), opt.tenants);
     const request_id rid = eng.next_id();
     table.add(rid, {.peer = peer, .id = g.id, .stream = g.stream, .tokenizing = true}, conn,
               clock_type::now());
-    if (prompt_bytes(g) <= inline_prompt_bytes) return submit(rid, std::move(r), tokenize(eng.tok(), g));
+    if (prompt_bytes(g) <= inline_prompt_bytes)
+      return submit(rid, std::move(r), tokenize_prompt(eng.tok(), g));
     prompts.post([this, rid, r = std::move(r), g = std::move(g)]() mutable {
-      auto tokens = tokenize(eng.tok(), g);
+      auto tokens = tokenize_prompt(eng.tok(), g);
       box->push(std::function<void()>([this, rid, r = std::move(r), tokens = std::move(tokens)]() mutable {
         submit(rid, std::move(r), std::move(tokens));
       }));
@@ -361,14 +335,9 @@ struct gateway::impl {
     };
     if (f->cancel_asked) return end(wire::code::cancelled, "cancelled");
     if (draining) return end(wire::code::shutting_down, "the server is stopping");
-    if (!prompt) {
-      return end(wire::code::bad_request, "field 'messages': model '" + opt.model.name + "': " +
-                                              prompt.error().message + "; send 'prompt' instead");
-    }
-    if (prompt->empty()) return end(wire::code::bad_request, "field 'prompt' gives no tokens");
+    if (auto err = set_prompt(r, std::move(prompt), opt.model.name, n_ctx)) return end(err->code, err->message);
     f->tokenizing = false;
-    f->prompt_tokens = static_cast<uint32_t>(prompt->size());
-    r.prompt = std::move(*prompt);
+    f->prompt_tokens = static_cast<uint32_t>(r.prompt.size());
     eng.submit(rid, std::move(r), sink);
   }
 
@@ -480,8 +449,9 @@ result<std::unique_ptr<gateway>> gateway::start(engine& e, gateway_options opt) 
   auto p = std::make_unique<impl>(e, std::move(opt));
   if (!p->box->ok()) return error{errc::io, "gateway: cannot create an eventfd"};
   p->n_vocab = static_cast<uint32_t>(e.tok().n_vocab());
+  p->n_ctx = e.worker().n_ctx;
   if (auto st = p->bind(); !st) return st.error();
-  p->sink = e.system().spawn(sink_actor, p->box);
+  p->sink = e.spawn_sink([box = p->box](request_event& ev) { box->push(std::move(ev)); });
   impl* raw = p.get();
   // Runs on an actor thread; the task runs on the gateway thread, while the gateway lives.
   e.on_failure([box = p->box, raw](const std::string& why) {

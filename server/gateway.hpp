@@ -22,6 +22,7 @@
 
 #include "common/result.hpp"
 #include "server/endpoint.hpp"  // is_local_endpoint, for callers of the gateway
+#include "server/request_path.hpp"
 #include "tenants/tenant_config.hpp"
 
 namespace hearth {
@@ -29,15 +30,6 @@ class engine;
 }
 
 namespace hearth::server {
-
-//! What `models` answers about the served model.
-struct model_card {
-  std::string name;
-  std::string architecture;
-  std::string chat_format;
-  uint32_t n_ctx = 0;
-  uint32_t n_vocab = 0;
-};
 
 //! What a reload changes at the gateway.
 struct gateway_config {

@@ -10,6 +10,7 @@
 
 #include "common/text_file.hpp"
 #include "server/endpoint.hpp"
+#include "server/protocol.hpp"
 
 namespace hearth::server {
 
@@ -45,6 +46,16 @@ class section {
     text(field, out);
     if (!get(field)) return;
     if (auto st = check(out); !st) fail(get(field), field, st.error().message);
+  }
+
+  bool present() const { return t_ != nullptr; }
+  bool has(std::string_view field) const { return get(field) != nullptr; }
+
+  void flag(std::string_view field, bool& out) const {
+    if (const toml::node* n = get(field)) {
+      if (!n->is_boolean()) fail(n, field, "must be true or false");
+      out = n->as_boolean()->get();
+    }
   }
 
   void choice(std::string_view field, std::string& out, std::initializer_list<std::string_view> allowed) const {
@@ -84,7 +95,7 @@ class section {
 // Every reader looks up its own section by name, so a misspelt one ([sever]) was read by none
 // and its fields lost without a word: a lost secret_key_file left the server in development mode.
 void only_known_sections(std::string_view source, const toml::table& root) {
-  constexpr std::string_view known[] = {"server", "model", "engine", "tenant"};
+  constexpr std::string_view known[] = {"server", "http", "model", "engine", "tenant"};
   for (const auto& [k, v] : root) {
     if (std::ranges::find(known, k.str()) != std::end(known)) continue;
     const std::string name(k.str());
@@ -92,7 +103,7 @@ void only_known_sections(std::string_view source, const toml::table& root) {
                              : v.is_array_of_tables() ? "[[" + name + "]] is not a known section"
                                                       : name + " is outside any section";
     throw bad_config{std::string(source) + ":" + std::to_string(v.source().begin.line) + ": " + what +
-                     " (known: [server], [model], [engine], [[tenant]])"};
+                     " (known: [server], [http], [model], [engine], [[tenant]])"};
   }
 }
 
@@ -103,6 +114,28 @@ void read_server(const section& s, serve_config& c) {
   s.count("heartbeat_ms", c.heartbeat_ms, 10, 60000);
   s.count("drain_timeout_s", c.drain_timeout_s, 0, 3600);
   s.choice("log_level", c.log_level, {"error", "warning", "info", "debug"});
+}
+
+// The HTTP endpoint is HOST:PORT; its port follows the ZeroMQ endpoint's rules.
+status<> check_http_port(std::string_view endpoint) {
+  if (auto st = check_endpoint_port("tcp://" + std::string(endpoint)); !st)
+    return error{errc::invalid_argument,
+                 std::string(endpoint) + ": a HOST:PORT with PORT from 1 to 65535, or 0 or *"};
+  return {};
+}
+
+void read_http(const section& s, serve_config& c) {
+  c.http = s.present();
+  s.checked_text("endpoint", c.http_endpoint, check_http_port);
+  s.flag("public", c.http_public);
+  std::string anonymous;
+  s.checked_text("anonymous_tenant", anonymous, [](std::string_view name) -> status<> {
+    if (wire::is_tenant_name(name)) return {};
+    return error{errc::invalid_argument, "must be a tenant name (1 to 64 letters, digits, '_', '.' or '-')"};
+  });
+  if (s.has("anonymous_tenant")) c.http_anonymous_tenant = anonymous;
+  s.count("threads", c.http_threads, 1, 4096);
+  s.count("max_body_bytes", c.http_max_body_bytes, 1024, int64_t{1} << 30);
 }
 
 void read_model(const section& s, serve_config& c) {
@@ -146,6 +179,9 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
                         {"endpoint", "secret_key_file", "max_message_bytes", "heartbeat_ms",
                          "drain_timeout_s", "log_level"}),
                 c);
+    read_http(section(source, root, "http",
+                      {"endpoint", "public", "anonymous_tenant", "threads", "max_body_bytes"}),
+              c);
     read_model(section(source, root, "model", {"path", "compute", "kernels"}), c);
     read_engine(
         section(source, root, "engine",
@@ -185,6 +221,7 @@ namespace {
 std::string changed_fields(const tenant_config& a, const tenant_config& b) {
   std::vector<std::string> f;
   if (a.key != b.key) f.push_back("key");
+  if (a.http_key_sha256 != b.http_key_sha256) f.push_back("http key");
   if (a.cls != b.cls) f.push_back("class");
   if (a.weight != b.weight) f.push_back("weight");
   if (a.slo.ttft_ms != b.slo.ttft_ms || a.slo.itl_ms != b.slo.itl_ms ||

@@ -1,9 +1,10 @@
 #pragma once
-// `hearth serve`'s configuration file: [server], [model] and [engine] are read here, the
+// `hearth serve`'s configuration file: [server], [http], [model] and [engine] are read here, the
 // [[tenant]] tables by tenants/tenant_config.hpp; any other top-level name is refused. Every
 // field, its default and its limits: docs/configuration.md. Command-line flags override the
 // file (cli/cmd_serve.cpp).
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,13 @@ struct serve_config {
   uint32_t heartbeat_ms = 1000;
   uint32_t drain_timeout_s = 30;   //!< on SIGTERM, how long requests in flight may run to their end; 0: cut
   std::string log_level = "info";  //!< error, warning, info (lifecycle and request ends), debug
+  // [http]: the HTTP gateway (docs/http.md), served only when the section or --http is given
+  bool http = false;
+  std::string http_endpoint = "127.0.0.1:11434";
+  bool http_public = false;  //!< a non-loopback address without keys
+  std::optional<std::string> http_anonymous_tenant = std::nullopt;
+  uint32_t http_threads = 64;  //!< connections served at once
+  uint64_t http_max_body_bytes = 1 << 20;
   // [model]
   std::string model_path = {};           //!< empty: the default model, generated if missing
   std::string compute = "bf16";          //!< "bf16" or "f32"

@@ -29,10 +29,16 @@ constexpr std::string_view z85_alphabet =
 constexpr size_t z85_key_chars = 40;  // a 32-byte CURVE key: 8 groups of 5 characters
 constexpr size_t max_name_chars = 64;
 
-constexpr std::string_view tenant_fields[] = {"name", "key", "class", "weight", "slo", "quota", "share_prefix",
-                                                 "admin"};
+constexpr std::string_view tenant_fields[] = {"name", "key",   "http_key_sha256", "class", "weight",
+                                              "slo",  "quota", "share_prefix",    "admin"};
 constexpr std::string_view slo_fields[] = {"ttft_ms", "itl_ms", "itl_quantile"};
 constexpr std::string_view quota_fields[] = {"max_concurrent", "max_queued", "max_prompt_tokens", "tokens_per_minute"};
+constexpr size_t sha256_hex_chars = 64;
+
+// Whether `h` is a SHA-256 as sha256sum prints it: 64 lowercase hex digits.
+bool is_sha256_hex(std::string_view h) {
+  return h.size() == sha256_hex_chars && h.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
 
 // Whether `key` is Z85 text of a 32-byte key: 40 characters of the alphabet, and every group of
 // five a base-85 number that fits in 32 bits.
@@ -71,6 +77,10 @@ class tenant_reader {
     t.key = text("key", keys == key_rule::required);
     if (table_.contains("key") && !is_z85_key(t.key))
       fail(table_.get("key"), "key", "must be a CURVE public key in Z85 text (40 characters)");
+    t.http_key_sha256 = text("http_key_sha256", false);
+    if (table_.contains("http_key_sha256") && !is_sha256_hex(t.http_key_sha256))
+      fail(table_.get("http_key_sha256"), "http_key_sha256",
+           "must be a SHA-256 in lowercase hex (64 characters)");
     t.cls = tenant_class_field();
     t.weight = number(table_, "", "weight", 1.0, /*positive=*/true);
     t.share_prefix = flag("share_prefix", true);
@@ -183,6 +193,8 @@ void check_unique(const std::vector<tenant_config>& tenants, const tenant_reader
     if (tenants[i].name == t.name) last.fail(nullptr, "name", "is already used by tenant #" + std::to_string(i + 1));
     if (!t.key.empty() && tenants[i].key == t.key)
       last.fail(nullptr, "key", "is already used by tenant '" + tenants[i].name + "'");
+    if (!t.http_key_sha256.empty() && tenants[i].http_key_sha256 == t.http_key_sha256)
+      last.fail(nullptr, "http_key_sha256", "is already used by tenant '" + tenants[i].name + "'");
   }
 }
 
@@ -212,12 +224,16 @@ status<> check_tenants(const std::vector<tenant_config>& tenants) {
     const tenant_config& t = tenants[i];
     if (!is_valid_name(t.name)) return bad(t, "name must be 1 to 64 letters, digits, '_', '.' or '-'");
     if (!t.key.empty() && !is_z85_key(t.key)) return bad(t, "key must be a CURVE public key in Z85 text (40 characters)");
+    if (!t.http_key_sha256.empty() && !is_sha256_hex(t.http_key_sha256))
+      return bad(t, "http_key_sha256 must be a SHA-256 in lowercase hex (64 characters)");
     if (!std::isfinite(t.weight) || t.weight <= 0) return bad(t, "weight must be a number > 0");
     if (!target(t.slo.ttft_ms) || !target(t.slo.itl_ms)) return bad(t, "slo targets must be numbers >= 0");
     if (!(t.slo.itl_quantile > 0 && t.slo.itl_quantile <= 1)) return bad(t, "slo.itl_quantile must be > 0 and <= 1");
     for (size_t j = 0; j < i; ++j) {
       if (tenants[j].name == t.name) return bad(t, "name is used twice");
       if (!t.key.empty() && tenants[j].key == t.key) return bad(t, "key is already used by tenant '" + tenants[j].name + "'");
+      if (!t.http_key_sha256.empty() && tenants[j].http_key_sha256 == t.http_key_sha256)
+        return bad(t, "http_key_sha256 is already used by tenant '" + tenants[j].name + "'");
     }
   }
   return {};

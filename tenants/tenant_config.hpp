@@ -35,6 +35,9 @@ struct tenant_config {
   std::string name = {};  //!< 1-64 of [A-Za-z0-9_.-]; in logs, metrics and prefix-cache salts
   std::string key = {};   //!< the client's CURVE public key, Z85 text (40 characters); empty only
                           //!< when keys are optional (development mode)
+  //! The SHA-256 (lowercase hex) of the key an HTTP client sends as `Authorization: Bearer KEY`;
+  //! empty: no HTTP key (docs/http.md)
+  std::string http_key_sha256 = {};
   tenant_class cls = tenant_class::standard;
   double weight = 1;      //!< fair-share weight (> 0)
   tenant_slo slo = {};

@@ -20,6 +20,16 @@ inline const engine_model& micro() {
   return *m;
 }
 
+//! Waits up to 10 s for `eng` to hold no KV block and run or queue nothing.
+inline bool engine_idle(engine& eng) {
+  for (int i = 0; i < 1000; ++i) {
+    const auto g = *eng.gauges();
+    if (g.kv.used == 0 && g.running == 0 && g.waiting == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 struct served {
   std::unique_ptr<engine> eng;
   std::unique_ptr<server::gateway> gw;
@@ -32,17 +42,13 @@ struct served {
 
   static served start(server::gateway_options opt, engine_config cfg, backend_script script) {
     const engine_model& m = micro();
-    cfg.threads_per_worker = 1;
-    auto e = engine::start(cfg, m.tok, [&m, script]() -> result<std::unique_ptr<backend>> {
-      return std::unique_ptr<backend>(std::make_unique<scripted_backend>(m.backend(4096), script));
-    });
-    if (!e) FAIL(e.error().message);
+    auto e = scripted_engine(m, 4096, std::move(cfg), std::move(script));
     if (opt.endpoint == server::gateway_options{}.endpoint) opt.endpoint = "tcp://127.0.0.1:*";
     if (opt.heartbeat_ms == server::gateway_options{}.heartbeat_ms) opt.heartbeat_ms = 100;
     opt.model.n_vocab = static_cast<uint32_t>(m.tok->n_vocab());
-    auto g = server::gateway::start(**e, opt);
+    auto g = server::gateway::start(*e, opt);
     if (!g) FAIL(g.error().message);
-    return {std::move(*e), std::move(*g)};
+    return {std::move(e), std::move(*g)};
   }
 
   ~served() {
@@ -50,18 +56,13 @@ struct served {
   }
 
   client::options options(std::string tenant = "t") const {
-    return {.endpoint = gw->endpoint(), .tenant = std::move(tenant), .connect_timeout = std::chrono::milliseconds(5000)};
+    return {.endpoint = gw->endpoint(),
+            .tenant = std::move(tenant),
+            .connect_timeout = std::chrono::milliseconds(5000)};
   }
 
   //! Waits up to 10 s for the engine to hold no KV block and run or queue nothing.
-  bool idle() const {
-    for (int i = 0; i < 1000; ++i) {
-      const auto g = *eng->gauges();
-      if (g.kv.used == 0 && g.running == 0 && g.waiting == 0) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-  }
+  bool idle() const { return engine_idle(*eng); }
 };
 
 //! The greedy completion of `prompt_tokens` alone (the end-of-generation token excluded).

@@ -15,16 +15,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::unique_ptr<engine> start_scripted(engine_config cfg, backend_script script, engine_hooks hooks = {}) {
-  const engine_model& m = tiny();
-  cfg.threads_per_worker = 1;
-  auto e = engine::start(
-      cfg, m.tok,
-      [&m, script]() -> result<std::unique_ptr<backend>> {
-        return std::unique_ptr<backend>(std::make_unique<scripted_backend>(m.backend(8192), script));
-      },
-      std::move(hooks));
-  if (!e) FAIL(e.error().message);
-  return std::move(*e);
+  return scripted_engine(tiny(), 8192, std::move(cfg), std::move(script), std::move(hooks));
 }
 
 // What a failure listener was told. Shared with the listener, which the engine keeps.

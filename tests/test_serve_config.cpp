@@ -118,7 +118,7 @@ TEST_CASE("a misspelt section, or a field outside any section, is refused", "[se
   const auto typo = error_for(
       "\n[sever]\nsecret_key_file = \"/etc/hearth/server.key\"\nendpoint = \"tcp://0.0.0.0:6000\"\n");
   CHECK_THAT(typo, Contains("home.toml:2: [sever] is not a known section") &&
-                       Contains("(known: [server], [model], [engine], [[tenant]])"));
+                       Contains("(known: [server], [http], [model], [engine], [[tenant]])"));
   CHECK_THAT(error_for("[[tenants]]\nname = \"voice\"\n"),
              Contains("home.toml:1: [[tenants]] is not a known section"));
   CHECK_THAT(error_for("policy = \"vtc\"\n[engine]\n"),

@@ -55,12 +55,22 @@ expect_one_line_error "port out of range in the file" "port.toml:2: \[server\].e
 expect_one_line_error "port out of range on the command line" "endpoint tcp://127.0.0.1:99999: port 99999" \
   timeout 30 "$hearth" serve --model "$dir/tiny.gguf" --endpoint 'tcp://127.0.0.1:99999'
 
-start_serve dev --model "$dir/tiny.gguf"
+# The HTTP gateway too: a non-loopback address without keys is refused like the ZeroMQ one.
+expect_one_line_error "public http without keys" "non-loopback address needs HTTP keys" \
+  timeout 30 "$hearth" serve --model "$dir/tiny.gguf" --http 0.0.0.0:0 --endpoint 'tcp://127.0.0.1:*'
+start_serve dev --model "$dir/tiny.gguf" --http 127.0.0.1:0
 grep -q "development mode" "$dir/dev.out" || fail "serve does not say it is in development mode"
+http=$(grep -o 'APIs on http://[0-9.:]*' "$dir/dev.out" | cut -c9-)
+[ -n "$http" ] || fail "serve --http prints no http endpoint: $(cat "$dir/dev.out")"
 q="Tell me a story about a hearth."
 served=$("$hearth" chat -e "$endpoint" --temperature 0 -n 16 "$q")
 local_text=$("$hearth" generate -m "$dir/tiny.gguf" -p "$q" --chat --temperature 0 -n 16 --compute f32 --threads 1 2>/dev/null)
 [ -n "$served" ] && [ "$served" = "$local_text" ] || fail "chat '$served' differs from generate '$local_text'"
+[ "$(curl -s "$http/")" = "Ollama is running" ] || fail "GET $http/ is not Ollama's greeting"
+body='{"model":"tiny","stream":false,"messages":[{"role":"user","content":"'"$q"'"}],
+       "options":{"temperature":0,"repeat_penalty":1,"num_predict":16}}'
+over_http=$(curl -s "$http/api/chat" -d "$body" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["message"]["content"])')
+[ "$over_http" = "$served" ] || fail "/api/chat '$over_http' differs from chat '$served'"
 piped=$(printf '%s\n' "$q" | "$hearth" chat -e "$endpoint" --temperature 0 -n 16)
 [ "$piped" = "$served" ] || fail "piped chat '$piped' differs from '$served'"
 timing=$("$hearth" chat -e "$endpoint" -n 4 -v "hi" 2>&1 >/dev/null)

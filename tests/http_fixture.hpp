@@ -1,0 +1,72 @@
+#pragma once
+// An engine on the micro model behind the HTTP gateway on a free loopback port, for the HTTP
+// tests (scripted_backend.hpp: a delay per step), and cpp-httplib's client to talk to it.
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "gateway_fixture.hpp"
+#include "server/http/gateway.hpp"
+
+namespace hearth::test {
+
+inline constexpr const char* micro_name = "micro";
+
+struct http_served {
+  std::unique_ptr<engine> eng;
+  std::unique_ptr<http::gateway> gw;
+
+  static http_served start(http::gateway_options opt = {}, engine_config cfg = {},
+                           backend_script script = {}) {
+    auto e = scripted_engine(micro(), 4096, std::move(cfg), std::move(script));
+    if (opt.endpoint == http::gateway_options{}.endpoint) opt.endpoint = "127.0.0.1:0";
+    opt.model.name = micro_name;
+    opt.model.architecture = "llama";
+    opt.model.n_ctx = e->worker().n_ctx;
+    opt.model.n_vocab = static_cast<uint32_t>(e->tok().n_vocab());
+    auto g = http::gateway::start(*e, std::move(opt));
+    if (!g) FAIL(g.error().message);
+    return {std::move(e), std::move(*g)};
+  }
+
+  ~http_served() {
+    if (gw) gw->stop(std::chrono::milliseconds(0));
+  }
+
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", gw->port());
+    c.set_read_timeout(20, 0);
+    return c;
+  }
+};
+
+//! POSTs `body` as JSON; fails the test when no reply comes.
+inline httplib::Result post(httplib::Client& c, const std::string& path, const nlohmann::json& body,
+                            const httplib::Headers& headers = {}) {
+  auto r = c.Post(path.c_str(), headers, body.dump(), "application/json");
+  if (!r) FAIL("POST " << path << ": no reply (" << httplib::to_string(r.error()) << ")");
+  return r;
+}
+
+//! The text of generated tokens as a stream gives it (whole characters, leading spaces kept),
+//! and as JSON carries it: invalid UTF-8 replaced (U+FFFD), as the replies write it.
+inline std::string streamed_text(const std::vector<int32_t>& ids) {
+  stream_decoder d(*micro().tok);
+  std::string text;
+  for (int32_t id : ids) text += d.push(id);
+  text += d.flush();
+  return nlohmann::json::parse(
+      nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+//! The greedy completion of `messages` alone, as text: the oracle the replies are held to.
+inline std::string oracle_chat(const std::vector<chat_message>& messages, uint32_t max_tokens) {
+  return streamed_text(oracle(encode_chat(*micro().tok, messages).value(), max_tokens));
+}
+
+//! The greedy completion of the raw `prompt` alone, as text.
+inline std::string oracle_raw(const std::string& prompt, uint32_t max_tokens) {
+  return streamed_text(oracle(raw_prompt(prompt), max_tokens));
+}
+
+}  // namespace hearth::test
