@@ -12,25 +12,19 @@ unittest module: it needs the binary and a model.
 """
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import hearth_client as hc  # noqa: E402
+from serve_script import check, run_main  # noqa: E402
 
 DRAIN_S = 2
 SHORT_TOKENS, LONG_TOKENS = 24, 1900
 PROMPT = "The house was quiet when"
-
-
-def check(name: str, ok: bool, detail: str = "") -> bool:
-    print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok or not detail else f": {detail}"))
-    return ok
 
 
 async def first_token_then_rest(stream: hc.AsyncStream, started: asyncio.Event) -> tuple[str, int]:
@@ -76,31 +70,21 @@ async def drive(endpoint: str, server: subprocess.Popen) -> bool:
     return ok
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    hearth, model = argv[1], argv[2]
-    os.environ.setdefault("HEARTH_KERNEL_CACHE", os.path.join(os.path.dirname(os.path.abspath(hearth)), "kernel-plans.tsv"))
-    with tempfile.TemporaryDirectory() as tmp:
-        endpoint = f"ipc://{tmp}/hearth.sock"
-        config = Path(tmp, "hearth.toml")
-        config.write_text(f'[server]\nendpoint = "{endpoint}"\ndrain_timeout_s = {DRAIN_S}\n'
-                          f'[model]\npath = "{model}"\n[engine]\nmax_seqs = 64\n')
-        log_path = Path(tmp, "serve.log")
-        with open(log_path, "w") as log:
-            server = subprocess.Popen([hearth, "serve", "--config", str(config)], stdout=log, stderr=subprocess.STDOUT)
-        try:
-            ok = asyncio.run(drive(endpoint, server))
-            ok &= check("exit status 0 after the drain", server.wait(timeout=DRAIN_S + 15) == 0, str(server.returncode))
-        finally:
-            if server.poll() is None:
-                server.kill()
-                server.wait()
-        if not ok:
-            print(log_path.read_text(), file=sys.stderr)
-    return 0 if ok else 1
+def run(hearth: str, model: str, tmp: str) -> bool:
+    endpoint = f"ipc://{tmp}/hearth.sock"
+    config = Path(tmp, "hearth.toml")
+    config.write_text(f'[server]\nendpoint = "{endpoint}"\ndrain_timeout_s = {DRAIN_S}\n'
+                      f'[model]\npath = "{model}"\n[engine]\nmax_seqs = 64\n')
+    with open(Path(tmp, "serve.log"), "w") as log:
+        server = subprocess.Popen([hearth, "serve", "--config", str(config)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        ok = asyncio.run(drive(endpoint, server))
+        return check("exit status 0 after the drain", server.wait(timeout=DRAIN_S + 15) == 0, str(server.returncode)) and ok
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run_main(__doc__, sys.argv, run))

@@ -16,12 +16,12 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import hearth_client as hc  # noqa: E402
+from serve_script import check, run_main  # noqa: E402
 
 WATCHDOG_S = 0.4  # asked for; hearth pings every 0.2 s
 LOAD_TIMEOUT_S = 60.0
@@ -58,11 +58,6 @@ def wait_for(sock: socket.socket, wanted: str, timeout: float, seen: list) -> bo
 
 def largest_gap(times: list[float]) -> float:
     return max((b - a for a, b in zip(times, times[1:])), default=float("inf"))
-
-
-def check(name: str, ok: bool, detail: str = "") -> bool:
-    print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok or not detail else f": {detail}"))
-    return ok
 
 
 def run(hearth: str, model: str, tmp: str) -> bool:
@@ -114,18 +109,5 @@ def run(hearth: str, model: str, tmp: str) -> bool:
     return ok
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    os.environ.setdefault("HEARTH_KERNEL_CACHE",
-                          os.path.join(os.path.dirname(os.path.abspath(argv[1])), "kernel-plans.tsv"))
-    with tempfile.TemporaryDirectory() as tmp:
-        ok = run(argv[1], argv[2], tmp)
-        if not ok:
-            print(Path(tmp, "serve.log").read_text(), file=sys.stderr)
-    return 0 if ok else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run_main(__doc__, sys.argv, run))

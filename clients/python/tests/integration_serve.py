@@ -16,12 +16,12 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import hearth_client as hc  # noqa: E402
+from serve_script import run_main  # noqa: E402
 
 # --- What this script assumes about the command line (the one place to adjust) ---------------
 PROMPT = "The house was quiet when"
@@ -91,37 +91,27 @@ def run_checks(client: hc.Client, want: str) -> bool:
     return ok
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    hearth, model = argv[1], argv[2]
-    # The kernel tuner's plans are cached in the build's own file (beside `hearth`), never the user's.
-    os.environ.setdefault("HEARTH_KERNEL_CACHE", os.path.join(os.path.dirname(os.path.abspath(hearth)), "kernel-plans.tsv"))
+def run(hearth: str, model: str, tmp: str) -> bool:
     ref = subprocess.run(generate_command(hearth, model, PROMPT, N_TOKENS), capture_output=True, text=True, check=True)
     want = generate_text(ref.stdout)
-    with tempfile.TemporaryDirectory() as tmp:
-        endpoint = f"ipc://{tmp}/hearth.sock"
-        log_path = Path(tmp) / "serve.log"
-        ok = False
-        with open(log_path, "w") as log:
-            server = subprocess.Popen(serve_command(hearth, model, endpoint), stdout=log, stderr=subprocess.STDOUT)
+    endpoint = f"ipc://{tmp}/hearth.sock"
+    ok = False
+    with open(Path(tmp) / "serve.log", "w") as log:
+        server = subprocess.Popen(serve_command(hearth, model, endpoint), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        with wait_until_serving(server, endpoint) as client:
+            ok = run_checks(client, want)
+    finally:
+        server.send_signal(signal.SIGTERM)
         try:
-            with wait_until_serving(server, endpoint) as client:
-                ok = run_checks(client, want)
-        finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-                ok = False
-                print("FAIL hearth serve did not stop within 20 s of SIGTERM")
-            if not ok or os.environ.get("HEARTH_SHOW_SERVE_LOG"):
-                print("--- hearth serve's output ---\n" + log_path.read_text(errors="replace"))
-    return 0 if ok else 1
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+            ok = False
+            print("FAIL hearth serve did not stop within 20 s of SIGTERM")
+    return ok
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run_main(__doc__, sys.argv, run))
