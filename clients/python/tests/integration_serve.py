@@ -12,7 +12,6 @@ Exit status 0 when all hold. Not a unittest module (the name keeps `discover` fr
 it needs the binary and a model.
 """
 
-import os
 import signal
 import subprocess
 import sys
