@@ -164,8 +164,7 @@ int run_serve(const serve_args& a) {
       .heartbeat_ms = cfg->heartbeat_ms,
       .tenants = cfg->engine.tenants,
       .model = {std::filesystem::path(cfg->model_path).stem().string(), to_string(hp->arch),
-                chat_format_name(shared_tok->spec().chat_template), hp->n_ctx_train,
-                hp->n_vocab},
+                chat_format_name(shared_tok->spec().chat_template), hp->n_ctx_train, hp->n_vocab},
       .policy = cfg->engine.policy,
       .reload = [&] { return reload(**eng); },
       .log = log_line};

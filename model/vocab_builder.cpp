@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <span>
 #include <cstdio>
+#include <span>
 #include <string_view>
 
 #include "model/bpe_trainer.hpp"

@@ -361,8 +361,8 @@ struct gateway::impl {
     if (f->cancel_asked) return end(wire::code::cancelled, "cancelled");
     if (draining) return end(wire::code::shutting_down, "the server is stopping");
     if (!prompt) {
-      return end(wire::code::bad_request, "field 'messages': model '" + opt.model.name + "': " +
-                                              prompt.error().message + "; send 'prompt' instead");
+      return end(wire::code::bad_request, "field 'messages': model '" + opt.model.name +
+                                              "': " + prompt.error().message + "; send 'prompt' instead");
     }
     if (prompt->empty()) return end(wire::code::bad_request, "field 'prompt' gives no tokens");
     f->tokenizing = false;
