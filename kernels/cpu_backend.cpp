@@ -130,8 +130,16 @@ result<cpu_backend::layer> load_layer(const tensor_index& ix, const hparams& hp,
     if (!kept(*lg)) ix.release({k}, l);
   }
   if (!kept(*ld)) ix.release({weight_kind::ffn_down}, l);
-  cpu_backend::layer out{ix.floats(weight_kind::attn_norm, l), ix.floats(weight_kind::ffn_norm, l), {}, {}, {}, {},
-                         std::move(*lq), std::move(*lo), std::move(*lg), std::move(*ld)};
+  cpu_backend::layer out{ix.floats(weight_kind::attn_norm, l),
+                         ix.floats(weight_kind::ffn_norm, l),
+                         {},
+                         {},
+                         {},
+                         {},
+                         std::move(*lq),
+                         std::move(*lo),
+                         std::move(*lg),
+                         std::move(*ld)};
   if (hp.has_qk_norm) {
     out.q_norm = ix.floats(weight_kind::attn_q_norm, l);
     out.k_norm = ix.floats(weight_kind::attn_k_norm, l);

@@ -55,8 +55,8 @@ HEARTH_SIMD_INLINE T activate(T g) {
 }
 
 template <ffn_activation A>
-HEARTH_SIMD_INLINE void gated_rows(row_view<const float> gate_up, row_view<float> out, uint32_t n_ff, uint32_t r0,
-                                   uint32_t r1) {
+HEARTH_SIMD_INLINE void gated_rows(row_view<const float> gate_up, row_view<float> out, uint32_t n_ff,
+                                   uint32_t r0, uint32_t r1) {
   for (uint32_t r = r0; r < r1; ++r) {
     const float* gate = gate_up.row(r);
     const float* up = gate + n_ff;
@@ -79,7 +79,9 @@ void gated_rows_of(ffn_activation act, row_view<const float> gate_up, row_view<f
 }
 
 HEARTH_SIMD_CLONES
-void softcap_range(float* x, size_t n, float cap) { simd::softcap(x, n, cap); }
+void softcap_range(float* x, size_t n, float cap) {
+  simd::softcap(x, n, cap);
+}
 
 HEARTH_SIMD_CLONES
 void rope_rows(row_view<float> x, uint32_t n_heads, uint32_t head_dim, const rope_table& t, uint32_t r0,

@@ -1,7 +1,7 @@
 #pragma once
 // The CPU backend's own kernels, the ones oneDNN does not provide: RMS norm, RoPE, the SwiGLU
-// and GeGLU activations, soft-capping, and attention over the paged KV cache. Stateless; each matches its plain twin
-// (reference_ops, reference_model::attend) within f32 rounding. Matrices are row-major f32; a
+// and GeGLU activations, soft-capping, and attention over the paged KV cache. Stateless; each matches its
+// plain twin (reference_ops, reference_model::attend) within f32 rounding. Matrices are row-major f32; a
 // row_view's rows may be strided, so the kernels read and write the q/k/v slices of a fused QKV
 // projection (rows, q_dim + 2 kv_dim) in place.
 

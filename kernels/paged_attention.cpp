@@ -82,7 +82,7 @@ struct attn_call {
   uint32_t group;  // query heads per kv head
   float scale;     // multiplies q.k: 1 / sqrt(head_dim) unless the model says otherwise
   float softcap;   // scores c tanh(s / c) when > 0
-  uint32_t window; // a row at p sees keys from window_start(p, window)
+  uint32_t window;  // a row at p sees keys from window_start(p, window)
   row_view<const float> q;
   row_view<float> out;
   std::span<const seq_rows> seqs;
@@ -283,7 +283,8 @@ HEARTH_SIMD_INLINE void fold_block(const attn_call& c, const attn_item& it, attn
     const auto off = static_cast<uint32_t>(lo > hb.base ? std::min<uint64_t>(n, lo - hb.base) : 0);
     if (off == n) continue;
     const uint32_t q0 = hb.q0 + i * c.group;
-    fold_queries<E>(w, q0, q0 + c.group, k + size_t{off} * hd, v + size_t{off} * hd, n - off, hd, bs, c.softcap);
+    fold_queries<E>(w, q0, q0 + c.group, k + size_t{off} * hd, v + size_t{off} * hd, n - off, hd, bs,
+                    c.softcap);
   }
 }
 
@@ -398,7 +399,8 @@ attn_plan make_plan(const kv_layout& lay, uint32_t group, uint32_t window, std::
       const auto n_blocks = static_cast<uint32_t>(
           (uint64_t{s.start_pos} + row0 + n_rows + lay.block_size - 1) / lay.block_size);
       // Blocks before the first row's window hold no key any row of the chunk sees.
-      const auto b0 = static_cast<uint32_t>(window_start(uint64_t{s.start_pos} + row0, window) / lay.block_size);
+      const auto b0 =
+          static_cast<uint32_t>(window_start(uint64_t{s.start_pos} + row0, window) / lay.block_size);
       const uint32_t ranges = std::clamp((n_blocks - b0) / min_blocks_per_range, 1u, max_ranges);
       const uint32_t per_item = n_rows == 1 ? decode_heads_per_item(lay.n_head_kv, seqs.size() * ranges) : 1;
       for (uint32_t h = 0; h < lay.n_head_kv; h += per_item) {
@@ -428,9 +430,11 @@ void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_v
   assert(params.scale >= 0.0f && params.softcap >= 0.0f && "paged_attention: negative scale or cap");
   const attn_plan plan = make_plan(lay, group, params.window, seqs);
   std::vector<float> partials(plan.partial_floats);
-  const float scale =
-      params.scale > 0.0f ? params.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(lay.head_dim)));
-  const attn_call call{pool, layer, group, scale, params.softcap, params.window, q, out, seqs, partials.data()};
+  const float scale = params.scale > 0.0f
+                          ? params.scale
+                          : static_cast<float>(1.0 / std::sqrt(static_cast<double>(lay.head_dim)));
+  const attn_call call{pool,          layer, group, scale, params.softcap,
+                       params.window, q,     out,   seqs,  partials.data()};
   parallel_for(plan.items.size(), [&](size_t i) { attend_item(call, plan.items[i]); });
   parallel_for(plan.merges.size(), [&](size_t i) {
     merge_items(call, &plan.items[plan.merges[i].first], plan.merges[i].second);

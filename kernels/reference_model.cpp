@@ -180,8 +180,8 @@ void reference_model::attention_block(uint32_t layer, uint32_t pos) {
   }
   const hparams::layer_rope rp = hp_.rope_of(layer);  // gemma3's sliding layers: their own base
   for (uint32_t h = 0; h < hp_.n_head; ++h) {
-    ref::rope(std::span(q_).subspan(size_t{h} * hd, hd), hp_.n_rot, pos, rp.base, hp_.pairing, rp.freq_factors,
-              hp_.rope_attn_factor);
+    ref::rope(std::span(q_).subspan(size_t{h} * hd, hd), hp_.n_rot, pos, rp.base, hp_.pairing,
+              rp.freq_factors, hp_.rope_attn_factor);
   }
   for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
     ref::rope(k.subspan(size_t{h} * hd, hd), hp_.n_rot, pos, rp.base, hp_.pairing, rp.freq_factors,

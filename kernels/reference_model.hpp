@@ -1,7 +1,7 @@
 #pragma once
 // The reference forward pass: one token at a time, one sequence, straight loops (llama2.c's run.c
-// with llama.cpp's semantics for Llama, Qwen 2/3, Phi-3 and Gemma 2/3). Slow and plain on purpose: it is the twin every
-// fast kernel is tested against, and what `hearth generate` runs until a faster backend exists.
+// with llama.cpp's semantics for Llama, Qwen 2/3, Phi-3 and Gemma 2/3). Slow and plain on purpose: it is the
+// twin every fast kernel is tested against, and what `hearth generate` runs until a faster backend exists.
 //
 // Per token:  x = token_embd[token]  [gemma: * sqrt(n_embd)]
 //   per layer: h = rmsnorm(x) * attn_norm;  q,k,v = W h (+ b);  [qwen3, gemma3: rmsnorm each q, k head]

@@ -254,8 +254,9 @@ const char* chat_format_name(std::string_view jinja) {
 
 std::string recognised_chat_formats() {
   std::string out;
-  for (const chat_format f : {chat_format::llama2, chat_format::llama3, chat_format::chatml, chat_format::mistral,
-                              chat_format::zephyr, chat_format::phi3, chat_format::gemma}) {
+  for (const chat_format f :
+       {chat_format::llama2, chat_format::llama3, chat_format::chatml, chat_format::mistral,
+        chat_format::zephyr, chat_format::phi3, chat_format::gemma}) {
     out += (out.empty() ? "" : ", ") + std::string(to_string(f));
   }
   return out;
@@ -263,7 +264,8 @@ std::string recognised_chat_formats() {
 
 result<chat_format> chat_format_of(std::string_view jinja) {
   if (auto f = detect_chat_format(jinja)) return *f;
-  return error{errc::unsupported, "chat template not recognised (Hearth formats " + recognised_chat_formats() +
+  return error{errc::unsupported, "chat template not recognised (Hearth formats " +
+                                      recognised_chat_formats() +
                                       "; a file without a template gets plain 'role: content' lines)"};
 }
 

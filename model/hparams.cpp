@@ -49,8 +49,9 @@ result<model_arch> read_arch(const gguf::file& f) {
   if (*arch == "phi3") return model_arch::phi3;
   if (*arch == "gemma2") return model_arch::gemma2;
   if (*arch == "gemma3") return model_arch::gemma3;
-  return error{errc::unsupported, "model: unsupported architecture '" + *arch +
-                                      "' (Hearth runs the Llama family: llama, qwen2, qwen3, phi3, gemma2, gemma3)"};
+  return error{errc::unsupported,
+               "model: unsupported architecture '" + *arch +
+                   "' (Hearth runs the Llama family: llama, qwen2, qwen3, phi3, gemma2, gemma3)"};
 }
 
 // Dimensions: embedding, layers, heads, FFN, context, vocabulary.
@@ -172,8 +173,8 @@ status<> read_sliding_window(const gguf::file& f, const std::string& a, hparams&
 status<> check_value_length(const gguf::file& f, const std::string& a, const hparams& hp) {
   const auto v_len = f.get_uint(a + ".attention.value_length");
   if (v_len && *v_len != hp.head_dim) {
-    return bad(a + ".attention.value_length = " + std::to_string(*v_len) + " differs from attention.key_length " +
-               std::to_string(hp.head_dim));
+    return bad(a + ".attention.value_length = " + std::to_string(*v_len) +
+               " differs from attention.key_length " + std::to_string(hp.head_dim));
   }
   return {};
 }
@@ -187,7 +188,8 @@ status<> read_swa(const gguf::file& f, const std::string& a, hparams& hp) {
   if (!v && hp.arch == model_arch::gemma3) return bad("missing " + key);
   const uint64_t n = v ? *v : 4096;
   // A window of 0 would hide every key, the query's own too (llama.cpp's mask: p - t >= 0).
-  if (n < 1 || n > max_ctx) return bad(key + " = " + std::to_string(n) + " is outside [1, " + std::to_string(max_ctx) + "]");
+  if (n < 1 || n > max_ctx)
+    return bad(key + " = " + std::to_string(n) + " is outside [1, " + std::to_string(max_ctx) + "]");
   hp.n_swa = static_cast<uint32_t>(n);
   hp.swa_pattern = hp.arch == model_arch::gemma2 ? 2 : 6;
   return {};
@@ -210,7 +212,8 @@ status<> read_gemma(const gguf::file& f, const std::string& a, hparams& hp) {
   if (hp.arch == model_arch::gemma2) {
     // llama.cpp b4748 reads gemma2's head as token_embd itself: a file with output.weight has a
     // tensor too many for it.
-    if (f.find_tensor("output.weight")) return bad("gemma2 ties its head to token_embd.weight: output.weight is not one of its tensors");
+    if (f.find_tensor("output.weight"))
+      return bad("gemma2 ties its head to token_embd.weight: output.weight is not one of its tensors");
     auto attn_cap = read_positive_float(f, a + ".attn_logit_softcapping", 50.0);
     if (!attn_cap) return attn_cap.error();
     auto final_cap = read_positive_float(f, final_key, 30.0);
@@ -306,8 +309,10 @@ const char* to_string(model_arch a) {
     case model_arch::qwen2: return "qwen2";
     case model_arch::qwen3: return "qwen3";
     case model_arch::phi3: return "phi3";
-    case model_arch::gemma2: return "gemma2";
-    case model_arch::gemma3: return "gemma3";
+    case model_arch::gemma2:
+      return "gemma2";
+    case model_arch::gemma3:
+      return "gemma3";
   }
   return "llama";  // unreachable: every architecture is listed
 }

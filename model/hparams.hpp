@@ -54,11 +54,11 @@ struct hparams {
 
   // Gemma 2 and 3 (llama.cpp's build_gemma2 / llm_build_gemma3); the defaults leave them out.
   ffn_activation act = ffn_activation::silu;
-  float embd_scale = 1.0f;        //!< token embeddings are multiplied by it (gemma: sqrt(n_embd))
-  float attn_scale = 0.0f;        //!< multiplies q.k before the softmax; 0: 1 / sqrt(head_dim)
-  float attn_softcap = 0.0f;      //!< gemma2: scores c * tanh(scores / c) before the softmax; 0: none
-  float final_softcap = 0.0f;     //!< gemma2: logits c * tanh(logits / c); 0: none
-  bool has_post_norms = false;    //!< post_attention_norm and post_ffw_norm on each block's output
+  float embd_scale = 1.0f;      //!< token embeddings are multiplied by it (gemma: sqrt(n_embd))
+  float attn_scale = 0.0f;      //!< multiplies q.k before the softmax; 0: 1 / sqrt(head_dim)
+  float attn_softcap = 0.0f;    //!< gemma2: scores c * tanh(scores / c) before the softmax; 0: none
+  float final_softcap = 0.0f;   //!< gemma2: logits c * tanh(logits / c); 0: none
+  bool has_post_norms = false;  //!< post_attention_norm and post_ffw_norm on each block's output
   //! Sliding-window layers: a query at position p sees keys at p - n_swa < t <= p (llama.cpp
   //! masks p - t >= n_swa). Layer l slides when l % swa_pattern < swa_pattern - 1: gemma2's even
   //! layers (pattern 2), five of every six in gemma3 (pattern 6). 0: no layer slides.
@@ -69,7 +69,9 @@ struct hparams {
 
   uint32_t n_embd_kv() const { return n_head_kv * head_dim; }
   float kq_scale() const;
-  bool is_swa(uint32_t layer) const { return n_swa > 0 && swa_pattern > 0 && layer % swa_pattern < swa_pattern - 1; }
+  bool is_swa(uint32_t layer) const {
+    return n_swa > 0 && swa_pattern > 0 && layer % swa_pattern < swa_pattern - 1;
+  }
   //! The window of layer `layer`'s attention in positions; 0: the whole context.
   uint32_t window(uint32_t layer) const { return is_swa(layer) ? n_swa : 0; }
 

@@ -38,7 +38,8 @@ std::vector<weight_desc> llama_weights(const hparams& hp) {
       w.push_back({weight_kind::attn_k_norm, i, p + "attn_k_norm.weight", {hp.head_dim}});
     }
     w.push_back({weight_kind::attn_output, i, p + "attn_output.weight", {q_dim, embd}});
-    if (hp.has_post_norms) w.push_back({weight_kind::attn_post_norm, i, p + "post_attention_norm.weight", {embd}});
+    if (hp.has_post_norms)
+      w.push_back({weight_kind::attn_post_norm, i, p + "post_attention_norm.weight", {embd}});
     w.push_back({weight_kind::ffn_norm, i, p + "ffn_norm.weight", {embd}});
     if (hp.fused_gate_up) {
       w.push_back({weight_kind::ffn_gate_up, i, p + "ffn_up.weight", {embd, 2 * ff}});

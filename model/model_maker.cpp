@@ -45,11 +45,15 @@ gguf::writer::fill_fn filler(tensor_recipe r) {
   };
 }
 
-bool is_gemma(model_arch a) { return a == model_arch::gemma2 || a == model_arch::gemma3; }
+bool is_gemma(model_arch a) {
+  return a == model_arch::gemma2 || a == model_arch::gemma3;
+}
 
 // Gemma's files always tie the head to the embedding (llama.cpp b4748's gemma2 loader reads no
 // output.weight at all).
-bool tied(const make_options& opt) { return opt.tie_output || is_gemma(opt.arch); }
+bool tied(const make_options& opt) {
+  return opt.tie_output || is_gemma(opt.arch);
+}
 
 // Uniform amplitude giving standard deviation 1/sqrt(fan_in): activations keep their scale.
 double amplitude_for(uint64_t fan_in) { return std::sqrt(3.0 / static_cast<double>(fan_in)); }

@@ -1,8 +1,7 @@
 #pragma once
-// Deterministic generated models: Llama-family GGUF files (llama, qwen2, qwen3, phi3, gemma2, gemma3) with random
-// weights and a real
-// vocabulary learned from generated text, so Hearth runs on a fresh machine with no download.
-// Same options -> byte-identical file.
+// Deterministic generated models: Llama-family GGUF files (llama, qwen2, qwen3, phi3, gemma2, gemma3) with
+// random weights and a real vocabulary learned from generated text, so Hearth runs on a fresh machine with no
+// download. Same options -> byte-identical file.
 
 #include <cstdint>
 #include <optional>

@@ -6,12 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <random>
-#include <string>
 #include <memory>
+#include <random>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "kernels/cpu_backend.hpp"
 #include "kernels/reference_model.hpp"
 #include "model/gguf.hpp"
 #include "model/model_maker.hpp"
@@ -107,28 +108,75 @@ inline reference_weights random_weights(const hparams& hp, std::mt19937_64& rng)
   reference_weights w;
   w.layers.resize(hp.n_layer);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for_each_weight(hp, w, [&](const std::string& name, const std::vector<uint64_t>& dims, std::vector<float>& data) {
-    const bool is_norm = name.find("norm") != std::string::npos;
-    const float scale = dims.size() == 2 ? 1.0f / std::sqrt(static_cast<float>(dims[0])) : 0.3f;
-    data.resize(dims.size() == 2 ? dims[0] * dims[1] : dims[0]);
-    for (auto& x : data) x = (is_norm ? 1.0f : 0.0f) + scale * normal(rng);
-  });
+  for_each_weight(
+      hp, w, [&](const std::string& name, const std::vector<uint64_t>& dims, std::vector<float>& data) {
+        const bool is_norm = name.find("norm") != std::string::npos;
+        const float scale = dims.size() == 2 ? 1.0f / std::sqrt(static_cast<float>(dims[0])) : 0.3f;
+        data.resize(dims.size() == 2 ? dims[0] * dims[1] : dims[0]);
+        for (auto& x : data) x = (is_norm ? 1.0f : 0.0f) + scale * normal(rng);
+      });
   return w;
 }
 
 //! The reference forward's logits over tokens from position 0 (context 32).
-inline std::vector<std::vector<float>> run(const hparams& hp, reference_weights w, std::span<const token_id> tokens) {
+inline std::vector<std::vector<float>> run(const hparams& hp, reference_weights w,
+                                           std::span<const token_id> tokens) {
   auto m = reference_model::create(hp, std::move(w), 32);
   if (!m) FAIL(m.error().message);
   return m->forward_all(tokens, 0);
 }
 
 //! The worst rel_error over rows.
-inline double max_rel_error(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+inline double max_rel_error(const std::vector<std::vector<float>>& a,
+                            const std::vector<std::vector<float>>& b) {
   REQUIRE(a.size() == b.size());
   double e = 0;
   for (size_t i = 0; i < a.size(); ++i) e = std::max(e, rel_error(a[i], b[i]));
   return e;
+}
+
+//! The family tests' shape: width 64, 2 layers, 4 heads of 16 over 2 kv heads, FFN 96, 600 tokens.
+inline constexpr model_preset family_preset{"gqa", 64, 2, 4, 2, 96, 600};
+
+//! A generated file of family `arch` in family_preset's shape, context 256, seed 5.
+inline make_options family_options(model_arch arch, tensor_type dtype = tensor_type::f32) {
+  return make_options{family_preset, dtype, 5, tokenizer_kind::bpe, 256, arch};
+}
+
+//! The index of the largest logit.
+inline size_t argmax(std::span<const float> logits) {
+  return static_cast<size_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+//! The CPU backend of file `f` (compute ct, blocks of block_size positions) against its reference
+//! twin: `prompt` prefilled in one iteration with every row's logits, then n_decode decode steps,
+//! each feeding the reference's greedy token. Logits within tol of the reference's; with f32
+//! compute the same greedy token at every step too.
+inline void check_backend_twin(const gguf::file& f, compute_type ct, double tol,
+                               std::span<const token_id> prompt, std::span<const uint32_t> blocks,
+                               uint32_t block_size, uint32_t n_decode) {
+  const cpu_backend_options opt{
+      .compute = ct, .kv = kv_dtype_for(ct), .block_size = block_size, .kv_tokens = 1024};
+  auto be = cpu_backend::load(f, opt);
+  if (!be) FAIL(be.error().message);
+  reference_model ref = reference_for(f, 256);
+  batch_logits out;
+  const batch_seq seq{prompt, 0, blocks, true};
+  REQUIRE((*be)->forward({&seq, 1}, out).ok());
+  const auto rows = ref.forward_all(prompt, 0);
+  for (uint32_t i = 0; i < prompt.size(); ++i) {
+    CHECK(rel_error(out.row(i), rows[i]) <= tol);
+    if (ct == compute_type::f32) CHECK(argmax(out.row(i)) == argmax(rows[i]));
+  }
+  auto t = static_cast<token_id>(argmax(rows.back()));
+  for (auto pos = static_cast<uint32_t>(prompt.size()); pos < prompt.size() + n_decode; ++pos) {
+    const batch_seq one{{&t, 1}, pos, blocks};
+    REQUIRE((*be)->forward({&one, 1}, out).ok());
+    const auto want = ref.forward(t, pos);
+    CHECK(rel_error(out.last(0), want) <= tol);
+    if (ct == compute_type::f32) CHECK(argmax(out.last(0)) == argmax(want));
+    t = static_cast<token_id>(argmax(want));
+  }
 }
 
 }  // namespace hearth::test

@@ -28,9 +28,9 @@ std::string format(chat_format f, bool add_generation_prompt,
 }  // namespace
 
 TEST_CASE("each family is detected from its canonical template text", "[chat_template]") {
-  for (const chat_format f : {chat_format::llama2, chat_format::llama3, chat_format::chatml,
-                              chat_format::mistral, chat_format::zephyr, chat_format::phi3, chat_format::gemma,
-                              chat_format::plain}) {
+  for (const chat_format f :
+       {chat_format::llama2, chat_format::llama3, chat_format::chatml, chat_format::mistral,
+        chat_format::zephyr, chat_format::phi3, chat_format::gemma, chat_format::plain}) {
     CAPTURE(to_string(f));
     CHECK(detect_chat_format(chat_template_text(f)) == f);
   }
@@ -52,14 +52,16 @@ TEST_CASE("detection reads other models' variants by their markers", "[chat_temp
   CHECK(detect_chat_format("{{ '[INST] ' + message['content'] + ' [/INST]' }}") == chat_format::mistral);
   CHECK(detect_chat_format("'[INST] ' + '<<SYS>>\\n' + system_message") == chat_format::llama2);
   // Gemma 3's template (excerpt): the same markers as Gemma 2's.
-  CHECK(detect_chat_format("{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else '') }}") ==
+  CHECK(detect_chat_format(
+            "{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else '') }}") ==
         chat_format::gemma);
   // A template without a known family's markers is not recognised; no template at all is plain.
   CHECK_FALSE(detect_chat_format("### Instruction:\n{{ prompt }}\n### Response:\n"));
   CHECK(detect_chat_format("") == chat_format::plain);
 }
 
-TEST_CASE("an unrecognised template is an error naming the recognised families, never plain", "[chat_template]") {
+TEST_CASE("an unrecognised template is an error naming the recognised families, never plain",
+          "[chat_template]") {
   auto unknown = chat_format_of("### Instruction:\n{{ prompt }}\n### Response:\n");
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().code == errc::unsupported);
@@ -149,8 +151,8 @@ TEST_CASE("Phi-3: role tags, <|end|> after each turn, assistant tag and newline 
 
 TEST_CASE("Gemma: bos, <start_of_turn>role, trimmed content, <end_of_turn>, model as the assistant",
           "[chat_template]") {
-  const std::vector<chat_message> no_system{{"user", " Hello! "}, {"assistant", "Hi there."},
-                                            {"user", "What's the weather?"}};
+  const std::vector<chat_message> no_system{
+      {"user", " Hello! "}, {"assistant", "Hi there."}, {"user", "What's the weather?"}};
   const std::string turns =
       "<s><start_of_turn>user\nHello!<end_of_turn>\n<start_of_turn>model\nHi there.<end_of_turn>\n"
       "<start_of_turn>user\nWhat's the weather?<end_of_turn>\n";
@@ -159,7 +161,8 @@ TEST_CASE("Gemma: bos, <start_of_turn>role, trimmed content, <end_of_turn>, mode
   // No system role: llama.cpp's formatter opens the next user turn with it and a blank line.
   CHECK(format(chat_format::gemma, true) ==
         "<s><start_of_turn>user\nYou are a helpful assistant.\n\nHello!<end_of_turn>\n<start_of_turn>model\n"
-        "Hi there.<end_of_turn>\n<start_of_turn>user\nWhat's the weather?<end_of_turn>\n<start_of_turn>model\n");
+        "Hi there.<end_of_turn>\n<start_of_turn>user\n"
+        "What's the weather?<end_of_turn>\n<start_of_turn>model\n");
 }
 
 TEST_CASE("plain: role-prefixed lines", "[chat_template]") {

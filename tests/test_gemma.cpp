@@ -23,21 +23,20 @@ using namespace hearth;
 
 namespace {
 
-using test::error_of;
-using test::max_rel_error;
-using test::parse;
-using test::random_tokens;
-using test::random_weights;
-using test::rel_error;
-using test::run;
-
-constexpr model_preset gqa{"gqa", 64, 2, 4, 2, 96, 600};
+using namespace hearth::test;
 
 // gemma3 with 6 layers, so that one of them (layer 5) is global.
 make_options gemma(model_arch arch, tensor_type dtype = tensor_type::f32) {
-  make_options opt{gqa, dtype, 5, tokenizer_kind::spm, 256, arch};
+  make_options opt = family_options(arch, dtype);
   if (arch == model_arch::gemma3) opt.preset.n_layer = 6;
   return opt;
+}
+
+// read_hparams' error on a generated file of `arch` with `key` set to v.
+std::string error_with(model_arch arch, const std::string& key, gguf::value v) {
+  auto w = model_writer(gemma(arch));
+  w.set(key, std::move(v));
+  return error_of(w);
 }
 
 // A reference model's shape with Gemma's pieces, each layer sliding over `window` positions.
@@ -51,11 +50,6 @@ hparams tiny_gemma(uint32_t window) {
   hp.n_swa = window;
   hp.swa_pattern = 1000;  // layers 0 .. 998 slide
   return hp;
-}
-
-// The index of the largest logit.
-size_t argmax(std::span<const float> logits) {
-  return static_cast<size_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
 }  // namespace
@@ -110,7 +104,8 @@ TEST_CASE("gemma2 and gemma3 files read back with their family's keys, tensors, 
     auto tok = tokenizer::from_gguf(m.file);
     REQUIRE(tok.ok());
     CHECK(tok->is_end_of_generation(v->eot));
-    const auto turn = tok->encode("<start_of_turn>user\nhi<end_of_turn>\n", {.add_bos = false, .parse_special = true});
+    const auto turn =
+        tok->encode("<start_of_turn>user\nhi<end_of_turn>\n", {.add_bos = false, .parse_special = true});
     CHECK(turn.front() == v->eot - 1);
     CHECK(std::count(turn.begin(), turn.end(), v->eot) == 1);
   }
@@ -122,29 +117,21 @@ TEST_CASE("gemma hyper-parameters: errors name the key or tensor, the 27B scale 
   w.add_tensor("output.weight", tensor_type::f32, {64, 600}, std::vector<std::byte>(64 * 600 * 4));
   CHECK_THAT(error_of(w), Catch::Contains("output.weight is not one of its tensors"));
 
-  w = model_writer(gemma(model_arch::gemma2));
-  w.set("gemma2.attn_logit_softcapping", -1.0f);
-  CHECK_THAT(error_of(w), Catch::Contains("gemma2.attn_logit_softcapping = -1"));
-
-  w = model_writer(gemma(model_arch::gemma2));
-  w.set("gemma2.final_logit_softcapping", std::string("thirty"));
-  CHECK_THAT(error_of(w), Catch::Contains("gemma2.final_logit_softcapping is not a float"));
-
-  w = model_writer(gemma(model_arch::gemma3));
-  w.set("gemma3.attention.sliding_window", uint32_t{0});
-  CHECK_THAT(error_of(w), Catch::Contains("gemma3.attention.sliding_window = 0 is outside"));
-
-  w = model_writer(gemma(model_arch::gemma3));
-  w.set("gemma3.attention.sliding_window", std::string("wide"));
-  CHECK_THAT(error_of(w), Catch::Contains("gemma3.attention.sliding_window is not"));
-
-  w = model_writer(gemma(model_arch::gemma3));
-  w.set("gemma3.attention.value_length", uint32_t{8});
-  CHECK_THAT(error_of(w), Catch::Contains("gemma3.attention.value_length = 8"));
+  CHECK_THAT(error_with(model_arch::gemma2, "gemma2.attn_logit_softcapping", -1.0f),
+             Catch::Contains("gemma2.attn_logit_softcapping = -1"));
+  CHECK_THAT(error_with(model_arch::gemma2, "gemma2.final_logit_softcapping", std::string("thirty")),
+             Catch::Contains("gemma2.final_logit_softcapping is not a float"));
+  CHECK_THAT(error_with(model_arch::gemma3, "gemma3.attention.sliding_window", uint32_t{0}),
+             Catch::Contains("gemma3.attention.sliding_window = 0 is outside"));
+  CHECK_THAT(error_with(model_arch::gemma3, "gemma3.attention.sliding_window", std::string("wide")),
+             Catch::Contains("gemma3.attention.sliding_window is not"));
+  CHECK_THAT(error_with(model_arch::gemma3, "gemma3.attention.value_length", uint32_t{8}),
+             Catch::Contains("gemma3.attention.value_length = 8"));
 
   // llama.cpp scales q by 1/sqrt(n_embd / n_head) for the 27B models (46 layers in gemma2, 62 in
   // gemma3), by 1/sqrt(head_dim) otherwise: heads of 32 over a width of 64 / 4 tell them apart.
-  for (const auto& [arch, layers_27b] : {std::pair{model_arch::gemma2, 46u}, std::pair{model_arch::gemma3, 62u}}) {
+  for (const auto& [arch, layers_27b] :
+       {std::pair{model_arch::gemma2, 46u}, std::pair{model_arch::gemma3, 62u}}) {
     const std::string a = to_string(arch);
     for (const uint32_t layers : {layers_27b, layers_27b - 1}) {
       w = model_writer(gemma(arch));
@@ -221,32 +208,11 @@ TEST_CASE("backend logits match the reference forward: gemma2 and gemma3", "[cpu
                                   std::tuple{tensor_type::q8_0, compute_type::bf16, 3e-2 * depth}}) {
       INFO(to_string(arch) << " " << traits_of(dtype).name);
       auto m = parse(model_writer(gemma(arch, dtype)));
-      // Blocks of 4 positions, handed out out of order: a 48-position window crosses many of them,
-      // and the decode rows' keys are split into ranges.
-      auto be = cpu_backend::load(m.file, {.compute = ct, .kv = kv_dtype_for(ct), .block_size = 4, .kv_tokens = 256});
-      if (!be) FAIL(be.error().message);
-      reference_model ref = test::reference_for(m.file, 256);
-      const auto prompt = random_tokens(40, 600, rng);  // longer than the window of 32
+      // Blocks of 4 positions, handed out out of order: the window of 32 crosses many of them,
+      // and the decode rows' keys are split into ranges. The prompt is longer than the window.
       std::vector<uint32_t> blocks(64);
       for (uint32_t i = 0; i < blocks.size(); ++i) blocks[i] = (i * 37) % 64;
-      batch_logits out;
-      const batch_seq seq{prompt, 0, blocks, true};
-      REQUIRE((*be)->forward({&seq, 1}, out).ok());
-      const auto rows = ref.forward_all(prompt, 0);
-      for (uint32_t i = 0; i < prompt.size(); ++i) {
-        CHECK(rel_error(out.row(i), rows[i]) <= tol);
-        if (ct == compute_type::f32) CHECK(argmax(out.row(i)) == argmax(rows[i]));
-      }
-      // Greedy decoding: each step's token is the argmax of the step before, for both.
-      token_id t = static_cast<token_id>(argmax(rows.back()));
-      for (uint32_t pos = 40; pos < 48; ++pos) {
-        const batch_seq one{{&t, 1}, pos, blocks};
-        REQUIRE((*be)->forward({&one, 1}, out).ok());
-        const auto want = ref.forward(t, pos);
-        CHECK(rel_error(out.last(0), want) <= tol);
-        if (ct == compute_type::f32) CHECK(argmax(out.last(0)) == argmax(want));
-        t = static_cast<token_id>(argmax(want));
-      }
+      check_backend_twin(m.file, ct, tol, random_tokens(40, 600, rng), blocks, 4, 8);
     }
   }
 }

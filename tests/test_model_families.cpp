@@ -23,20 +23,10 @@ using namespace hearth;
 
 namespace {
 
-using test::error_of;
-using test::floats_bytes;
-using test::max_rel_error;
-using test::parse;
-using test::random_tokens;
-using test::random_weights;
-using test::rel_error;
-using test::run;
-
-constexpr model_preset gqa{"gqa", 64, 2, 4, 2, 96, 600};
+using namespace hearth::test;
 
 make_options family(model_arch arch, tensor_type dtype = tensor_type::f32) {
-  make_options opt{gqa, dtype, 5, tokenizer_kind::bpe, 256, arch};
-  return opt;
+  return family_options(arch, dtype);
 }
 
 // A llama file relabelled as `arch`: right keys, the other family's tensors.
@@ -50,11 +40,6 @@ gguf::writer relabelled(model_arch arch) {
   for (const auto& [key, n] : keys) w.set(a + "." + key, n);
   return w;
 }
-
-reference_model reference_for(const gguf::file& f) {
-  return test::reference_for(f, 256);
-}
-
 
 // A reference model's shape, with weights normal around 1 (norms) or 0 (the rest).
 hparams tiny(model_arch arch) {
@@ -264,22 +249,8 @@ TEST_CASE("backend logits match the reference forward: qwen3 and phi3", "[cpu_ba
         w.set("phi3.rope.scaling.attn_factor", 1.2f);
       }
       auto m = parse(w);
-      auto be = cpu_backend::load(m.file, {.compute = ct, .kv = kv_dtype_for(ct), .kv_tokens = 1024});
-      if (!be) FAIL(be.error().message);
-      reference_model ref = reference_for(m.file);
-      const auto prompt = random_tokens(19, 600, rng);
       const std::vector<uint32_t> blocks{2, 0, 5};
-      batch_logits out;
-      const batch_seq seq{prompt, 0, blocks, true};
-      REQUIRE((*be)->forward({&seq, 1}, out).ok());
-      const auto rows = ref.forward_all(prompt, 0);
-      for (uint32_t i = 0; i < prompt.size(); ++i) CHECK(rel_error(out.row(i), rows[i]) <= tol);
-      for (uint32_t pos = 19; pos < 24; ++pos) {
-        const token_id t = random_tokens(1, 600, rng)[0];
-        const batch_seq one{{&t, 1}, pos, blocks};
-        REQUIRE((*be)->forward({&one, 1}, out).ok());
-        CHECK(rel_error(out.last(0), ref.forward(t, pos)) <= tol);
-      }
+      check_backend_twin(m.file, ct, tol, random_tokens(19, 600, rng), blocks, 16, 5);
     }
   }
 }

@@ -236,7 +236,7 @@ TEST_CASE("paged attention with a sliding window, soft-capped scores and a scale
   CAPTURE(shape.n_head, shape.n_head_kv, shape.head_dim, shape.block_size);
   // Windows inside a block, across blocks and across the 64-key prefill tiles; decode rows, prefill
   // chunks from 0 and after a cached prefix, and one long decode row whose keys are split.
-  const std::vector<std::pair<uint32_t, uint32_t>> lengths{{0, 1}, {5, 1}, {33, 1}, {700, 1},
+  const std::vector<std::pair<uint32_t, uint32_t>> lengths{{0, 1},  {5, 1},   {33, 1}, {700, 1},
                                                            {0, 37}, {40, 17}, {21, 90}};
   for (uint32_t window : {1u, 5u, 16u, 70u, 2000u}) {
     for (float softcap : {0.0f, 2.0f}) {
