@@ -74,8 +74,10 @@ auto& slot(W& w, const weight_desc& d) {
     case weight_kind::attn_q_norm: return l.q_norm;
     case weight_kind::attn_k_norm: return l.k_norm;
     case weight_kind::ffn_gate_up: return l.w_gate_up;
-    case weight_kind::attn_post_norm: return l.attn_post_norm;
-    case weight_kind::ffn_post_norm: return l.ffn_post_norm;
+    case weight_kind::attn_post_norm:
+      return l.attn_post_norm;
+    case weight_kind::ffn_post_norm:
+      return l.ffn_post_norm;
     case weight_kind::output_norm: return w.output_norm;
     case weight_kind::output: return w.output;
   }

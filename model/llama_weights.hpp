@@ -18,15 +18,27 @@ struct tensor_info;
 
 //! `output` stays last: tables indexed by kind are sized by it.
 enum class weight_kind {
-  token_embd, attn_norm, attn_q, attn_k, attn_v, attn_q_bias, attn_k_bias, attn_v_bias,
-  attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down,
-  attn_qkv,     //!< phi3: [q; k; v] in one matrix (q_dim + 2 kv_dim rows)
-  attn_q_norm,  //!< qwen3: RMS norm weight (head_dim,) shared by every q head
-  attn_k_norm,  //!< qwen3: the same for k heads
-  ffn_gate_up,  //!< phi3: [gate; up] (2 n_ff rows), stored under the name ffn_up
+  token_embd,
+  attn_norm,
+  attn_q,
+  attn_k,
+  attn_v,
+  attn_q_bias,
+  attn_k_bias,
+  attn_v_bias,
+  attn_output,
+  ffn_norm,
+  ffn_gate,
+  ffn_up,
+  ffn_down,
+  attn_qkv,        //!< phi3: [q; k; v] in one matrix (q_dim + 2 kv_dim rows)
+  attn_q_norm,     //!< qwen3: RMS norm weight (head_dim,) shared by every q head
+  attn_k_norm,     //!< qwen3: the same for k heads
+  ffn_gate_up,     //!< phi3: [gate; up] (2 n_ff rows), stored under the name ffn_up
   attn_post_norm,  //!< gemma: RMS norm weight (n_embd,) of the attention's output, before the residual add
   ffn_post_norm,   //!< gemma: the same for the FFN's output (post_ffw_norm)
-  output_norm, output,
+  output_norm,
+  output,
 };
 
 struct weight_desc {

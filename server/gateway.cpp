@@ -335,7 +335,8 @@ struct gateway::impl {
     };
     if (f->cancel_asked) return end(wire::code::cancelled, "cancelled");
     if (draining) return end(wire::code::shutting_down, "the server is stopping");
-    if (auto err = set_prompt(r, std::move(prompt), opt.model.name, n_ctx)) return end(err->code, err->message);
+    if (auto err = set_prompt(r, std::move(prompt), opt.model.name, n_ctx))
+      return end(err->code, err->message);
     f->tokenizing = false;
     f->prompt_tokens = static_cast<uint32_t>(r.prompt.size());
     eng.submit(rid, std::move(r), sink);

@@ -40,8 +40,8 @@ request engine_request(wire::generate_request& g, std::string tenant,
   return r;
 }
 
-std::optional<client_error> set_prompt(request& r, result<std::vector<token_id>> prompt, std::string_view model,
-                                       uint32_t n_ctx) {
+std::optional<client_error> set_prompt(request& r, result<std::vector<token_id>> prompt,
+                                       std::string_view model, uint32_t n_ctx) {
   if (!prompt) {
     return client_error{wire::code::bad_request, "field 'messages': model '" + std::string(model) + "': " +
                                                      prompt.error().message + "; send 'prompt' instead"};

@@ -52,8 +52,8 @@ request engine_request(wire::generate_request& g, std::string tenant,
 //! and a prompt that gives no tokens are a bad_request.
 //! `r.max_tokens` 0 (the HTTP APIs' "no limit") becomes what the context of `n_ctx` positions
 //! leaves after the prompt, at least 1 (a prompt that fills it is then refused as too_long).
-std::optional<client_error> set_prompt(request& r, result<std::vector<token_id>> prompt, std::string_view model,
-                                       uint32_t n_ctx);
+std::optional<client_error> set_prompt(request& r, result<std::vector<token_id>> prompt,
+                                       std::string_view model, uint32_t n_ctx);
 
 //! What a terminal event other than `done` (cancelled, rejected, error) tells the client.
 client_error error_of(const request_event& e);

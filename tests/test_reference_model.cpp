@@ -365,8 +365,24 @@ reference_weights to_reference(const tiny_weights& t) {
   w.token_embd = flat(t.embd);
   w.output = flat(t.output);
   w.output_norm = vec(t.output_norm);
-  w.layers.push_back({vec(t.attn_norm), flat(t.wq), flat(t.wk), flat(t.wv), flat(t.wo), {}, {}, {},
-                      vec(t.ffn_norm), flat(t.gate), flat(t.up), flat(t.down), {}, {}, {}, {}, {}, {}});
+  w.layers.push_back({vec(t.attn_norm),
+                      flat(t.wq),
+                      flat(t.wk),
+                      flat(t.wv),
+                      flat(t.wo),
+                      {},
+                      {},
+                      {},
+                      vec(t.ffn_norm),
+                      flat(t.gate),
+                      flat(t.up),
+                      flat(t.down),
+                      {},
+                      {},
+                      {},
+                      {},
+                      {},
+                      {}});
   return w;
 }
 
