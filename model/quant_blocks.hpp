@@ -23,6 +23,7 @@
 // In the 32-element types, byte j of qs holds element j (low nibble) and element j + 16 (high).
 // The K types' element orders are written beside each decoder in quant_dequantize.cpp.
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -129,6 +130,19 @@ Block load_block(const std::byte* p) {
 template <class Block>
 void store_block(const Block& b, std::byte* p) {
   std::memcpy(p, &b, sizeof b);
+}
+
+//! The element of largest magnitude, with its sign (the first one on ties): what ggml's
+//! quantizers scale a block or its sub-block scales by.
+inline float signed_absmax(const float* x, uint32_t n) {
+  float amax = 0, max = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      max = x[i];
+    }
+  }
+  return max;
 }
 
 //! Sub-block j's 6-bit scale and min of a q4_K / q5_K block (ggml-quants.c get_scale_min_k4):

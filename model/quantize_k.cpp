@@ -102,18 +102,6 @@ float search_scale_min(const float* x, const float* w, uint32_t n, int nmax, flo
   return scale;
 }
 
-// The element of largest magnitude, with its sign (the first one on ties).
-float signed_absmax(const float* x, uint32_t n) {
-  float amax = 0, max = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
-  return max;
-}
-
 // Symmetric scale for q3_K (make_q3_quants with rmse): x ~ scale * l, l in [-nmax, nmax - 1],
 // weights x^2. Starts from l = round(-nmax * x / max), then moves single elements to the level
 // their residual asks for while that raises sum(w l x)^2 / sum(w l^2) (the weighted error's
@@ -302,14 +290,9 @@ void quantize_q2_k(const float* x, std::byte* out) {
 void quantize_q3_k(const float* x, std::byte* out) {
   block_q3_K b{};
   int8_t L[qk_k];
-  float scales[16], max_scale = 0, amax = 0;
-  for (uint32_t j = 0; j < 16; ++j) {
-    scales[j] = search_scale_q3(x + 16 * j, 16, 4, L + 16 * j);
-    if (std::fabs(scales[j]) > amax) {
-      amax = std::fabs(scales[j]);
-      max_scale = scales[j];
-    }
-  }
+  float scales[16];
+  for (uint32_t j = 0; j < 16; ++j) scales[j] = search_scale_q3(x + 16 * j, 16, 4, L + 16 * j);
+  const float max_scale = signed_absmax(scales, 16);
   if (max_scale != 0) {
     const float iscale = -32.f / max_scale;
     uint8_t stored[16];
@@ -360,15 +343,10 @@ void quantize_q5_k(const float* x, std::byte* out) {
 void quantize_q6_k(const float* x, std::byte* out) {
   block_q6_K b{};
   int8_t L[qk_k];
-  float scales[16], max_scale = 0, max_abs_scale = 0;
-  for (uint32_t j = 0; j < 16; ++j) {
-    scales[j] = search_scale_q6(x + 16 * j, 16, 32, L + 16 * j);
-    if (std::fabs(scales[j]) > max_abs_scale) {
-      max_abs_scale = std::fabs(scales[j]);
-      max_scale = scales[j];
-    }
-  }
-  if (max_abs_scale >= group_max_eps) {
+  float scales[16];
+  for (uint32_t j = 0; j < 16; ++j) scales[j] = search_scale_q6(x + 16 * j, 16, 32, L + 16 * j);
+  const float max_scale = signed_absmax(scales, 16);
+  if (std::fabs(max_scale) >= group_max_eps) {
     const float iscale = -128.f / max_scale;
     b.d = fp32_to_fp16(1 / iscale);
     for (uint32_t j = 0; j < 16; ++j)

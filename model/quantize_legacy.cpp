@@ -12,18 +12,6 @@
 namespace hearth::quant {
 namespace {
 
-// The element of largest magnitude, with its sign (the first one on ties).
-float signed_absmax(const float* x, uint32_t n) {
-  float amax = 0.0f, max = 0.0f;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
-  return max;
-}
-
 void min_max(const float* x, uint32_t n, float& min, float& max) {
   min = x[0];
   max = x[0];
@@ -73,44 +61,40 @@ float ranged_levels(const float* x, uint32_t steps, uint8_t* q, float& min) {
   return d;
 }
 
+// One block of q4_0 / q5_0 (symmetric levels, `levels` the half range 8 / 16) or q4_1 / q5_1
+// (ranged: the block has a min m, `levels` its steps 15 / 31); the q5 types' 5th bits go to qh.
+template <class Block>
+void quantize_block(const float* x, uint32_t levels, std::byte* out) {
+  Block b{};
+  uint8_t q[qk];
+  if constexpr (requires { b.m; }) {
+    float min = 0;
+    b.d = fp32_to_fp16(ranged_levels(x, levels, q, min));
+    b.m = fp32_to_fp16(min);
+  } else {
+    b.d = fp32_to_fp16(symmetric_levels(x, levels, q));
+  }
+  pack_nibbles(q, b.qs);
+  if constexpr (requires { b.qh; }) pack_q5_high_bits(q, b.qh);
+  store_block(b, out);
+}
+
 }  // namespace
 
 void quantize_q4_0(const float* x, std::byte* out) {
-  block_q4_0 b{};
-  uint8_t q[qk];
-  b.d = fp32_to_fp16(symmetric_levels(x, 8, q));
-  pack_nibbles(q, b.qs);
-  store_block(b, out);
+  quantize_block<block_q4_0>(x, 8, out);
 }
 
 void quantize_q4_1(const float* x, std::byte* out) {
-  block_q4_1 b{};
-  uint8_t q[qk];
-  float min = 0;
-  b.d = fp32_to_fp16(ranged_levels(x, 15, q, min));
-  b.m = fp32_to_fp16(min);
-  pack_nibbles(q, b.qs);
-  store_block(b, out);
+  quantize_block<block_q4_1>(x, 15, out);
 }
 
 void quantize_q5_0(const float* x, std::byte* out) {
-  block_q5_0 b{};
-  uint8_t q[qk];
-  b.d = fp32_to_fp16(symmetric_levels(x, 16, q));
-  pack_nibbles(q, b.qs);
-  pack_q5_high_bits(q, b.qh);
-  store_block(b, out);
+  quantize_block<block_q5_0>(x, 16, out);
 }
 
 void quantize_q5_1(const float* x, std::byte* out) {
-  block_q5_1 b{};
-  uint8_t q[qk];
-  float min = 0;
-  b.d = fp32_to_fp16(ranged_levels(x, 31, q, min));
-  b.m = fp32_to_fp16(min);
-  pack_nibbles(q, b.qs);
-  pack_q5_high_bits(q, b.qh);
-  store_block(b, out);
+  quantize_block<block_q5_1>(x, 31, out);
 }
 
 // q8_0: d = amax / 127, q = round(x / d) (half away from zero, as roundf).

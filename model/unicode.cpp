@@ -68,8 +68,10 @@ utf8_char decode_utf8(std::string_view text, size_t pos) {
   return {cp, len, utf8_status::ok};
 }
 
-void append_utf8(std::string& out, char32_t cp) {
-  if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) cp = replacement_char;
+namespace {
+
+// The shortest encoding of cp <= U+10FFFF, surrogates included (callers decide about those).
+void encode_utf8(std::string& out, char32_t cp) {
   const auto put = [&](uint32_t v) { out += static_cast<char>(v); };
   if (cp < 0x80) {
     put(cp);
@@ -86,6 +88,12 @@ void append_utf8(std::string& out, char32_t cp) {
     put(0x80 | ((cp >> 6) & 0x3f));
     put(0x80 | (cp & 0x3f));
   }
+}
+
+}  // namespace
+
+void append_utf8(std::string& out, char32_t cp) {
+  encode_utf8(out, (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff ? replacement_char : cp);
 }
 
 std::string llama_cpp_utf8(std::string_view text) {
@@ -109,19 +117,7 @@ std::string llama_cpp_utf8(std::string_view text) {
     // The code point from the payload bits, then its shortest encoding (surrogates included).
     uint32_t cp = len == 1 ? lead : lead & (0x7f >> len);
     for (size_t k = 1; k < len; ++k) cp = cp << 6 | (static_cast<uint8_t>(text[pos + k]) & 0x3f);
-    const auto put = [&](uint32_t v) { out += static_cast<char>(v); };
-    if (cp < 0x80) {
-      put(cp);
-    } else if (cp < 0x800) {
-      put(0xc0 | (cp >> 6));
-      put(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      put(0xe0 | (cp >> 12));
-      put(0x80 | ((cp >> 6) & 0x3f));
-      put(0x80 | (cp & 0x3f));
-    } else {
-      append_utf8(out, cp);  // U+FFFD past U+10FFFF
-    }
+    encode_utf8(out, cp > 0x10ffff ? replacement_char : cp);
     pos += len;
   }
   return out;

@@ -43,15 +43,9 @@ std::unique_ptr<cpu_backend> backend_for(const test_model& m, compute_type ct, k
   return std::move(*b);
 }
 
-reference_model reference_for(const test_model& m) {
-  return test::reference_for(m.file);
-}
-
+// The test models' vocabulary (their presets' 600).
 std::vector<token_id> random_tokens(size_t n, std::mt19937_64& rng) {
-  std::uniform_int_distribution<token_id> pick(0, 599);
-  std::vector<token_id> t(n);
-  for (auto& x : t) x = pick(rng);
-  return t;
+  return test::random_tokens(n, 600, rng);
 }
 
 // Consecutive block ids from `first`, enough for n positions.
@@ -92,7 +86,7 @@ TEST_CASE("backend logits match the reference forward", "[cpu_backend]") {
       INFO(c.name << (ct == compute_type::f32 ? " f32" : " bf16"));
       const auto m = make(*c.preset, dtype, c.arch, c.tied);
       auto be = backend_for(*m, ct, kv);
-      reference_model ref = reference_for(*m);
+      reference_model ref = test::reference_for(m->file);
       const auto prompt = random_tokens(21, rng);
       const auto blocks = blocks_from(3, 64, 16);
       batch_logits out;

@@ -37,16 +37,9 @@ std::unique_ptr<test_model> make(std::optional<file_type> mix, uint64_t seed = 1
   return make_test_model(opt, shared_vocab());
 }
 
-reference_model reference_for(const test_model& m) {
-  return test::reference_for(m.file);
-}
-
-
+// The test models' vocabulary (their presets' 600).
 std::vector<token_id> random_tokens(size_t n, std::mt19937_64& rng) {
-  std::uniform_int_distribution<token_id> pick(0, 599);
-  std::vector<token_id> t(n);
-  for (auto& x : t) x = pick(rng);
-  return t;
+  return test::random_tokens(n, 600, rng);
 }
 
 }  // namespace
@@ -77,7 +70,7 @@ TEST_CASE("quantized models: the backend matches the reference forward over the 
   std::mt19937_64 rng(seed);
   const uint64_t model_seed = rng();
   const auto original = make(std::nullopt, model_seed);
-  reference_model f32_ref = reference_for(*original);
+  reference_model f32_ref = test::reference_for(original->file);
   const auto prompt = random_tokens(12, rng);
   const auto f32_rows = f32_ref.forward_all(prompt, 0);
 
@@ -94,7 +87,7 @@ TEST_CASE("quantized models: the backend matches the reference forward over the 
                                   mix_bound{file_type::q2_k, 0.65}}) {
     INFO(to_string(mix));
     const auto m = make(mix, model_seed);
-    reference_model ref = reference_for(*m);
+    reference_model ref = test::reference_for(m->file);
     auto be = cpu_backend::load(
         m->file, {.compute = compute_type::f32, .kv = kv_dtype::f32, .block_size = 16, .kv_tokens = 1024});
     if (!be) FAIL(be.error().message);

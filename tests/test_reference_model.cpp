@@ -14,6 +14,7 @@
 #include "test_seed.hpp"
 
 using namespace hearth;
+using test::random_tokens;
 
 namespace {
 
@@ -62,13 +63,6 @@ reference_model make_model(const hparams& hp, reference_weights w, uint32_t n_ct
   INFO((m ? std::string() : m.error().message));
   REQUIRE(m);
   return std::move(m).value();
-}
-
-std::vector<token_id> random_tokens(size_t n, uint32_t n_vocab, std::mt19937_64& rng) {
-  std::uniform_int_distribution<token_id> dist(0, static_cast<token_id>(n_vocab) - 1);
-  std::vector<token_id> t(n);
-  for (auto& x : t) x = dist(rng);
-  return t;
 }
 
 void check_close(std::span<const float> got, std::span<const float> want, double tol = 1e-5) {
