@@ -22,6 +22,7 @@ struct make_args {
   std::string dtype = "f32";
   std::string tokenizer = "bpe";
   std::string arch = "llama";
+  std::string chat_template;  // empty: the vocabulary's own
   uint64_t seed = 1;
   uint32_t n_ctx = 2048;
   uint32_t n_layer = 0;  // 0: the preset's
@@ -38,6 +39,8 @@ int run_make(const make_args& a) {
   opt.mix = *ft;
   opt.phi4_mini_vocab = a.tokenizer == "gpt-4o";
   if (a.n_layer != 0) opt.preset.n_layer = a.n_layer;
+  if (!a.chat_template.empty())
+    opt.chat = a.chat_template == "llama3.1" ? chat_format::llama31 : chat_format::qwen25;
   for (const model_arch m : {model_arch::llama, model_arch::qwen2, model_arch::qwen3, model_arch::phi3,
                              model_arch::gemma2, model_arch::gemma3}) {
     if (a.arch == to_string(m)) opt.arch = m;
@@ -145,6 +148,10 @@ void add_model_commands(CLI::App& app, int& exit_code) {
                    "BPE), phi3 only")
       ->check(CLI::IsMember({"bpe", "spm", "gpt-4o"}))
       ->capture_default_str();
+  make->add_option("--chat-template", args->chat_template,
+                   "llama3.1 (llama, bpe) | qwen2.5 (qwen2, qwen3): the family's template with tools, "
+                   "instead of the vocabulary's own (Llama 3, ChatML)")
+      ->check(CLI::IsMember({"llama3.1", "qwen2.5"}));
   make->add_option("--seed", args->seed, "Seed: same seed, same file")->capture_default_str();
   make->add_option("--ctx", args->n_ctx, "Context length")->capture_default_str();
   make->add_option("--layers", args->n_layer,

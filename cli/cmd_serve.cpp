@@ -19,6 +19,7 @@
 #include "clients/cpp/keys.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "model/chat_template.hpp"
+#include "model/chat_tools.hpp"
 #include "model/gguf.hpp"
 #include "model/hparams.hpp"
 #include "model/model_maker.hpp"
@@ -206,9 +207,13 @@ int run_serve(const serve_args& a) {
                      }});
   if (!eng) return fail(eng.error().message);
 
-  const server::model_card card{std::filesystem::path(cfg->model_path).stem().string(), to_string(hp->arch),
-                                chat_format_name(shared_tok->spec().chat_template), hp->n_ctx_train,
-                                hp->n_vocab};
+  const server::model_card card{
+      std::filesystem::path(cfg->model_path).stem().string(),
+      to_string(hp->arch),
+      chat_format_name(shared_tok->spec().chat_template),
+      hp->n_ctx_train,
+      hp->n_vocab,
+      has_tools(detect_chat_format(shared_tok->spec().chat_template).value_or(chat_format::plain))};
   reloader reload(a, *cfg);
   // The HTTP gateway first: the ZeroMQ gateway's admin `reload` hands it the new tenants too.
   auto started_web = start_http(**eng, *cfg, card);

@@ -3,6 +3,7 @@
 // the server's `messages` both use, so the two give the same prompt for the same turns.
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "model/chat_template.hpp"
@@ -12,7 +13,10 @@ namespace hearth {
 
 //! The turns formatted with the tokenizer's chat template (chat_format::plain for a vocabulary
 //! without one), ending with the assistant's cue; the template's markers are parsed as special
-//! tokens. errc::unsupported (chat_format_of's) for a template Hearth does not recognise.
-result<std::vector<token_id>> encode_chat(const tokenizer& tok, std::span<const chat_message> messages);
+//! tokens. `tools`: the tool objects' JSON texts (chat_tools.hpp). errc::unsupported
+//! (chat_format_of's) for a template Hearth does not recognise; format_tool_chat's errors, also
+//! for tools, tool calls or tool results given to a family without them.
+result<std::vector<token_id>> encode_chat(const tokenizer& tok, std::span<const chat_message> messages,
+                                          std::span<const std::string> tools = {});
 
 }  // namespace hearth

@@ -2,76 +2,14 @@
 
 #include <optional>
 
+#include "model/chat_tools.hpp"
+
 namespace hearth {
 namespace {
 
-// The templates as their models' tokenizer_config.json store them, after JSON unescaping: Llama 3,
-// ChatML and Zephyr hold real newlines inside their string literals, Llama 2 holds "\n" escapes.
-
-// meta-llama/Meta-Llama-3-8B-Instruct
-constexpr std::string_view llama3_template =
-    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
-    "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + "
-    "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}"
-    "{{ content }}{% endfor %}{% if add_generation_prompt %}"
-    "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}";
-
-// meta-llama/Llama-2-7b-chat-hf
-constexpr std::string_view llama2_template =
-    R"({% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %})"
-    R"({% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %})"
-    R"({% set system_message = false %}{% endif %}{% for message in loop_messages %})"
-    R"({% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %})"
-    R"({{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }})"
-    R"({% endif %}{% if loop.index0 == 0 and system_message != false %})"
-    R"({% set content = '<<SYS>>\n' + system_message + '\n<</SYS>>\n\n' + message['content'] %})"
-    R"({% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %})"
-    R"({{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }})"
-    R"({% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }})"
-    R"({% endif %}{% endfor %})";
-
-// The ChatML template of Hugging Face's chat-templating guide (Qwen 2 and SmolLM add a default
-// system message; the turn format is the same).
-constexpr std::string_view chatml_template =
-    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
-    "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
-    "{% endif %}";
-
-// mistralai/Mistral-7B-Instruct-v0.1 (and Mixtral-8x7B-Instruct-v0.1)
-constexpr std::string_view mistral_template =
-    "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != "
-    "(loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate "
-    "user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}"
-    "{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}"
-    "{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant "
-    "roles are supported!') }}{% endif %}{% endfor %}";
-
-// HuggingFaceH4/zephyr-7b-beta (also TinyLlama-1.1B-Chat)
-constexpr std::string_view zephyr_template =
-    "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + "
-    "message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + "
-    "message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n"
-    "{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n"
-    "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}";
-
-// microsoft/Phi-3.5-mini-instruct (Phi-3-mini's later revisions are the same turns). Phi-4-mini
-// writes no newline after a role's marker or <|end|>; llama.cpp formats both as Phi-3 does, and
-// so does Hearth.
-constexpr std::string_view phi3_template =
-    "{% for message in messages %}{% if message['role'] == 'system' and message['content'] %}"
-    "{{'<|system|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'user' %}"
-    "{{'<|user|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'assistant' %}"
-    "{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}";
-
-// google/gemma-2-2b-it (Gemma 3's instruction models use the same turns and markers)
-constexpr std::string_view gemma_template =
-    R"({{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }})"
-    R"({% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %})"
-    R"({{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %})"
-    R"({% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %})"
-    R"({% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %})"
-    R"({% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %})";
+// Qwen 2.5's instructions for its tools (Qwen 3's are the same words).
+constexpr std::string_view qwen_tool_instructions =
+    "You may call one or more functions to assist with the user query.";
 
 // Python's str.strip() / Jinja's trim, for the ASCII whitespace prompts contain.
 std::string_view strip(std::string_view s) {
@@ -218,6 +156,10 @@ const char* to_string(chat_format f) {
       return "llama2";
     case chat_format::llama3:
       return "llama3";
+    case chat_format::llama31:
+      return "llama3.1";
+    case chat_format::qwen25:
+      return "qwen2.5";
     case chat_format::chatml:
       return "chatml";
     case chat_format::mistral:
@@ -237,8 +179,12 @@ const char* to_string(chat_format f) {
 std::optional<chat_format> detect_chat_format(std::string_view jinja) {
   if (jinja.empty()) return chat_format::plain;
   const auto has = [&](std::string_view marker) { return jinja.find(marker) != std::string_view::npos; };
-  if (has("<|start_header_id|>")) return chat_format::llama3;
-  if (has("<|im_start|>")) return chat_format::chatml;
+  // llama.cpp's tests for templates with tools: Llama 3.1's ipython role, Hermes-style calls;
+  // of the latter, Hearth formats Qwen 2.5's tool instructions.
+  if (has("<|start_header_id|>"))
+    return has("<|start_header_id|>ipython<|end_header_id|>") ? chat_format::llama31 : chat_format::llama3;
+  if (has("<|im_start|>"))
+    return has("<tool_call>") && has(qwen_tool_instructions) ? chat_format::qwen25 : chat_format::chatml;
   if (has("<start_of_turn>")) return chat_format::gemma;  // llama.cpp's test for Gemma
   // Phi-3 shares Zephyr's role markers and closes turns with <|end|> (llama.cpp's test too).
   if (has("<|assistant|>") && has("<|end|>")) return chat_format::phi3;
@@ -254,9 +200,9 @@ const char* chat_format_name(std::string_view jinja) {
 
 std::string recognised_chat_formats() {
   std::string out;
-  for (const chat_format f :
-       {chat_format::llama2, chat_format::llama3, chat_format::chatml, chat_format::mistral,
-        chat_format::zephyr, chat_format::phi3, chat_format::gemma}) {
+  for (const chat_format f : {chat_format::llama2, chat_format::llama3, chat_format::llama31,
+                              chat_format::chatml, chat_format::qwen25, chat_format::mistral,
+                              chat_format::zephyr, chat_format::phi3, chat_format::gemma}) {
     out += (out.empty() ? "" : ", ") + std::string(to_string(f));
   }
   return out;
@@ -269,28 +215,6 @@ result<chat_format> chat_format_of(std::string_view jinja) {
                                       "; a file without a template gets plain 'role: content' lines)"};
 }
 
-std::string_view chat_template_text(chat_format f) {
-  switch (f) {
-    case chat_format::llama2:
-      return llama2_template;
-    case chat_format::llama3:
-      return llama3_template;
-    case chat_format::chatml:
-      return chatml_template;
-    case chat_format::mistral:
-      return mistral_template;
-    case chat_format::zephyr:
-      return zephyr_template;
-    case chat_format::phi3:
-      return phi3_template;
-    case chat_format::gemma:
-      return gemma_template;
-    case chat_format::plain:
-      return {};
-  }
-  return {};
-}
-
 std::string format_chat(chat_format f, std::span<const chat_message> messages, bool add_generation_prompt,
                         std::string_view bos, std::string_view eos) {
   switch (f) {
@@ -298,6 +222,9 @@ std::string format_chat(chat_format f, std::span<const chat_message> messages, b
       return format_llama2(messages, bos, eos);
     case chat_format::llama3:
       return format_llama3(messages, add_generation_prompt, bos);
+    case chat_format::llama31:
+    case chat_format::qwen25:  // turns without tools: nothing the template could refuse
+      return format_tool_chat(f, default_chat_context(f), messages, {}, add_generation_prompt, bos).value();
     case chat_format::chatml:
       return format_chatml(messages, add_generation_prompt);
     case chat_format::mistral:

@@ -200,6 +200,14 @@ status<> validate(const make_options& opt) {
   if (opt.arch == model_arch::phi3 && opt.tie_output) return bad("phi3 models have an output.weight: no tied head");
   if (opt.phi4_mini_vocab && opt.arch != model_arch::phi3)
     return bad("Phi-4-mini's tokenizer goes with --arch phi3");
+  const bool qwen = opt.arch == model_arch::qwen2 || opt.arch == model_arch::qwen3;
+  if (opt.chat == chat_format::llama31 &&
+      (opt.arch != model_arch::llama || opt.tokenizer != tokenizer_kind::bpe))
+    return bad("the llama3.1 chat template goes with --arch llama and the bpe tokenizer");
+  if (opt.chat == chat_format::qwen25 && !qwen)
+    return bad("the qwen2.5 chat template goes with --arch qwen2 or qwen3");
+  if (opt.chat && opt.chat != chat_format::llama31 && opt.chat != chat_format::qwen25)
+    return bad("a generated model's chat template is its family's own, or llama3.1 or qwen2.5");
   return {};
 }
 
@@ -217,7 +225,11 @@ vocab_spec make_vocab(const make_options& opt) {
                                               : make_spm_vocab(opt.seed, opt.preset.n_vocab);
 }
 
-gguf::writer model_writer(const make_options& opt) { return model_writer(opt, make_vocab(opt)); }
+gguf::writer model_writer(const make_options& opt) {
+  vocab_spec v = make_vocab(opt);
+  if (opt.chat) v.chat_template = chat_template_text(*opt.chat);
+  return model_writer(opt, v);
+}
 
 gguf::writer model_writer(const make_options& opt, const vocab_spec& vocab) {
   assert(vocab.tokens.size() == opt.preset.n_vocab && "model_writer: vocabulary of another size");

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "common/result.hpp"
+#include "model/chat_template.hpp"
 #include "model/gguf.hpp"
 #include "model/hparams.hpp"
 #include "model/quant_mix.hpp"
@@ -50,6 +51,9 @@ struct make_options {
   //! A llama-quantize preset (q4_k_m, ...): each matrix gets the type its rules give (and
   //! dtype is not used); general.file_type records it. Without one, every matrix is dtype.
   std::optional<file_type> mix = std::nullopt;
+  //! Another chat family's template than the vocabulary's own: llama3.1 for a llama model's
+  //! byte-level BPE, qwen2.5 for a Qwen model (the templates with tools, chat_tools.hpp).
+  std::optional<chat_format> chat = std::nullopt;
 };
 
 //! The type each matrix of the model gets: mix's rules, or dtype.

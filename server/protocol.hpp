@@ -41,6 +41,7 @@ struct generate_request {
   std::string id;
   std::optional<std::string> prompt;        //!< exactly one of prompt / messages
   std::vector<chat_message> messages = {};
+  std::vector<std::string> tools = {};  //!< the tools' JSON texts (model/chat_tools.hpp); HTTP only
   uint32_t max_tokens = 256;
   sampling_params sampling = {};
   std::vector<std::string> stop = {};

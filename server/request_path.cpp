@@ -18,12 +18,13 @@ size_t prompt_bytes(const wire::generate_request& g) {
   if (g.prompt) return g.prompt->size();
   size_t n = 0;
   for (const auto& m : g.messages) n += m.content.size();
+  for (const auto& t : g.tools) n += t.size();
   return n;
 }
 
 result<std::vector<token_id>> tokenize_prompt(const tokenizer& tok, const wire::generate_request& g) {
   if (g.prompt) return tok.encode(*g.prompt, {.add_bos = true, .parse_special = false});
-  return encode_chat(tok, g.messages);
+  return encode_chat(tok, g.messages, g.tools);
 }
 
 request engine_request(wire::generate_request& g, std::string tenant,
@@ -43,8 +44,11 @@ request engine_request(wire::generate_request& g, std::string tenant,
 std::optional<client_error> set_prompt(request& r, result<std::vector<token_id>> prompt,
                                        std::string_view model, uint32_t n_ctx) {
   if (!prompt) {
-    return client_error{wire::code::bad_request, "field 'messages': model '" + std::string(model) + "': " +
-                                                     prompt.error().message + "; send 'prompt' instead"};
+    // A template Hearth cannot format at all leaves the raw prompt; a refused tool does not.
+    const bool unformattable = prompt.error().code == errc::unsupported;
+    return client_error{wire::code::bad_request, "field 'messages': model '" + std::string(model) +
+                                                     "': " + prompt.error().message +
+                                                     (unformattable ? "; send 'prompt' instead" : "")};
   }
   if (prompt->empty()) return client_error{wire::code::bad_request, "field 'prompt' gives no tokens"};
   if (r.max_tokens == 0) {

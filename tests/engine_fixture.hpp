@@ -26,7 +26,11 @@ struct engine_model {
   //! with a context of n_ctx.
   static std::unique_ptr<engine_model> make(const model_preset& preset = {"micro", 64, 2, 4, 2, 96, 600},
                                             uint32_t n_ctx = 512) {
-    make_options opt{preset, tensor_type::f32, 7, tokenizer_kind::bpe, n_ctx};
+    return make(make_options{preset, tensor_type::f32, 7, tokenizer_kind::bpe, n_ctx});
+  }
+
+  static std::unique_ptr<engine_model> make(const make_options& opt) {
+    REQUIRE(validate(opt).ok());
     auto bytes = model_writer(opt).to_bytes();
     auto f = gguf::file::parse(bytes);
     REQUIRE(f.ok());

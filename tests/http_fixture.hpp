@@ -16,9 +16,10 @@ struct http_served {
   std::unique_ptr<engine> eng;
   std::unique_ptr<http::gateway> gw;
 
-  static http_served start(http::gateway_options opt = {}, engine_config cfg = {},
-                           backend_script script = {}) {
-    auto e = scripted_engine(micro(), 4096, std::move(cfg), std::move(script));
+  //! `m` is served as "micro" whatever it is (test_http_tools serves micros with other templates).
+  static http_served start(http::gateway_options opt = {}, engine_config cfg = {}, backend_script script = {},
+                           const engine_model& m = micro()) {
+    auto e = scripted_engine(m, 4096, std::move(cfg), std::move(script));
     if (opt.endpoint == http::gateway_options{}.endpoint) opt.endpoint = "127.0.0.1:0";
     opt.model.name = micro_name;
     opt.model.architecture = "llama";
@@ -46,6 +47,29 @@ inline httplib::Result post(httplib::Client& c, const std::string& path, const n
   auto r = c.Post(path.c_str(), headers, body.dump(), "application/json");
   if (!r) FAIL("POST " << path << ": no reply (" << httplib::to_string(r.error()) << ")");
   return r;
+}
+
+//! The lines of an NDJSON body, each parsed; every line ends with a newline.
+inline std::vector<nlohmann::json> ndjson(const std::string& body) {
+  std::vector<nlohmann::json> lines;
+  size_t at = 0;
+  for (size_t nl; (nl = body.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(nlohmann::json::parse(body.substr(at, nl - at)));
+  REQUIRE(at == body.size());  // every line ends with a newline
+  return lines;
+}
+
+//! The `data:` payloads of a server-sent event stream, in order.
+inline std::vector<std::string> sse_data(const std::string& body) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (size_t end; (end = body.find("\n\n", at)) != std::string::npos; at = end + 2) {
+    const std::string event = body.substr(at, end - at);
+    REQUIRE(event.starts_with("data: "));
+    out.push_back(event.substr(6));
+  }
+  REQUIRE(at == body.size());
+  return out;
 }
 
 //! The text of generated tokens as a stream gives it (whole characters, leading spaces kept),

@@ -4,9 +4,11 @@
 // fault at the n-th step: an exception, or a step that never returns until the test opens its
 // gate (a hung backend; the gate must be opened before the engine is destroyed, whose worker
 // thread is the one that hangs).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -51,6 +53,11 @@ struct backend_script {
   std::chrono::milliseconds delay{0};  //!< slept before every step
   uint64_t fault_at = 0;               //!< the step (1-based) that fails; 0 = none
   std::shared_ptr<gate> hang = {};     //!< the fault: wait for this gate, then fail; null: throw
+  //! Fixed tokens: every sequence's answer is `reply`, then `end` (the logits make each one all
+  //! but certain under any sampling). Sequences are told apart by their first KV block, so
+  //! concurrent ones must not share a prefix block. Empty: the model's own logits.
+  std::vector<token_id> reply = {};
+  token_id end = no_token;
 };
 
 class scripted_backend final : public backend {
@@ -65,16 +72,38 @@ class scripted_backend final : public backend {
       if (s_.hang) s_.hang->wait();
       throw std::runtime_error("scripted_backend: step " + std::to_string(s_.fault_at) + " fails");
     }
-    return inner_->forward(batch, out);
+    auto st = inner_->forward(batch, out);
+    if (st && !s_.reply.empty()) force_reply(batch, out);
+    return st;
   }
   result<std::unique_ptr<backend>> share() override {
     return error{errc::unsupported, "scripted_backend: no sharing"};
   }
 
  private:
+  // A sequence fed the reply token it was last given is decoding: it gets the next one. Anything
+  // else is a prompt (chunk): it gets the first.
+  void force_reply(std::span<const batch_seq> batch, batch_logits& out) {
+    std::lock_guard lock(m_);
+    const auto n_rows = static_cast<uint32_t>(out.values.size() / out.n_vocab);
+    for (size_t s = 0; s < batch.size(); ++s) {
+      size_t& given = given_[batch[s].blocks.front()];
+      const bool decoding = batch[s].tokens.size() == 1 && given > 0 && given <= s_.reply.size() &&
+                            batch[s].tokens[0] == s_.reply[given - 1];
+      const size_t next = decoding ? given : 0;
+      const uint32_t row = (s + 1 < batch.size() ? out.first_row[s + 1] : n_rows) - 1;
+      float* logits = out.values.data() + size_t{row} * out.n_vocab;
+      std::fill(logits, logits + out.n_vocab, -30.0f);
+      logits[next < s_.reply.size() ? s_.reply[next] : s_.end] = 30.0f;
+      given = next + 1;
+    }
+  }
+
   std::unique_ptr<backend> inner_;
   backend_script s_;
   std::atomic<uint64_t> steps_{0};
+  std::mutex m_;
+  std::map<uint32_t, size_t> given_;  // per sequence (its first block): reply tokens given so far
 };
 
 //! An engine on `m` (a KV pool of `kv_tokens` positions) whose backend follows `script`, with

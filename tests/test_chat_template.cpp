@@ -29,8 +29,9 @@ std::string format(chat_format f, bool add_generation_prompt,
 
 TEST_CASE("each family is detected from its canonical template text", "[chat_template]") {
   for (const chat_format f :
-       {chat_format::llama2, chat_format::llama3, chat_format::chatml, chat_format::mistral,
-        chat_format::zephyr, chat_format::phi3, chat_format::gemma, chat_format::plain}) {
+       {chat_format::llama2, chat_format::llama3, chat_format::llama31, chat_format::chatml,
+        chat_format::qwen25, chat_format::mistral, chat_format::zephyr, chat_format::phi3, chat_format::gemma,
+        chat_format::plain}) {
     CAPTURE(to_string(f));
     CHECK(detect_chat_format(chat_template_text(f)) == f);
   }
@@ -67,7 +68,7 @@ TEST_CASE("an unrecognised template is an error naming the recognised families, 
   CHECK(unknown.error().code == errc::unsupported);
   CHECK_THAT(unknown.error().message,
              Catch::Contains("chat template not recognised") &&
-                 Catch::Contains("llama2, llama3, chatml, mistral, zephyr, phi3, gemma"));
+                 Catch::Contains("llama2, llama3, llama3.1, chatml, qwen2.5, mistral, zephyr, phi3, gemma"));
   CHECK(std::string(chat_format_name("### Response:")) == "unrecognised");
   REQUIRE(chat_format_of("").ok());
   CHECK(*chat_format_of("") == chat_format::plain);

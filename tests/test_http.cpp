@@ -34,28 +34,6 @@ json openai_body(bool stream, uint32_t n) {
           {"max_tokens", n}};
 }
 
-std::vector<json> ndjson(const std::string& body) {
-  std::vector<json> lines;
-  size_t at = 0;
-  for (size_t nl; (nl = body.find('\n', at)) != std::string::npos; at = nl + 1)
-    lines.push_back(json::parse(body.substr(at, nl - at)));
-  REQUIRE(at == body.size());  // every line ends with a newline
-  return lines;
-}
-
-// The `data:` payloads of a server-sent event stream, in order.
-std::vector<std::string> sse_data(const std::string& body) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  for (size_t end; (end = body.find("\n\n", at)) != std::string::npos; at = end + 2) {
-    const std::string event = body.substr(at, end - at);
-    REQUIRE(event.starts_with("data: "));
-    out.push_back(event.substr(6));
-  }
-  REQUIRE(at == body.size());
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("http: Ollama's model routes and the root say what runs", "[http]") {
@@ -246,7 +224,10 @@ TEST_CASE("http: OpenAI errors are error objects naming the field", "[http]") {
   CHECK(std::get<0>(error_of(b)) == 404);
   b = openai_body(false, 4);
   b["tools"] = json::array({{{"type", "function"}}});
-  CHECK(std::get<2>(error_of(b)) == "tools");
+  CHECK(std::get<2>(error_of(b)) == "tools[0].function");
+  b = openai_body(false, 4);
+  b["tool_choice"] = "required";  // a call cannot be forced
+  CHECK(std::get<2>(error_of(b)) == "tool_choice");
   b = openai_body(false, 4);
   b["max_tokens"] = 1000;  // with the prompt, beyond the 512-position context
   const auto [too_long, t2, p2, m2] = error_of(b);

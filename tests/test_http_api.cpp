@@ -77,11 +77,14 @@ TEST_CASE("http api: Ollama refusals name the field", "[http]") {
   CHECK_THAT(refusal(parse_ollama_chat(chat({{"format", "json"}}).dump(), lim)).err.message,
              Contains("'format'"));
   CHECK_THAT(refusal(parse_ollama_chat(chat({{"tools", {{{"type", "function"}}}}}).dump(), lim)).err.message,
-             Contains("'tools'"));
+             Contains("'tools[0].function'"));
   CHECK_THAT(
-      refusal(parse_ollama_chat(chat({{"messages", {{{"role", "tool"}, {"content", "x"}}}}}).dump(), lim))
+      refusal(parse_ollama_chat(chat({{"messages", {{{"role", "robot"}, {"content", "x"}}}}}).dump(), lim))
           .err.message,
       Contains("messages[0].role"));
+  const json user_call = {{"role", "user"}, {"tool_calls", {{{"function", {{"name", "f"}}}}}}};
+  CHECK_THAT(refusal(parse_ollama_chat(chat({{"messages", {user_call}}}).dump(), lim)).err.message,
+             Contains("messages[0].tool_calls") && Contains("assistant"));
   CHECK(refusal(parse_ollama_chat(chat({{"model", "other"}}).dump(), lim)).status == 404);
   CHECK(refusal(parse_ollama_chat("{\"model\":", lim)).status == 400);
   CHECK_THAT(refusal(parse_ollama_chat(chat({{"extra", 1}}).dump(), lim)).err.message, Contains("'extra'"));

@@ -8,9 +8,10 @@ namespace {
 
 using json = nlohmann::json;
 
-// No request of either API nests deeper than five levels (OpenAI's content parts inside a
-// message inside `messages`); a flood of brackets must not cost a deep DOM.
-constexpr int max_depth = 16;
+// A flood of brackets must not cost a deep DOM; a tool's JSON schema nests deepest (a body's
+// tools[i].function.parameters.properties.p.items... is some ten levels).
+constexpr int max_depth = 32;
+constexpr size_t max_tools = 128;
 
 api_error model_not_found(std::string message) {
   return {404, {"model_not_found", std::move(message)}, "model"};
@@ -50,6 +51,57 @@ result<std::string, api_error> read_model(const wire::fields& f, const api_limit
   if (name == lim.model || name == lim.model + ":latest") return name;
   return model_not_found("model '" + name.substr(0, 128) + "' not found (this server has '" + lim.model +
                          "')");
+}
+
+nlohmann::ordered_json ordered_body(std::string_view body, const json& parsed) {
+  bool calls = false;
+  if (const auto m = parsed.find("messages"); m != parsed.end() && m->is_array())
+    for (const json& turn : *m) calls = calls || (turn.is_object() && turn.contains("tool_calls"));
+  if (!calls && !parsed.contains("tools")) return nullptr;
+  return nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+}
+
+const nlohmann::ordered_json& ordered_at(const nlohmann::ordered_json& ordered,
+                                         std::initializer_list<json_step> path) {
+  static const nlohmann::ordered_json none;
+  const nlohmann::ordered_json* at = &ordered;
+  for (const json_step& step : path) {
+    if (const auto* key = std::get_if<std::string_view>(&step)) {
+      const auto it = at->is_object() ? at->find(*key) : at->end();
+      if (!at->is_object() || it == at->end()) return none;
+      at = &*it;
+    } else {
+      const size_t i = std::get<size_t>(step);
+      if (!at->is_array() || i >= at->size()) return none;
+      at = &(*at)[i];
+    }
+  }
+  return *at;
+}
+
+std::string read_call_name(const wire::fields& function) {
+  return function.text("name", 1, 64);
+}
+
+std::vector<std::string> read_tools(const wire::fields& f, const nlohmann::ordered_json& ordered) {
+  if (!f.has("tools") || f.get("tools").is_null()) return {};
+  const json& list = f.array("tools", 0, max_tools);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = f.name("tools[" + std::to_string(i) + "]");
+    if (!list[i].is_object()) throw wire::refusal{"field '" + at + "' must be an object {type, function}"};
+    const wire::fields t(list[i], at + ".");
+    if (t.text("type", 1, 16) != "function") t.fail("type", "must be \"function\"");
+    if (!t.get("function").is_object())
+      t.fail("function", "must be an object {name, description, parameters}");
+    const wire::fields fn(t.get("function"), at + ".function.");
+    read_call_name(fn);
+    if (fn.has("parameters") && !fn.get("parameters").is_object())
+      fn.fail("parameters", "must be a JSON schema object");
+    const auto& tool = ordered_at(ordered, {"tools", i});
+    out.push_back((tool.is_object() ? tool.dump() : list[i].dump()));
+  }
+  return out;
 }
 
 std::string dump(const json& j) {

@@ -5,13 +5,18 @@
 // sockets: the tests drive them directly.
 
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "common/result.hpp"
 #include "engine/request.hpp"
+#include "model/chat_tools.hpp"
 #include "server/json_fields.hpp"
 #include "server/protocol.hpp"
 #include "server/request_path.hpp"
@@ -55,8 +60,27 @@ result<nlohmann::json, api_error> parse_body(std::string_view body);
 //! APIs answer an unknown model).
 result<std::string, api_error> read_model(const wire::fields& f, const api_limits& lim);
 
-//! Reads a request with `read` (which throws wire::refusal for a bad field): the edge that
-//! turns refusals into a 400 naming the field.
+//! The body's JSON with its keys in the client's order when it has tools or tool calls (parse_body's
+//! checks passed), else null: what the prompt renders tools and call arguments from, as the
+//! model's template would.
+nlohmann::ordered_json ordered_body(std::string_view body, const nlohmann::json& parsed);
+
+//! The value in `ordered` at `path` (object keys, array indexes), or null where there is none: a
+//! body with a key twice keeps the first in ordered_json, the last in json, so the two parses may
+//! differ, and a lookup must never assume they match.
+using json_step = std::variant<std::string_view, size_t>;
+const nlohmann::ordered_json& ordered_at(const nlohmann::ordered_json& ordered,
+                                         std::initializer_list<json_step> path);
+
+//! The request's `tools` (none when missing or empty): function tools, each checked, as JSON
+//! texts in the client's key order (`ordered`: ordered_body's).
+std::vector<std::string> read_tools(const wire::fields& f, const nlohmann::ordered_json& ordered);
+
+//! A call's name, checked (1 to 64 bytes): what a tool's `function.name` and a call's share.
+std::string read_call_name(const wire::fields& function);
+
+//! Reads a request with `read(fields, ordered_body)` (which throws wire::refusal for a bad
+//! field): the edge that turns refusals into a 400 naming the field.
 template <class Read>
 result<api_request, api_error> read_request(std::string_view body, const api_limits& lim, Read read) {
   auto j = parse_body(body);
@@ -65,7 +89,7 @@ result<api_request, api_error> read_request(std::string_view body, const api_lim
   auto model = read_model(f, lim);
   if (!model) return model.error();
   try {
-    api_request r = read(f);
+    api_request r = read(f, ordered_body(body, *j));
     r.model = std::move(*model);
     return r;
   } catch (const wire::refusal& e) {
@@ -74,19 +98,21 @@ result<api_request, api_error> read_request(std::string_view body, const api_lim
 }
 
 //! How one API writes one request's replies. A stream is start(), token() for every piece of
-//! text, then end() or failed(); a reply that does not stream is whole() (or error_body()).
+//! text and calls() for the tool calls the model makes, then end() or failed(); a reply that
+//! does not stream is whole() (or error_body()).
 class reply_format {
  public:
   virtual ~reply_format() = default;
   virtual const char* stream_type() const = 0;  //!< the Content-Type of a stream
   virtual std::string start() { return {}; }
   virtual std::string token(std::string_view text) = 0;
+  virtual std::string calls(std::span<const tool_call> calls) = 0;
   //! The stream's last bytes, after its `done` event.
   virtual std::string end(const request_event& done) = 0;
   //! An error after the stream began (its status line is sent already).
   virtual std::string failed(const api_error& e) = 0;
   //! The body of a reply that does not stream.
-  virtual std::string whole(const std::string& text, const request_event& done) = 0;
+  virtual std::string whole(const assistant_reply& reply, const request_event& done) = 0;
   //! The body of a refusal, in this API's error shape.
   virtual std::string error_body(const api_error& e) const = 0;
 };

@@ -53,9 +53,16 @@ struct reply_state {
   request_id rid = 0;
   std::shared_ptr<event_channel> channel;
   std::unique_ptr<reply_format> format;
-  std::vector<request_event> pending = {};  // taken from the channel, not yet written
+  std::optional<tool_call_stream> calls = {};  // a request with tools: the answer's calls split out
+  std::vector<request_event> pending = {};     // taken from the channel, not yet written
   bool started = false, ended = false;
 };
+
+// What a piece of the answer writes: its text, then the calls it completed.
+void write_piece(reply_format& format, const assistant_reply& piece, std::string& out) {
+  if (!piece.content.empty()) out += format.token(piece.content);
+  if (!piece.calls.empty()) out += format.calls(piece.calls);
+}
 
 // Where the engine's failure listener finds the gateway: the engine may outlive it, so the
 // listener holds this slot, which stop() empties.
@@ -96,6 +103,7 @@ struct gateway::impl {
   std::shared_ptr<failure_slot> failure_listener = std::make_shared<failure_slot>();
   caf::actor sink;
   api_limits limits;
+  chat_format chat = chat_format::plain;  // the served model's family: how its calls are written
   std::atomic<bool> draining{false}, stopped{false};
   std::atomic<int> active{0};  // replies not yet fully handed to their connection
 
@@ -183,8 +191,11 @@ struct gateway::impl {
     }
     request r = server::engine_request(a.g, std::move(tenant), listed);
     // Tokenized here, on this request's own thread: a long prompt holds up no other client.
-    if (auto err = server::set_prompt(r, server::tokenize_prompt(eng.tok(), a.g), limits.model, limits.n_ctx))
+    if (auto err =
+            server::set_prompt(r, server::tokenize_prompt(eng.tok(), a.g), limits.model, limits.n_ctx)) {
+      if (err->code == wire::code::bad_request) return bad_field(std::move(err->message));  // names the field
       return api_error{http_status(err->code), std::move(*err)};
+    }
     return r;
   }
 
@@ -198,9 +209,10 @@ struct gateway::impl {
     const request_id rid = eng.next_id();
     auto st = std::make_shared<reply_state>(
         reply_state{.rid = rid, .channel = nullptr, .format = format_for(which, *a, rid)});
+    if (!a->g.tools.empty()) st->calls.emplace(chat);
     if (a->load_only) {  // Ollama's "load the model": it is loaded
       request_event loaded;
-      return send_json(res, st->format->whole("", loaded) + (a->g.stream ? "\n" : ""));
+      return send_json(res, st->format->whole({}, loaded) + (a->g.stream ? "\n" : ""));
     }
     auto r = engine_request_for(*a, std::move(*tenant));
     if (!r) return refuse(res, r.error(), openai);
@@ -220,7 +232,9 @@ struct gateway::impl {
     for (;;) {
       for (const request_event& e : st.pending) {
         if (e.kind == event_kind::token) text += e.text;
-        if (e.kind == event_kind::done) return send_json(res, st.format->whole(text, e));
+        if (e.kind == event_kind::done)
+          return send_json(
+              res, st.format->whole(st.calls ? parse_tool_calls(chat, text) : assistant_reply{text}, e));
         if (e.terminal()) return refuse(res, error_from(e), openai);
       }
       st.pending = st.channel->take(channel_wait);
@@ -230,8 +244,10 @@ struct gateway::impl {
   // Appends what the pending events write; true once the request has ended.
   static bool write_pending(reply_state& st, std::string& out) {
     for (const request_event& e : st.pending) {
-      if (e.kind == event_kind::token && !e.text.empty()) out += st.format->token(e.text);
+      if (e.kind == event_kind::token && !e.text.empty())
+        write_piece(*st.format, st.calls ? st.calls->push(e.text) : assistant_reply{e.text}, out);
       if (!e.terminal()) continue;
+      if (e.kind == event_kind::done && st.calls) write_piece(*st.format, st.calls->finish(), out);
       out += e.kind == event_kind::done ? st.format->end(e) : st.format->failed(error_from(e));
       st.ended = true;
       break;
@@ -367,6 +383,7 @@ result<std::unique_ptr<gateway>> gateway::start(engine& e, gateway_options opt) 
   // What admission checks against: the engine's context, not the file's training length.
   p->limits.n_ctx = e.worker().n_ctx;
   p->limits.n_vocab = static_cast<uint32_t>(e.tok().n_vocab());
+  p->chat = detect_chat_format(e.tok().spec().chat_template).value_or(chat_format::plain);
   if (auto st = p->bind(); !st) return st.error();
   p->routes();
   impl* raw = p.get();

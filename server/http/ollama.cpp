@@ -16,6 +16,7 @@ using json = nlohmann::json;
 using wire::fields;
 
 constexpr size_t max_messages = 256;
+constexpr size_t max_calls = 32;  // in one assistant turn
 // Runtime options that change where and how fast Ollama computes, never what it samples:
 // accepted and ignored, so a client's tuning for its own machine does not fail here.
 constexpr std::string_view ignored_options[] = {"num_thread", "num_gpu",  "num_batch", "main_gpu", "use_mmap",
@@ -73,16 +74,38 @@ void refuse_nonempty(const fields& f, std::string_view field, const std::string&
     f.fail(field, why);
 }
 
-chat_message read_turn(const json& m, size_t i) {
+// An assistant turn's calls as Ollama sends them back: [{"function": {"name", "arguments": {...}}}].
+std::vector<tool_call> read_calls(const fields& t, size_t i, const nlohmann::ordered_json& ordered) {
+  const json& list = t.array("tool_calls", 0, max_calls);
+  std::vector<tool_call> out;
+  for (size_t j = 0; j < list.size(); ++j) {
+    const std::string at = t.name("tool_calls[" + std::to_string(j) + "]");
+    if (!list[j].is_object() || !list[j].contains("function") || !list[j]["function"].is_object())
+      throw wire::refusal{"field '" + at + "' must be an object {function: {name, arguments}}"};
+    const fields fn(list[j]["function"], at + ".function.");
+    fn.only({"name", "arguments", "index"});
+    std::string name = read_call_name(fn);
+    if (fn.has("arguments") && !fn.get("arguments").is_object()) fn.fail("arguments", "must be an object");
+    const auto& args = ordered_at(ordered, {"messages", i, "tool_calls", j, "function", "arguments"});
+    const json& given = fn.has("arguments") ? fn.get("arguments") : json::object();
+    out.push_back({std::move(name), args.is_object() ? args.dump() : given.dump()});
+  }
+  return out;
+}
+
+chat_message read_turn(const json& m, size_t i, const nlohmann::ordered_json& ordered) {
   const std::string at = "messages[" + std::to_string(i) + "]";
   if (!m.is_object()) throw wire::refusal{"field '" + at + "' must be an object {role, content}"};
   const fields t(m, at + ".");
-  t.only({"role", "content", "images", "tool_calls", "thinking"});
+  t.only({"role", "content", "images", "tool_calls", "thinking", "tool_name"});
   refuse_nonempty(t, "images", "is not supported: the served model reads text only");
-  refuse_nonempty(t, "tool_calls", "is not supported yet");
   chat_message turn{t.text("role", 1, 16), t.has("content") ? t.text("content", 0, std::string::npos) : ""};
-  if (turn.role != "system" && turn.role != "user" && turn.role != "assistant")
-    t.fail("role", "must be \"system\", \"user\" or \"assistant\" (got \"" + turn.role + "\")");
+  if (turn.role != "system" && turn.role != "user" && turn.role != "assistant" && turn.role != "tool")
+    t.fail("role", "must be \"system\", \"user\", \"assistant\" or \"tool\" (got \"" + turn.role + "\")");
+  if (t.has("tool_calls") && !t.get("tool_calls").is_null()) {
+    if (turn.role != "assistant") t.fail("tool_calls", "belongs to an assistant turn");
+    turn.tool_calls = read_calls(t, i, ordered);
+  }
   return turn;
 }
 
@@ -113,9 +136,16 @@ class ollama_reply final : public reply_format {
   ollama_reply(bool chat, std::string model) : chat_(chat), model_(std::move(model)) {}
   const char* stream_type() const override { return "application/x-ndjson"; }
   std::string token(std::string_view text) override { return dump(line(text, false)) + "\n"; }
-  std::string end(const request_event& e) override { return dump(last(e, "")) + "\n"; }
+  std::string calls(std::span<const tool_call> calls) override {
+    json j = line("", false);
+    j["message"]["tool_calls"] = tool_calls_json(calls);
+    return dump(j) + "\n";
+  }
+  std::string end(const request_event& e) override { return dump(last(e, {})) + "\n"; }
   std::string failed(const api_error& e) override { return error_body(e) + "\n"; }
-  std::string whole(const std::string& text, const request_event& e) override { return dump(last(e, text)); }
+  std::string whole(const assistant_reply& reply, const request_event& e) override {
+    return dump(last(e, reply));
+  }
   std::string error_body(const api_error& e) const override { return dump({{"error", e.err.message}}); }
 
  private:
@@ -129,9 +159,18 @@ class ollama_reply final : public reply_format {
     return j;
   }
 
-  // The last line: its text (empty when streamed), why it ended and Ollama's usage fields.
-  json last(const request_event& e, std::string_view text) const {
-    json j = line(text, true);
+  // Ollama's calls: the arguments an object, no ids.
+  static json tool_calls_json(std::span<const tool_call> calls) {
+    json list = json::array();
+    for (const tool_call& c : calls)
+      list.push_back({{"function", {{"name", c.name}, {"arguments", json::parse(c.arguments)}}}});
+    return list;
+  }
+
+  // The last line: its text and calls (none when streamed), why it ended and Ollama's usage fields.
+  json last(const request_event& e, const assistant_reply& reply) const {
+    json j = line(reply.content, true);
+    if (chat_ && !reply.calls.empty()) j["message"]["tool_calls"] = tool_calls_json(reply.calls);
     j["done_reason"] = e.kind != event_kind::done          ? "load"
                        : e.finish == finish_reason::length ? "length"
                                                            : "stop";
@@ -152,20 +191,20 @@ class ollama_reply final : public reply_format {
 }  // namespace
 
 result<api_request, api_error> parse_ollama_chat(std::string_view body, const api_limits& lim) {
-  return read_request(body, lim, [&](const fields& f) {
+  return read_request(body, lim, [&](const fields& f, const nlohmann::ordered_json& ordered) {
     f.only({"model", "messages", "options", "stream", "keep_alive", "format", "tools", "think"});
-    refuse_nonempty(f, "tools", "is not supported yet (tool calls are not parsed)");
     api_request r;
     read_common(f, r, lim);
+    r.g.tools = read_tools(f, ordered);
     const json& list = f.has("messages") ? f.array("messages", 0, max_messages) : json::array();
-    for (size_t i = 0; i < list.size(); ++i) r.g.messages.push_back(read_turn(list[i], i));
+    for (size_t i = 0; i < list.size(); ++i) r.g.messages.push_back(read_turn(list[i], i, ordered));
     r.load_only = r.g.messages.empty();  // Ollama's way to load a model: no messages
     return r;
   });
 }
 
 result<api_request, api_error> parse_ollama_generate(std::string_view body, const api_limits& lim) {
-  return read_request(body, lim, [&](const fields& f) {
+  return read_request(body, lim, [&](const fields& f, const nlohmann::ordered_json&) {
     f.only({"model", "prompt", "system", "raw", "options", "stream", "keep_alive", "format", "images",
             "suffix", "template", "context", "think"});
     refuse_nonempty(f, "images", "is not supported: the served model reads text only");
@@ -218,12 +257,13 @@ result<std::string, api_error> ollama_show(std::string_view body, const server::
   const json info = {{"general.architecture", m.architecture},
                      {m.architecture + ".context_length", m.n_ctx},
                      {m.architecture + ".vocab_size", m.n_vocab}};
-  return dump({{"modelfile", ""},
-               {"parameters", ""},
-               {"template", m.chat_format},
-               {"details", details(m)},
-               {"model_info", info},
-               {"capabilities", json::array({"completion"})}});
+  return dump(
+      {{"modelfile", ""},
+       {"parameters", ""},
+       {"template", m.chat_format},
+       {"details", details(m)},
+       {"model_info", info},
+       {"capabilities", m.tools ? json::array({"completion", "tools"}) : json::array({"completion"})}});
 }
 
 }  // namespace hearth::http

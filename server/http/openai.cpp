@@ -13,6 +13,7 @@ using json = nlohmann::json;
 using wire::fields;
 
 constexpr size_t max_messages = 256;
+constexpr size_t max_calls = 32;                    // in one assistant turn
 constexpr uint32_t default_completion_tokens = 16;  // OpenAI's legacy completions default
 
 // The fields both endpoints read (read_sampling), and the model and logprobs they check.
@@ -87,16 +88,46 @@ std::string read_content(const fields& m) {
   return text;
 }
 
+// An assistant turn's calls as OpenAI sends them back: [{"id", "type": "function", "function":
+// {"name", "arguments": "<a JSON object, as text>"}}].
+std::vector<tool_call> read_calls(const fields& t) {
+  const json& list = t.array("tool_calls", 0, max_calls);
+  std::vector<tool_call> out;
+  for (size_t j = 0; j < list.size(); ++j) {
+    const std::string at = t.name("tool_calls[" + std::to_string(j) + "]");
+    if (!list[j].is_object())
+      throw wire::refusal{"field '" + at + "' must be an object {id, type, function}"};
+    const fields c(list[j], at + ".");
+    c.only({"id", "type", "function"});
+    if (c.has("type") && c.get("type") != "function") c.fail("type", "must be \"function\"");
+    if (!c.get("function").is_object()) c.fail("function", "must be an object {name, arguments}");
+    const fields fn(c.get("function"), at + ".function.");
+    fn.only({"name", "arguments"});
+    std::string name = read_call_name(fn);
+    std::string args = fn.has("arguments") ? fn.text("arguments", 0, std::string::npos) : "{}";
+    if (!json::parse(args, nullptr, false).is_object())
+      fn.fail("arguments", "must be a JSON object, as text");
+    out.push_back({std::move(name), std::move(args)});
+  }
+  return out;
+}
+
 chat_message read_turn(const json& m, size_t i) {
   const std::string at = "messages[" + std::to_string(i) + "]";
   if (!m.is_object()) throw wire::refusal{"field '" + at + "' must be an object {role, content}"};
   const fields t(m, at + ".");
-  t.only({"role", "content", "name"});
+  t.only({"role", "content", "name", "tool_calls", "tool_call_id", "refusal"});
   std::string role = t.text("role", 1, 16);
   if (role == "developer") role = "system";  // OpenAI's newer name for the system turn
-  if (role != "system" && role != "user" && role != "assistant")
-    t.fail("role", "must be \"system\", \"developer\", \"user\" or \"assistant\" (got \"" + role + "\")");
-  return {std::move(role), read_content(t)};
+  if (role != "system" && role != "user" && role != "assistant" && role != "tool")
+    t.fail("role",
+           "must be \"system\", \"developer\", \"user\", \"assistant\" or \"tool\" (got \"" + role + "\")");
+  chat_message turn{std::move(role), read_content(t)};
+  if (t.has("tool_calls") && !t.get("tool_calls").is_null()) {
+    if (turn.role != "assistant") t.fail("tool_calls", "belongs to an assistant turn");
+    turn.tool_calls = read_calls(t);
+  }
+  return turn;
 }
 
 int64_t unix_now() {
@@ -132,6 +163,12 @@ class openai_reply final : public reply_format {
     return chat_ ? sse(chunk({{"role", "assistant"}, {"content", ""}}, nullptr)) : "";
   }
   std::string token(std::string_view text) override { return sse(chunk({{"content", text}}, nullptr, text)); }
+  // Each call whole in one delta (its index, id, name and all its arguments): clients add up
+  // the deltas of an index, and one delta is a sum too.
+  std::string calls(std::span<const tool_call> calls) override {
+    const size_t first = n_calls_;
+    return sse(chunk({{"tool_calls", tool_calls_json(calls, first, true)}}, nullptr));
+  }
   std::string end(const request_event& e) override {
     std::string out = sse(chunk(json::object(), finish(e), ""));
     if (include_usage_) {
@@ -143,13 +180,19 @@ class openai_reply final : public reply_format {
     return out + "data: [DONE]\n\n";
   }
   std::string failed(const api_error& e) override { return "data: " + error_body(e) + "\n\n"; }
-  std::string whole(const std::string& text, const request_event& e) override {
+  std::string whole(const assistant_reply& reply, const request_event& e) override {
     json j = head(chat_ ? "chat.completion" : "text_completion");
-    json choice = {{"index", 0}, {"finish_reason", finish(e)}, {"logprobs", nullptr}};
-    if (chat_)
-      choice["message"] = {{"role", "assistant"}, {"content", text}};
-    else
-      choice["text"] = text;
+    json choice = {{"index", 0}, {"logprobs", nullptr}};
+    if (chat_) {
+      choice["message"] = {{"role", "assistant"}, {"content", reply.content}};
+      if (!reply.calls.empty()) {
+        choice["message"]["tool_calls"] = tool_calls_json(reply.calls, 0, false);
+        if (reply.content.empty()) choice["message"]["content"] = nullptr;  // as OpenAI answers a call
+      }
+    } else {
+      choice["text"] = reply.content;
+    }
+    choice["finish_reason"] = finish(e);
     j["choices"] = json::array({choice});
     j["usage"] = usage(e);
     return dump(j);
@@ -172,8 +215,22 @@ class openai_reply final : public reply_format {
     if (include_usage_) j["usage"] = nullptr;  // every chunk but the last, as OpenAI sends them
     return j;
   }
-  static const char* finish(const request_event& e) {
-    return e.finish == finish_reason::length ? "length" : "stop";
+  // Calls numbered from `first`, ids unique in the request; a stream's deltas carry their index.
+  json tool_calls_json(std::span<const tool_call> calls, size_t first, bool indexed) {
+    json list = json::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+      json c = {{"id", "call_" + id_ + "_" + std::to_string(first + i)},
+                {"type", "function"},
+                {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+      if (indexed) c["index"] = first + i;
+      list.push_back(std::move(c));
+    }
+    n_calls_ = first + calls.size();
+    return list;
+  }
+  const char* finish(const request_event& e) const {
+    if (e.finish == finish_reason::length) return "length";
+    return n_calls_ > 0 ? "tool_calls" : "stop";
   }
   static json usage(const request_event& e) {
     return {{"prompt_tokens", e.use.prompt_tokens},
@@ -186,12 +243,13 @@ class openai_reply final : public reply_format {
   std::string model_, id_;
   bool include_usage_;
   int64_t created_ = unix_now();
+  size_t n_calls_ = 0;  // calls written so far
 };
 
 }  // namespace
 
 result<api_request, api_error> parse_openai_chat(std::string_view body, const api_limits& lim) {
-  return read_request(body, lim, [&](const fields& f) {
+  return read_request(body, lim, [&](const fields& f, const nlohmann::ordered_json& ordered) {
     static constexpr std::string_view own[] = {
         "messages", "max_completion_tokens", "top_logprobs",       "response_format",
         "tools",    "tool_choice",           "parallel_tool_calls"};
@@ -200,10 +258,18 @@ result<api_request, api_error> parse_openai_chat(std::string_view body, const ap
     refuse_unless(f, "top_logprobs", 0, "is not supported");
     refuse_unless(f, "response_format", json{{"type", "text"}},
                   "is not supported: only {\"type\": \"text\"}");
-    refuse_unless(f, "tools", json::array(), "is not supported yet (tool calls are not parsed)");
-    refuse_unless(f, "tool_choice", "none", "is not supported yet");
     api_request r;
     read_sampling(f, r, lim, 0);  // no max_tokens: as long as the context allows
+    r.g.tools = read_tools(f, ordered);
+    // The model decides whether to call ("auto"), or is shown no tools ("none", as llama.cpp
+    // does); forcing a call would need constrained decoding.
+    const json& choice = f.has("tool_choice") ? f.get("tool_choice") : json("auto");
+    if (choice == "none")
+      r.g.tools.clear();
+    else if (!choice.is_null() && choice != "auto")
+      f.fail("tool_choice", "is not supported: only \"auto\" or \"none\" (no call can be forced)");
+    if (f.has("parallel_tool_calls") && !f.get("parallel_tool_calls").is_boolean())
+      f.fail("parallel_tool_calls", "must be true or false");
     const json& list = f.array("messages", 1, max_messages);
     for (size_t i = 0; i < list.size(); ++i) r.g.messages.push_back(read_turn(list[i], i));
     return r;
@@ -211,7 +277,7 @@ result<api_request, api_error> parse_openai_chat(std::string_view body, const ap
 }
 
 result<api_request, api_error> parse_openai_completion(std::string_view body, const api_limits& lim) {
-  return read_request(body, lim, [&](const fields& f) {
+  return read_request(body, lim, [&](const fields& f, const nlohmann::ordered_json&) {
     static constexpr std::string_view own[] = {"prompt", "echo", "suffix", "best_of"};
     f.only(sampling_fields, own);
     refuse_unless(f, "echo", false, "is not supported");

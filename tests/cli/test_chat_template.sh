@@ -11,7 +11,7 @@ fixture_model=$2
 {{ prompt }}
 ### Response:"
 expect_one_line_error "unrecognised template" \
-  "alpaca.gguf: chat template not recognised (Hearth formats llama2, llama3, chatml, mistral, zephyr, phi3, gemma" \
+  "alpaca.gguf: chat template not recognised (Hearth formats llama2, llama3, llama3.1, chatml, qwen2.5, mistral, zephyr, phi3, gemma" \
   "$hearth" generate --model "$dir/alpaca.gguf" --chat --prompt "hi" -n 1
 "$hearth" generate --model "$dir/alpaca.gguf" --prompt "hi" -n 1 >/dev/null || fail "a raw prompt on the same file"
 "$hearth" model info "$dir/alpaca.gguf" | grep -q "^chat template  unrecognised$" || fail "model info"
