@@ -48,7 +48,10 @@ tenant_state& state_of(metrics_state& st, const std::string& name) {
 void add(tenant_state& t, const request_record& r) {
   auto& c = t.counts;
   switch (r.kind) {
-    case event_kind::done: ++c.done; break;
+    case event_kind::done:
+      ++c.done;
+      c.length += r.finish == finish_reason::length;
+      break;
     case event_kind::cancelled: ++c.cancelled; break;
     default: ++c.errors; break;
   }
@@ -65,7 +68,7 @@ void add(tenant_state& t, const request_record& r) {
 // Counts in the log histogram: a bucket's upper bound lies within 1 % above its values, so the
 // floor gives integers back exactly below 100, and within 1 % above.
 latency_summary summarize_count(const latency_histogram& h) {
-  latency_summary s = summarize(h);
+  latency_summary s = summarize(h, size_bounds);
   for (double* q : {&s.p50, &s.p90, &s.p99}) *q = std::floor(*q + 1e-6);
   return s;
 }
@@ -73,10 +76,10 @@ latency_summary summarize_count(const latency_histogram& h) {
 tenant_metrics summary(const std::string& name, const tenant_state& t) {
   tenant_metrics m = t.counts;
   m.tenant = name;
-  m.ttft = summarize(t.ttft);
-  m.itl = summarize(t.itl);
-  m.e2e = summarize(t.e2e);
-  m.queue = summarize(t.queue);
+  m.ttft = summarize(t.ttft, latency_bounds_ms);
+  m.itl = summarize(t.itl, latency_bounds_ms);
+  m.e2e = summarize(t.e2e, latency_bounds_ms);
+  m.queue = summarize(t.queue, latency_bounds_ms);
   return m;
 }
 
@@ -87,7 +90,7 @@ metrics_snapshot engine_snapshot(const metrics_state& st) {
   s.gauges = st.gauges;
   const step_state& p = st.steps;
   s.steps = {summarize_count(p.seqs), summarize_count(p.prefill_tokens), summarize_count(p.decode_tokens),
-             summarize(p.step_ms)};
+             summarize(p.step_ms, latency_bounds_ms)};
   return s;
 }
 

@@ -38,8 +38,18 @@ double latency_histogram::quantile(double q) const {
   return max_;
 }
 
-latency_summary summarize(const latency_histogram& h) {
-  return {h.count(), h.mean(), h.quantile(0.5), h.quantile(0.9), h.quantile(0.99), h.max()};
+uint64_t latency_histogram::count_at_most(double ms) const {
+  const size_t last = std::min(bucket_of(ms), n_buckets - 1);
+  uint64_t n = 0;
+  for (size_t b = 0; b <= last; ++b) n += buckets_[b];
+  return n;
+}
+
+latency_summary summarize(const latency_histogram& h, std::span<const double> bounds) {
+  latency_summary s{h.count(),        h.mean(), h.quantile(0.5), h.quantile(0.9),
+                    h.quantile(0.99), h.max(),  h.sum()};
+  for (const double b : bounds) s.at_most.push_back(h.count_at_most(b));
+  return s;
 }
 
 }  // namespace hearth

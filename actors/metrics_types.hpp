@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,9 @@ class latency_histogram {
   double quantile(double q) const;
   double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
   double max() const { return max_; }
+  double sum() const { return sum_; }
+  //! How many values were at most `ms`; values up to 1 % above it may count too (its bucket's).
+  uint64_t count_at_most(double ms) const;
 
  private:
   // 1 us * 1.01^2400 ~ 6.4 h: a request's whole life, and a stuck step's. (1200 buckets ended at
@@ -36,9 +40,18 @@ class latency_histogram {
   double sum_ = 0, max_ = 0;
 };
 
+//! The upper bounds of the cumulative buckets a summary counts (Prometheus' `le`): latencies in
+//! ms, dense below 100 ms where voice targets are; step sizes in tokens or sequences.
+inline constexpr std::array<double, 19> latency_bounds_ms = {
+    1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 150, 200, 300, 500, 1000, 2500, 5000, 10000, 60000};
+inline constexpr std::array<double, 14> size_bounds = {1,   2,   4,   8,    16,   32,   64,
+                                                       128, 256, 512, 1024, 2048, 4096, 8192};
+
 struct latency_summary {
   uint64_t count = 0;
   double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+  double sum = 0;
+  std::vector<uint64_t> at_most = {};  //!< per bound summarize() was given: count_at_most
 };
 
 //! The name under which tenant names beyond the metrics actor's bound are counted together (not
@@ -48,6 +61,7 @@ inline constexpr std::string_view unlisted_tenants = "(unlisted)";
 struct tenant_metrics {
   std::string tenant;
   uint64_t done = 0, cancelled = 0, errors = 0;
+  uint64_t length = 0;                 //!< of `done`: ended by max_tokens or the context
   std::array<uint64_t, 7> rejected{};  //!< by reject_reason
   uint64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
   latency_summary ttft, itl, e2e, queue;  //!< itl: every gap between consecutive tokens
@@ -73,17 +87,18 @@ struct metrics_snapshot {
   step_metrics steps;
 };
 
-latency_summary summarize(const latency_histogram& h);
+latency_summary summarize(const latency_histogram& h, std::span<const double> bounds);
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, latency_summary& x) {
-  return f(caf::meta::type_name("latency_summary"), x.count, x.mean, x.p50, x.p90, x.p99, x.max);
+  return f(caf::meta::type_name("latency_summary"), x.count, x.mean, x.p50, x.p90, x.p99, x.max, x.sum,
+           x.at_most);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tenant_metrics& x) {
-  return f(caf::meta::type_name("tenant_metrics"), x.tenant, x.done, x.cancelled, x.errors, x.rejected,
-           x.prompt_tokens, x.completion_tokens, x.cached_tokens, x.ttft, x.itl, x.e2e, x.queue);
+  return f(caf::meta::type_name("tenant_metrics"), x.tenant, x.done, x.cancelled, x.errors, x.length,
+           x.rejected, x.prompt_tokens, x.completion_tokens, x.cached_tokens, x.ttft, x.itl, x.e2e, x.queue);
 }
 
 template <class Inspector>

@@ -238,10 +238,11 @@ int run_serve(const serve_args& a) {
   if (!started) return fail(started.error().message);
   gw = std::move(*started);
 
+  // The context requests are checked against (the engine's, at most the file's training length).
   const std::string summary = cfg->model_path + " (" + to_string(hp->arch) + ", context " +
-                              std::to_string(hp->n_ctx_train) + ", policy " + cfg->engine.policy + ", " +
-                              std::to_string(cfg->engine.tenants.size()) + " tenants) on " + gw->endpoint() +
-                              (web ? " and http://" + web->endpoint() : std::string());
+                              std::to_string((*eng)->worker().n_ctx) + ", policy " + cfg->engine.policy +
+                              ", " + std::to_string(cfg->engine.tenants.size()) + " tenants) on " +
+                              gw->endpoint() + (web ? " and http://" + web->endpoint() : std::string());
   std::printf("hearth serve: %s\n", summary.c_str());
   server::notify_ready(summary);
   if (cfg->development_mode()) {

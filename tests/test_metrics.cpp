@@ -66,3 +66,30 @@ TEST_CASE("beyond the last bucket a quantile is the largest value seen", "[metri
   CHECK(h.quantile(0.5) == Approx(5.0).epsilon(0.011));
   CHECK(h.quantile(1.0) == 1e12);
 }
+
+TEST_CASE("cumulative counts at a bound are the exact ones, or include values within 1 % above it",
+          "[metrics]") {
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> exponent(-1, 5);  // 0.1 ms .. 100 s
+  std::vector<double> samples(5000);
+  latency_histogram h;
+  for (double& x : samples) h.add(x = std::pow(10.0, exponent(rng)));
+  const latency_summary s = summarize(h, latency_bounds_ms);
+  REQUIRE(s.at_most.size() == latency_bounds_ms.size());
+  double sum = 0;
+  for (double x : samples) sum += x;
+  CHECK(s.sum == Approx(sum));
+  for (size_t i = 0; i < latency_bounds_ms.size(); ++i) {
+    const double le = latency_bounds_ms[i];
+    const auto at_most =
+        static_cast<uint64_t>(std::ranges::count_if(samples, [&](double x) { return x <= le; }));
+    const auto slack =
+        static_cast<uint64_t>(std::ranges::count_if(samples, [&](double x) { return x <= le * 1.0101; }));
+    CAPTURE(le);
+    CHECK(s.at_most[i] >= at_most);
+    CHECK(s.at_most[i] <= slack);
+    if (i > 0) CHECK(s.at_most[i] >= s.at_most[i - 1]);
+  }
+}

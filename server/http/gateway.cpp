@@ -1,5 +1,6 @@
 #include "server/http/gateway.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <random>
@@ -13,6 +14,7 @@
 #include "server/http/keys.hpp"
 #include "server/http/ollama.hpp"
 #include "server/http/openai.hpp"
+#include "server/http/prometheus.hpp"
 
 namespace hearth::http {
 
@@ -141,6 +143,24 @@ struct gateway::impl {
     std::lock_guard lock(m);
     if (auto t = keys.tenant_of(req.get_header_value("Authorization"), why)) return *t;
     return api_error{401, {wire::code::unauthorized, why}};
+  }
+
+  // /metrics shows every tenant's figures: open while no tenant has an HTTP key (a loopback or
+  // explicitly public endpoint), else for admin tenants only.
+  std::optional<api_error> metrics_denied(const httplib::Request& req) const {
+    {
+      std::lock_guard lock(m);
+      if (!keys.keyed()) return std::nullopt;
+    }
+    auto tenant = tenant_of(req);
+    if (!tenant) return tenant.error();
+    std::lock_guard lock(m);
+    const auto t = std::find_if(tenants.begin(), tenants.end(),
+                                [&](const tenant_config& c) { return c.name == *tenant; });
+    if (t != tenants.end() && t->admin) return std::nullopt;
+    return api_error{
+        403,
+        {wire::code::unauthorized, "tenant '" + *tenant + "' may not read /metrics (admin tenants may)"}};
   }
 
   // Whether the server can take a request now: not stopping, the engine alive.
@@ -294,6 +314,13 @@ struct gateway::impl {
     svr.Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
       if (auto busy = unavailable()) return send_json(res, dump({{"status", busy->err.message}}), 503);
       send_json(res, R"({"status":"ready"})");
+    });
+    svr.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+      if (auto denied = metrics_denied(req)) return refuse(res, *denied, false);
+      auto figures = eng.metrics();
+      if (!figures)
+        return refuse(res, api_error{500, {wire::code::internal, figures.error().message}}, false);
+      res.set_content(prometheus_text(*figures), prometheus_type);
     });
     svr.Get("/api/version", [](const httplib::Request&, httplib::Response& res) {
       send_json(res, dump({{"version", ollama_api_version}}));
