@@ -11,6 +11,7 @@
 #include "engine/request.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "kernels/sampler.hpp"
+#include "micro_models.hpp"
 #include "model/gguf.hpp"
 #include "model/model_maker.hpp"
 #include "model/tokenizer.hpp"
@@ -24,8 +25,7 @@ struct engine_model {
 
   //! The model from `preset` (a preset with a 600-token vocabulary by default: fast to build),
   //! with a context of n_ctx.
-  static std::unique_ptr<engine_model> make(const model_preset& preset = {"micro", 64, 2, 4, 2, 96, 600},
-                                            uint32_t n_ctx = 512) {
+  static std::unique_ptr<engine_model> make(const model_preset& preset = micro_preset, uint32_t n_ctx = 512) {
     return make(make_options{preset, tensor_type::f32, 7, tokenizer_kind::bpe, n_ctx});
   }
 

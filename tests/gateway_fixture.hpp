@@ -10,7 +10,7 @@
 #include "clients/cpp/client.hpp"
 #include "engine_fixture.hpp"
 #include "model/chat_prompt.hpp"
-#include "scripted_backend.hpp"
+#include "scripted_engine.hpp"
 #include "server/gateway.hpp"
 
 namespace hearth::test {

@@ -3,7 +3,8 @@
 // step (so a stream lasts long enough to be cancelled, killed or shut down while it runs), and a
 // fault at the n-th step: an exception, or a step that never returns until the test opens its
 // gate (a hung backend; the gate must be opened before the engine is destroyed, whose worker
-// thread is the one that hangs).
+// thread is the one that hangs); or fixed tokens for every answer. No Catch here: the HTTP
+// script server (tests/http/script_server.cpp) runs it outside a test.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -14,9 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "actors/engine.hpp"
-#include "engine_fixture.hpp"
 #include "kernels/backend.hpp"
+#include "model/tokenizer.hpp"
 
 namespace hearth::test {
 
@@ -59,6 +59,14 @@ struct backend_script {
   std::vector<token_id> reply = {};
   token_id end = no_token;
 };
+
+//! A script whose every answer is `text`, then the end of the turn.
+inline backend_script answering(const tokenizer& tok, const std::string& text) {
+  backend_script s;
+  s.reply = tok.encode(text, {.add_bos = false, .parse_special = false});
+  s.end = tok.spec().eot != no_token ? tok.spec().eot : tok.spec().eos;
+  return s;
+}
 
 class scripted_backend final : public backend {
  public:
@@ -105,20 +113,5 @@ class scripted_backend final : public backend {
   std::mutex m_;
   std::map<uint32_t, size_t> given_;  // per sequence (its first block): reply tokens given so far
 };
-
-//! An engine on `m` (a KV pool of `kv_tokens` positions) whose backend follows `script`, with
-//! one kernel thread.
-inline std::unique_ptr<engine> scripted_engine(const engine_model& m, uint64_t kv_tokens, engine_config cfg,
-                                               backend_script script, engine_hooks hooks = {}) {
-  cfg.threads_per_worker = 1;
-  auto e = engine::start(
-      cfg, m.tok,
-      [&m, kv_tokens, script]() -> result<std::unique_ptr<backend>> {
-        return std::unique_ptr<backend>(std::make_unique<scripted_backend>(m.backend(kv_tokens), script));
-      },
-      std::move(hooks));
-  if (!e) FAIL(e.error().message);
-  return std::move(*e);
-}
 
 }  // namespace hearth::test

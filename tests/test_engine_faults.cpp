@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "engine_harness.hpp"
-#include "scripted_backend.hpp"
+#include "scripted_engine.hpp"
 
 using namespace hearth;
 using namespace hearth::test;

@@ -16,25 +16,9 @@ using Catch::Matchers::Contains;
 namespace {
 
 const engine_model& micro_with(chat_format f) {
-  auto make = [](model_arch arch, chat_format chat) {
-    return engine_model::make(make_options{.preset = {"micro", 64, 2, 4, 2, 96, 600},
-                                           .dtype = tensor_type::f32,
-                                           .seed = 7,
-                                           .n_ctx = 2048,  // a tool prompt in a 600-token vocabulary is long
-                                           .arch = arch,
-                                           .chat = chat});
-  };
-  static const auto qwen = make(model_arch::qwen2, chat_format::qwen25);
-  static const auto llama = make(model_arch::llama, chat_format::llama31);
+  static const auto qwen = engine_model::make(micro_tools_options(chat_format::qwen25));
+  static const auto llama = engine_model::make(micro_tools_options(chat_format::llama31));
   return f == chat_format::qwen25 ? *qwen : *llama;
-}
-
-// A script whose every answer is `text`, then the end of the turn.
-backend_script answering(const engine_model& m, const std::string& text) {
-  backend_script s;
-  s.reply = m.tok->encode(text, {.add_bos = false, .parse_special = false});
-  s.end = m.tok->spec().eot != no_token ? m.tok->spec().eot : m.tok->spec().eos;
-  return s;
 }
 
 const json turn_on = {{"type", "function"},
@@ -71,7 +55,7 @@ size_t prompt_tokens(const engine_model& m, const std::vector<chat_message>& tur
 TEST_CASE("http tools: Ollama's chat renders the tools and returns the model's call, whole or streamed",
           "[http][tools]") {
   const engine_model& m = micro_with(chat_format::qwen25);
-  auto s = http_served::start({}, {}, answering(m, qwen_call), m);
+  auto s = http_served::start({}, {}, answering(*m.tok, qwen_call), m);
   auto c = s.client();
 
   const json whole = json::parse(post(c, "/api/chat", ollama_chat(ask, false))->body);
@@ -102,7 +86,7 @@ TEST_CASE(
     "http tools: OpenAI's chat returns the call with an id, finish_reason tool_calls, whole or streamed",
     "[http][tools]") {
   const engine_model& m = micro_with(chat_format::llama31);
-  auto s = http_served::start({}, {}, answering(m, llama_call), m);
+  auto s = http_served::start({}, {}, answering(*m.tok, llama_call), m);
   auto c = s.client();
 
   const json whole = json::parse(post(c, "/v1/chat/completions", openai_chat(ask, false))->body);
@@ -138,7 +122,7 @@ TEST_CASE("http tools: a call's result goes back into the prompt and the answer 
   for (const chat_format f : {chat_format::qwen25, chat_format::llama31}) {
     CAPTURE(to_string(f));
     const engine_model& m = micro_with(f);
-    auto s = http_served::start({}, {}, answering(m, "The kitchen light is on."), m);
+    auto s = http_served::start({}, {}, answering(*m.tok, "The kitchen light is on."), m);
     auto c = s.client();
     const std::vector<chat_message> turns = {
         {"user", "Turn on the kitchen light"},
