@@ -129,9 +129,14 @@ typename Inspector::result_type inspect(Inspector& f, kv_cache_stats& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tenant_load& x) {
+  return f(caf::meta::type_name("tenant_load"), x.tenant, x.waiting, x.running);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scheduler_gauges& x) {
-  return f(caf::meta::type_name("scheduler_gauges"), x.waiting, x.running, x.preemptions, x.steps, x.prefill_tokens,
-           x.decode_tokens, x.kv, x.compute_ms, x.overhead_ms);
+  return f(caf::meta::type_name("scheduler_gauges"), x.waiting, x.running, x.preemptions, x.steps,
+           x.prefill_tokens, x.decode_tokens, x.kv, x.compute_ms, x.overhead_ms, x.tenants);
 }
 
 //! Registers every payload type with the actor system's configuration.

@@ -14,32 +14,21 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
-#include "clients/cpp/client.hpp"
+#include "cli/server_connection.hpp"
 
 namespace hearth::cli {
 namespace {
 
-constexpr int exit_unreachable = 2, exit_refused = 3;
-
 struct chat_args {
   std::vector<std::string> question;
-  std::string endpoint = "tcp://127.0.0.1:5555";
-  std::string server_key, key_file, tenant = "chat", system;
+  server_args server;
+  std::string system;
   uint32_t max_tokens = 256;
   double temperature = 0.8;
   uint64_t seed = 0;
   uint32_t timeout_ms = 30000;
   bool verbose = false;
 };
-
-int exit_code_of(const client::error& e) {
-  return e.code == "timeout" || e.code == "transport" ? exit_unreachable : exit_refused;
-}
-
-int report(const client::error& e) {
-  std::fprintf(stderr, "hearth: %s: %s\n", e.code.c_str(), e.message.c_str());
-  return exit_code_of(e);
-}
 
 // Streams one answer to stdout; the completion or the error.
 client::outcome<client::completion> answer(client::client& c, const chat_args& a,
@@ -96,8 +85,10 @@ bool read_message(std::string& out) {
 }
 
 int conversation(client::client& c, const chat_args& a) {
-  std::printf("hearth chat on %s: end a line with \\ to continue it; /reset forgets the conversation; "
-              "/quit or Ctrl-D ends it\n", a.endpoint.c_str());
+  std::printf(
+      "hearth chat on %s: end a line with \\ to continue it; /reset forgets the conversation; "
+      "/quit or Ctrl-D ends it\n",
+      a.server.endpoint.c_str());
   auto turns = opening(a);
   std::string text;
   while (read_message(text)) {
@@ -122,16 +113,9 @@ int conversation(client::client& c, const chat_args& a) {
 }
 
 int run_chat(const chat_args& a) {
-  client::options opt{.endpoint = a.endpoint, .server_key = a.server_key, .tenant = a.tenant,
-                      .connect_timeout = std::chrono::milliseconds(std::min<uint32_t>(a.timeout_ms, 10000))};
-  if (!a.server_key.empty() || !a.key_file.empty()) {
-    if (a.server_key.empty() || a.key_file.empty()) return fail("CURVE needs both --server-key and --key");
-    auto keys = client::read_key_file(a.key_file);
-    if (!keys) return fail(keys.error().message);
-    opt.keys = *keys;
-    opt.tenant.clear();  // the server knows who we are from the key
-  }
-  auto c = client::client::connect(opt);
+  auto opt = client_options(a.server, std::chrono::milliseconds(std::min<uint32_t>(a.timeout_ms, 10000)));
+  if (!opt) return fail(opt.error().message);
+  auto c = client::client::connect(*opt);
   if (!c) return report(c.error());
   if (!a.question.empty()) {
     std::string q;
@@ -153,10 +137,7 @@ void add_chat_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("chat", "Chat with a running `hearth serve` (one question, piped input, or a REPL)");
   auto a = std::make_shared<chat_args>();
   cmd->add_option("question", a->question, "Ask this and exit (else standard input, or a conversation on a terminal)");
-  cmd->add_option("-e,--endpoint", a->endpoint, "Server endpoint")->capture_default_str();
-  cmd->add_option("--server-key", a->server_key, "The server's public key (Z85), as `hearth serve` prints it");
-  cmd->add_option("--key", a->key_file, "This client's key file from `hearth keygen` (CURVE)");
-  cmd->add_option("--tenant", a->tenant, "Development mode: the tenant to ask as")->capture_default_str();
+  add_server_options(cmd, a->server, "This client's key file from `hearth keygen` (CURVE)", "chat");
   cmd->add_option("--system", a->system, "A system message opening the conversation");
   cmd->add_option("-n,--max-tokens", a->max_tokens, "Tokens per answer at most")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "0 = greedy")->capture_default_str();

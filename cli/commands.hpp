@@ -1,7 +1,7 @@
 #pragma once
 // Each subcommand registers itself on the app and runs from a callback; the callback stores the
 // process exit code here (0 success, 1 failure with a one-line reason on stderr; `chat` adds
-// 2 and 3, see cmd_chat.cpp).
+// 2 and 3, see server_connection.hpp).
 #include <CLI/CLI.hpp>
 
 namespace hearth::cli {
@@ -14,6 +14,7 @@ void add_bench_engine_command(CLI::App& bench, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
 void add_keygen_command(CLI::App& app, int& exit_code);
 void add_chat_command(CLI::App& app, int& exit_code);
+void add_status_command(CLI::App& app, int& exit_code);
 void add_bench_serve_command(CLI::App& bench, int& exit_code);
 void add_bench_sweep_command(CLI::App& bench, int& exit_code);
 

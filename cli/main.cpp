@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   hearth::cli::add_bench_command(app, exit_code);
   hearth::cli::add_serve_command(app, exit_code);
   hearth::cli::add_chat_command(app, exit_code);
+  hearth::cli::add_status_command(app, exit_code);
   hearth::cli::add_keygen_command(app, exit_code);
   // A command reports what it expects as a value (hearth: <message>, exit code 1); an exception
   // that still escapes one (the standard library's, at an edge) ends the same way, not in

@@ -550,8 +550,22 @@ std::vector<request_record> scheduler_core::take_records() { return std::exchang
 std::vector<request_id> scheduler_core::take_dequeued() { return std::exchange(dequeued_, {}); }
 
 scheduler_gauges scheduler_core::gauges() const {
-  return {static_cast<uint32_t>(waiting_.size()), static_cast<uint32_t>(running_.size()), preemptions_, steps_,
-          prefill_tokens_, decode_tokens_, kv_.stats()};
+  scheduler_gauges g{static_cast<uint32_t>(waiting_.size()),
+                     static_cast<uint32_t>(running_.size()),
+                     preemptions_,
+                     steps_,
+                     prefill_tokens_,
+                     decode_tokens_,
+                     kv_.stats()};
+  // A household has a handful of tenants: a linear search beats a map here.
+  auto load_of = [&](const std::string& name) -> tenant_load& {
+    for (tenant_load& t : g.tenants)
+      if (t.tenant == name) return t;
+    return g.tenants.emplace_back(tenant_load{name});
+  };
+  for (const sequence* s : waiting_) ++load_of(s->req.tenant).waiting;
+  for (const sequence* s : running_) ++load_of(s->req.tenant).running;
+  return g;
 }
 
 }  // namespace hearth

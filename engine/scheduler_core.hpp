@@ -55,6 +55,13 @@ struct request_record {
   std::vector<float> token_ms;  //!< each completion token's time since arrival
 };
 
+//! One tenant's share of the queue and the running batch.
+struct tenant_load {
+  std::string tenant;
+  uint32_t waiting = 0;
+  uint32_t running = 0;
+};
+
 struct scheduler_gauges {
   uint32_t waiting = 0;
   uint32_t running = 0;
@@ -67,6 +74,7 @@ struct scheduler_gauges {
   // backend and sampler, and everything else between two steps (messages, planning, bookkeeping).
   double compute_ms = 0;
   double overhead_ms = 0;
+  std::vector<tenant_load> tenants = {};  //!< every tenant with a request waiting or running
 };
 
 class scheduler_core {

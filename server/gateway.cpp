@@ -351,6 +351,11 @@ struct gateway::impl {
       eng.cancel(*rid);
   }
 
+  bool is_admin(const connection& conn) const {
+    const tenant_config* t = tenant_config_of(conn.tenant);
+    return t && t->admin;
+  }
+
   void handle(const std::string& peer, const connection& conn, wire::ping_request& p) {
     send(peer, wire::encode(pong_reply(p.id, auth_of(conn))));
   }
@@ -359,12 +364,16 @@ struct gateway::impl {
     const auto auth = auth_of(conn);
     if (auth && s.tenant && *s.tenant != *auth)
       return refuse(peer, s.id, wire::code::unauthorized, "field 'tenant' is not the authenticated tenant");
+    if (s.all && curve && !is_admin(conn))
+      return refuse(peer, s.id, wire::code::unauthorized,
+                    "field 'all': tenant '" + conn.tenant +
+                        "' is not an admin (every tenant's figures are for admins)");
     const std::string tenant = auth ? *auth : s.tenant.value_or(std::string(dev_tenant));
-    auto m = eng.metrics(tenant);
+    auto m = s.all ? eng.metrics() : eng.metrics(tenant);
     auto g = eng.gauges();  // the scheduler's own, current even between steps
     if (!m || !g) return refuse(peer, s.id, wire::code::internal, (m ? g.error() : m.error()).message);
     m->gauges = *g;
-    send(peer, wire::encode(stats_reply(s.id, *m, tenant, eng.config(), opt.policy)));
+    send(peer, wire::encode(stats_reply(s.id, *m, tenant, eng.config(), opt.policy, s.all)));
   }
 
   void handle(const std::string& peer, const connection&, wire::models_request& m) {
@@ -372,11 +381,8 @@ struct gateway::impl {
   }
 
   void handle(const std::string& peer, const connection& conn, wire::admin_request& a) {
-    if (curve) {
-      const tenant_config* t = tenant_config_of(conn.tenant);
-      if (!t || !t->admin)
-        return refuse(peer, a.id, wire::code::unauthorized, "tenant '" + conn.tenant + "' is not an admin");
-    }
+    if (curve && !is_admin(conn))
+      return refuse(peer, a.id, wire::code::unauthorized, "tenant '" + conn.tenant + "' is not an admin");
     if (a.action == "set_policy") {
       if (auto st = eng.set_policy(a.policy); !st)
         return refuse(peer, a.id, wire::code::bad_request, "field 'policy': " + st.error().message);

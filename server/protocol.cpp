@@ -82,8 +82,8 @@ client_message read_message(const json& j, const std::string& type, std::string 
   if (type == "generate") return read_generate(f, std::move(id), lim);
   if (type == "admin") return read_admin(f, std::move(id));
   if (type == "stats") {
-    f.only({"type", "id", "tenant"});
-    return stats_request{std::move(id), tenant_field(f)};
+    f.only({"type", "id", "tenant", "all"});
+    return stats_request{std::move(id), tenant_field(f), f.flag("all", false)};
   }
   f.only({"type", "id"});
   if (type == "cancel") return cancel_request{std::move(id)};

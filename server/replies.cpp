@@ -43,6 +43,25 @@ json tenant_counters(const std::string& name, const std::vector<tenant_metrics>&
   return counters;
 }
 
+// Every tenant with counters or requests in flight, by name: an admin's `stats` with `all`.
+json every_tenant(const metrics_snapshot& m) {
+  std::vector<std::string> names;
+  for (const tenant_metrics& t : m.tenants) names.push_back(t.tenant);
+  for (const tenant_load& l : m.gauges.tenants)
+    if (std::find(names.begin(), names.end(), l.tenant) == names.end()) names.push_back(l.tenant);
+  std::sort(names.begin(), names.end());
+  json out = json::array();
+  for (const std::string& name : names) {
+    json t = tenant_counters(name, m.tenants);
+    const auto l = std::find_if(m.gauges.tenants.begin(), m.gauges.tenants.end(),
+                                [&](const tenant_load& x) { return x.tenant == name; });
+    t["waiting"] = l != m.gauges.tenants.end() ? l->waiting : 0;
+    t["running"] = l != m.gauges.tenants.end() ? l->running : 0;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace
 
 json pong_reply(const std::string& id, const std::optional<std::string>& tenant) {
@@ -55,7 +74,7 @@ json pong_reply(const std::string& id, const std::optional<std::string>& tenant)
 }
 
 json stats_reply(const std::string& id, const metrics_snapshot& m, const std::string& tenant,
-                 const engine_config& cfg, const std::string& policy) {
+                 const engine_config& cfg, const std::string& policy, bool all) {
   const scheduler_gauges& g = m.gauges;
   const step_metrics& st = m.steps;
   const json engine = {{"waiting", g.waiting},
@@ -81,11 +100,13 @@ json stats_reply(const std::string& id, const metrics_snapshot& m, const std::st
                          {"max_partial_prefills", cfg.max_partial_prefills},
                          {"max_waiting", cfg.max_waiting},
                          {"mode", to_string(cfg.mode)}}}};
-  return {{"type", "stats"},
-          {"id", id},
-          {"uptime_s", m.uptime_s},
-          {"engine", engine},
-          {"tenant", tenant_counters(tenant, m.tenants)}};
+  json reply = {{"type", "stats"},
+                {"id", id},
+                {"uptime_s", m.uptime_s},
+                {"engine", engine},
+                {"tenant", tenant_counters(tenant, m.tenants)}};
+  if (all) reply["tenants"] = every_tenant(m);
+  return reply;
 }
 
 json models_reply(const std::string& id, const model_card& card) {

@@ -76,7 +76,7 @@ TEST_CASE("the client streams the tokens of an in-process generation", "[gateway
   const auto pong = c->ping();
   REQUIRE(pong.ok());
   CHECK((*pong)["protocol"] == 1);
-  CHECK((*pong)["revision"] == 2);
+  CHECK((*pong)["revision"] == 3);
   CHECK((*pong)["tenant"].is_null());
   const auto models = c->models();
   REQUIRE(models.ok());
@@ -475,5 +475,27 @@ TEST_CASE("CURVE: listed keys are accepted as their tenant, others refused, tena
     CHECK((*stats)["tenant"]["done"] == 0);
     CHECK((*stats)["engine"]["policy"] == "vtc");
     CHECK((*bob->stats())["tenant"]["done"] == 1);
+    CHECK_FALSE(stats->contains("tenants"));
+  }
+  SECTION("an admin's stats with `all` lists every tenant, with its requests waiting and running") {
+    auto denied = alice->stats(true);
+    REQUIRE_FALSE(denied.ok());
+    CHECK(denied.error().code == "unauthorized");
+    CHECK_THAT(denied.error().message, Catch::Matchers::Contains("'alice' is not an admin"));
+    REQUIRE(alice->generate(greedy("hello", 4)).ok());
+    auto running = alice->start(greedy(long_prompt(), 60));
+    REQUIRE(running.ok());
+    REQUIRE(running->next());  // streaming: it runs now
+    const auto all = bob->stats(true);
+    REQUIRE(all.ok());
+    const auto& list = (*all)["tenants"];
+    REQUIRE(list.size() == 1);  // bob has sent nothing
+    CHECK(list[0]["name"] == "alice");
+    CHECK(list[0]["done"] == 1);
+    CHECK(list[0]["running"] == 1);
+    CHECK(list[0]["waiting"] == 0);
+    CHECK((*all)["tenant"]["name"] == "bob");
+    while (running->next()) {
+    }
   }
 }

@@ -249,9 +249,10 @@ outcome<json> client::call(json msg) {
 
 outcome<json> client::ping() { return call({{"type", "ping"}}); }
 
-outcome<json> client::stats() {
+outcome<json> client::stats(bool all) {
   json msg = {{"type", "stats"}};
   if (!opt_.tenant.empty()) msg["tenant"] = opt_.tenant;
+  if (all) msg["all"] = true;
   return call(std::move(msg));
 }
 

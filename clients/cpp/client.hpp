@@ -122,8 +122,9 @@ class client {
 
   //! The `pong`: protocol number, server name and the tenant the server sees.
   outcome<nlohmann::json> ping();
-  //! The engine's gauges and this tenant's counters.
-  outcome<nlohmann::json> stats();
+  //! The engine's gauges and this tenant's counters; `all`: every tenant's too, with its
+  //! requests waiting and running (admin tenants only).
+  outcome<nlohmann::json> stats(bool all = false);
   outcome<nlohmann::json> models();
   //! action "set_policy" (with policy) or "reload".
   outcome<nlohmann::json> admin(const std::string& action, const std::string& policy = {});

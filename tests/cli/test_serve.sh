@@ -77,9 +77,25 @@ timing=$("$hearth" chat -e "$endpoint" -n 4 -v "hi" 2>&1 >/dev/null)
 grep -q "TTFT .* ms | .* tok/s" <<<"$timing" || fail "chat -v prints no timings: $timing"
 rc=0; "$hearth" chat -e "$endpoint" --tenant "not a name" hi >/dev/null 2>"$dir/refused.err" || rc=$?
 [ "$rc" -eq 3 ] && grep -q "bad_request" "$dir/refused.err" || fail "refused request: exit $rc, $(cat "$dir/refused.err")"
+# `hearth status`: every tenant that asked, the engine, the rates between two readings.
+"$hearth" status -e "$endpoint" --json --interval 200 >"$dir/status.json"
+/usr/bin/python3 - "$dir/status.json" <<'PY' || fail "status --json: $(cat "$dir/status.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+names = [t["name"] for t in s["tenants"]]
+assert names == sorted(names) and "chat" in names, names
+chat = next(t for t in s["tenants"] if t["name"] == "chat")
+assert chat["done"] == 3 and chat["running"] == 0 and chat["waiting"] == 0, chat
+assert s["rates"]["interval_s"] > 0.1 and s["engine"]["policy"] == "household", s["rates"]
+PY
+"$hearth" status -e "$endpoint" --interval 0 >"$dir/status.txt"
+grep -q "^engine: 0 running, 0 waiting" "$dir/status.txt" && grep -q "^chat " "$dir/status.txt" ||
+  fail "status: $(cat "$dir/status.txt")"
 stop_serve "$dir/dev.err"
 rc=0; "$hearth" chat -e "$endpoint" --timeout 300 hi >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "chat to a stopped server: exit $rc, expected 2"
+rc=0; "$hearth" status -e "$endpoint" --timeout 300 >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "status of a stopped server: exit $rc, expected 2"
 
 # An engine that fails ends the process, non-zero, after every request got `internal`: a step
 # limit of 1 ms stands for a hung backend (a 200-token prefill takes far longer).
@@ -121,6 +137,9 @@ rc=0; "$hearth" chat -e "$endpoint" --timeout 1000 hi >/dev/null 2>&1 || rc=$?
 "$hearth" keygen -o "$dir/stranger.key" >/dev/null 2>&1
 rc=0; "$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/stranger.key" --timeout 1000 hi >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "chat with an unknown key: exit $rc, expected 2"
+# status as the admin tenant (a tenant that is not one is refused: test_gateway).
+"$hearth" status -e "$endpoint" --server-key "$server_pub" --key "$dir/client.key" --interval 0 | grep -q "^kitchen " ||
+  fail "status as the admin tenant lists no kitchen"
 
 # hup_expect PATTERN WHAT: sends SIGHUP and waits for the log line PATTERN; then the server must
 # still serve a CURVE chat.
