@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
+#include "cli/progress.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "kernels/sampler.hpp"
 #include "model/chat_prompt.hpp"
@@ -56,7 +57,13 @@ result<loaded_model> load(const generate_args& a, compute_type ct, kernel_choice
   if (!f) return f.error().to_error();
   auto tok = tokenizer::from_gguf(*f);
   if (!tok) return tok.error();
-  auto be = cpu_backend::load(*f, {.compute = ct, .kv = kv_dtype_for(ct), .kernels = kernels});
+  progress_line loading("loading " + a.model);
+  auto be = cpu_backend::load(
+      *f, {.compute = ct,
+           .kv = kv_dtype_for(ct),
+           .kernels = kernels,
+           .progress = [&](uint64_t done, uint64_t total) { loading.update(done, total); }});
+  loading.finish();
   if (!be) return be.error();
   return loaded_model{std::move(*tok), std::move(*be)};
 }

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
+#include "cli/progress.hpp"
 #include "model/chat_template.hpp"
 #include "model/gguf.hpp"
 #include "model/hparams.hpp"
@@ -45,7 +46,10 @@ int run_make(const make_args& a) {
                              model_arch::gemma2, model_arch::gemma3}) {
     if (a.arch == to_string(m)) opt.arch = m;
   }
-  if (auto s = make_model(opt, a.out); !s) return fail(s.error().message);
+  progress_line writing("writing " + a.out);
+  const auto s = make_model(opt, a.out, [&](uint64_t done, uint64_t total) { writing.update(done, total); });
+  writing.finish();
+  if (!s) return fail(s.error().message);
   std::printf("wrote %s (%s, preset %s, %s, seed %llu)\n", a.out.c_str(), a.arch.c_str(), preset->name,
               a.dtype.c_str(), static_cast<unsigned long long>(a.seed));
   return 0;

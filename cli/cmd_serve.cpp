@@ -16,6 +16,7 @@
 #include "actors/engine.hpp"
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
+#include "cli/progress.hpp"
 #include "clients/cpp/keys.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "model/chat_template.hpp"
@@ -188,11 +189,20 @@ int run_serve(const serve_args& a) {
   auto hp = read_hparams(*shared_file);
   if (!hp) return fail(hp.error().message);
   const compute_type ct = cfg->compute == "f32" ? compute_type::f32 : compute_type::bf16;
+  // Loading a large file takes a while: a progress line, and systemd's status line at each tenth.
+  auto loading = std::make_shared<progress_line>("loading " + cfg->model_path);
+  auto shown_tenth = std::make_shared<std::atomic<int>>(-1);
   const cpu_backend_options backend_opt{
       .compute = ct,
       .kv = kv_dtype_for(ct),
       .kv_tokens = cfg->kv_tokens,
-      .kernels = kernel_choice_from_name(cfg->kernels).value_or(kernel_choice::automatic)};
+      .kernels = kernel_choice_from_name(cfg->kernels).value_or(kernel_choice::automatic),
+      .progress = [loading, shown_tenth, path = cfg->model_path](uint64_t done, uint64_t total) {
+        loading->update(done, total);
+        const auto tenth = static_cast<int>(10 * done / total);
+        if (shown_tenth->exchange(tenth) != tenth)
+          server::notify_status("loading " + path + ": " + std::to_string(10 * tenth) + " %");
+      }};
   auto shared_tok = std::make_shared<const tokenizer>(std::move(*tok));
   auto eng =
       engine::start(cfg->engine, shared_tok,
@@ -205,6 +215,7 @@ int run_serve(const serve_args& a) {
                      .request_end = [](const request_record& r) {
                        server::log(server::log_level::info, server::describe_end(r));
                      }});
+  loading->finish();
   if (!eng) return fail(eng.error().message);
 
   const server::model_card card{

@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
+#include "cli/progress.hpp"
 #include "cli/server_connection.hpp"
 
 namespace hearth::cli {
@@ -23,16 +24,6 @@ struct status_args {
   uint32_t timeout_ms = 5000;
   bool json_out = false;
 };
-
-std::string duration(double s) {
-  char text[32];
-  const auto total = static_cast<long long>(s);
-  if (total < 3600)
-    std::snprintf(text, sizeof text, "%lldm%02llds", total / 60, total % 60);
-  else
-    std::snprintf(text, sizeof text, "%lldh%02lldm", total / 3600, total % 3600 / 60);
-  return text;
-}
 
 double sum_over_tenants(const json& stats, const char* field) {
   double n = 0;
@@ -64,7 +55,7 @@ void print_text(const status_args& a, const json& s) {
   const double used = e["kv_blocks_used"].get<double>(), total = e["kv_blocks_total"].get<double>();
   const double lookups = e["prefix_lookups"].get<double>();
   std::printf("hearth on %s: up %s, policy %s, mode %s\n", a.server.endpoint.c_str(),
-              duration(s["uptime_s"].get<double>()).c_str(), e["policy"].get<std::string>().c_str(),
+              human_duration(s["uptime_s"].get<double>()).c_str(), e["policy"].get<std::string>().c_str(),
               e["limits"]["mode"].get<std::string>().c_str());
   std::printf(
       "engine: %u running, %u waiting; KV %.0f of %.0f blocks (%.0f %%); prefix hits %.0f %%; "

@@ -204,6 +204,7 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
     auto lw = load_layer(*ix, *hp, l, opt);
     if (!lw) return lw.error();
     w->layers.push_back(std::move(*lw));
+    if (opt.progress) opt.progress(l + 1, hp->n_layer + 1);
   }
   w->output_norm = ix->floats(weight_kind::output_norm);
   const weight_kind head_kind = hp->tied_output ? weight_kind::token_embd : weight_kind::output;
@@ -221,6 +222,7 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
   }
   if (!hp->tied_output && !kept(*lh)) ix->release({head_kind});
   w->head.emplace(std::move(*lh));
+  if (opt.progress) opt.progress(hp->n_layer + 1, hp->n_layer + 1);
   return std::unique_ptr<cpu_backend>(
       new cpu_backend(*hp, std::move(w), std::make_shared<kv_pool>(std::move(*pool))));
 }

@@ -13,6 +13,7 @@
 // Prefill chunks and decode tokens are the same thing here: rows with positions.
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -37,6 +38,9 @@ struct cpu_backend_options {
   uint64_t kv_tokens = 0;    //!< pool capacity in positions (0: see kv_bytes)
   uint64_t kv_bytes = 0;     //!< pool capacity in bytes (0 and kv_tokens 0: one full-context sequence)
   kernel_choice kernels = kernel_choice::automatic;  //!< which matmul paths the tuner may choose
+  //! Told the layers prepared so far (the head counts as one more) and their number: loading a
+  //! large file takes a while.
+  std::function<void(uint64_t done, uint64_t total)> progress = {};
 };
 
 class cpu_backend final : public backend {

@@ -179,7 +179,10 @@ class writer {
   void add_tensor(std::string name, tensor_type type, std::vector<uint64_t> dims,
                   std::vector<std::byte> bytes);
 
-  status<> write(const std::string& path) const;  //!< to a temp file, then renamed into place
+  //! Told the bytes written so far and the total, after each tensor.
+  using progress_fn = std::function<void(uint64_t done, uint64_t total)>;
+  //! To a temp file, then renamed into place.
+  status<> write(const std::string& path, const progress_fn& progress = {}) const;
   std::vector<std::byte> to_bytes() const;
 
  private:

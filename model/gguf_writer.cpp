@@ -176,7 +176,7 @@ std::vector<std::byte> writer::to_bytes() const {
   return out;
 }
 
-status<> writer::write(const std::string& path) const {
+status<> writer::write(const std::string& path, const progress_fn& progress) const {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return error{errc::io, "gguf: cannot create " + tmp + ": " + std::strerror(errno)};
@@ -188,11 +188,14 @@ status<> writer::write(const std::string& path) const {
   };
   bool ok = check(write_all(fd, header_bytes(kvs_, tensors_, alignment_)));
   bytes buf;  // one tensor and its padding at a time
+  uint64_t total = 0, done = 0;
+  for (const auto& t : tensors_) total += t.info.n_bytes;
   for (size_t i = 0; i < tensors_.size() && ok; ++i) {
     const auto& t = tensors_[i].info;
     buf.assign(padded(t.n_bytes, alignment_), std::byte{0});
     tensors_[i].fill(std::span(buf).first(t.n_bytes));
     ok = check(write_all(fd, buf));
+    if (progress) progress(done += t.n_bytes, total);
   }
   ok = ok && check(::fsync(fd) == 0);  // the data is on disk before the name points at it
   ok = check(::close(fd) == 0) && ok;

@@ -245,9 +245,10 @@ gguf::writer model_writer(const make_options& opt, const vocab_spec& vocab) {
   return w;
 }
 
-status<> make_model(const make_options& opt, const std::string& path) {
+status<> make_model(const make_options& opt, const std::string& path,
+                    const gguf::writer::progress_fn& progress) {
   if (auto s = validate(opt); !s) return s;
-  return model_writer(opt).write(path);
+  return model_writer(opt).write(path, progress);
 }
 
 }  // namespace hearth

@@ -69,7 +69,8 @@ gguf::writer model_writer(const make_options& opt);
 gguf::writer model_writer(const make_options& opt, const vocab_spec& vocab);
 //! The vocabulary model_writer(opt) builds.
 vocab_spec make_vocab(const make_options& opt);
-//! validate + model_writer + write.
-status<> make_model(const make_options& opt, const std::string& path);
+//! validate + model_writer + write (`progress`: gguf::writer::write's).
+status<> make_model(const make_options& opt, const std::string& path,
+                    const gguf::writer::progress_fn& progress = {});
 
 }  // namespace hearth

@@ -34,4 +34,14 @@ mkdir "$dir/loop"
 ln -s models "$dir/loop/models"
 hearth_path=$(realpath "$hearth")
 (cd "$dir/loop" && expect_one_line_error "an escaping exception" "models/tiny.gguf" "$hearth_path" serve)
+# Long work shows progress: plain lines at tenths into a pipe, one line rewritten in place on a
+# terminal (`script` gives the command a pty); a small q4_0 file takes more than the quiet second.
+"$hearth" model make --preset small --dtype q4_0 --seed 2 -o "$dir/small.gguf" 2>"$dir/make.err" >/dev/null
+lines=$(grep -c "^writing $dir/small.gguf: [0-9]* %" "$dir/make.err" || true)
+[ "$lines" -ge 1 ] && [ "$lines" -le 11 ] && tail -1 "$dir/make.err" | grep -q "^writing .*: done in " ||
+  fail "model make's progress into a pipe: $(cat "$dir/make.err")"
+script -qec "'$hearth' model make --preset small --dtype q4_0 --seed 2 -o '$dir/small2.gguf'" /dev/null >"$dir/make.tty"
+grep -q $'\r'"writing $dir/small2.gguf: .* % .* left" "$dir/make.tty" && [ "$(grep -c "writing" "$dir/make.tty")" -eq 1 ] ||
+  fail "model make's progress on a terminal: $(od -c "$dir/make.tty" | head)"
+cmp -s "$dir/small.gguf" "$dir/small2.gguf" || fail "the same seed wrote two different files"
 echo "cli: all checks passed"
