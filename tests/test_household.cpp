@@ -380,6 +380,11 @@ TEST_CASE("a sweep always runs the baseline first, and compares every capacity t
           Approx(s->configs[i].capacity.capacity / s->configs[0].capacity.capacity));
   }
   CHECK_FALSE(log.empty());
+  // The sweep's own progress after each configuration, the last one at 100 %.
+  CHECK(std::count_if(log.begin(), log.end(),
+                      [](const std::string& l) { return l.starts_with("sweep: "); }) == 5);
+  CHECK_THAT(log.back(), Catch::Matchers::StartsWith("sweep: 5 of 5 configurations (100 %)") &&
+                             Catch::Matchers::EndsWith(" 0 s left"));
   const std::string csv = sweep_capacity_csv(*s);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 5);
   const std::string svg = frontier_svg(*s);

@@ -1,6 +1,7 @@
 #include "bench/household/sweep.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <optional>
 
@@ -66,6 +67,7 @@ result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const s
                                const trial_runner& run_trial,
                                const std::function<void(const std::string&)>& log) {
   sweep_result out;
+  const auto t0 = std::chrono::steady_clock::now();
   for (const sweep_config& c : configs) {
     sweep_config_result r;
     r.config = c;
@@ -89,6 +91,12 @@ result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const s
     log(c.name + ": capacity " + fmt("%.3g", r.capacity.capacity) + " req/s" +
         (r.capacity.bracketed ? "" : " (a lower bound)"));
     out.configs.push_back(std::move(r));
+    // The sweep's own progress: configurations take about as long as each other.
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double done = static_cast<double>(out.configs.size()), n = static_cast<double>(configs.size());
+    log("sweep: " + fmt("%.0f", done) + " of " + fmt("%.0f", n) + " configurations (" +
+        fmt("%.0f", 100 * done / n) + " %), " + fmt("%.0f", elapsed) + " s so far, about " +
+        fmt("%.0f", elapsed / done * (n - done)) + " s left");
   }
   const double base = out.configs.empty() ? 0 : out.configs.front().capacity.capacity;
   for (size_t i = 0; i < out.configs.size(); ++i) {
