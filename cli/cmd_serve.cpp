@@ -160,6 +160,8 @@ result<std::unique_ptr<http::gateway>> start_http(engine& eng, const server::ser
                                     .model = card,
                                     .threads = c.http_threads,
                                     .max_body_bytes = c.http_max_body_bytes,
+                                    .tls_cert_file = c.http_tls_cert,
+                                    .tls_key_file = c.http_tls_key,
                                     .log = log_line});
 }
 
@@ -253,7 +255,7 @@ int run_serve(const serve_args& a) {
   const std::string summary = cfg->model_path + " (" + to_string(hp->arch) + ", context " +
                               std::to_string((*eng)->worker().n_ctx) + ", policy " + cfg->engine.policy +
                               ", " + std::to_string(cfg->engine.tenants.size()) + " tenants) on " +
-                              gw->endpoint() + (web ? " and http://" + web->endpoint() : std::string());
+                              gw->endpoint() + (web ? " and " + web->url() : std::string());
   std::printf("hearth serve: %s\n", summary.c_str());
   server::notify_ready(summary);
   if (cfg->development_mode()) {
@@ -262,7 +264,7 @@ int run_serve(const serve_args& a) {
   } else {
     std::printf("hearth serve: server public key %s\n", gw->public_key().c_str());
   }
-  if (web) std::printf("hearth serve: Ollama and OpenAI APIs on http://%s\n", web->endpoint().c_str());
+  if (web) std::printf("hearth serve: Ollama and OpenAI APIs on %s\n", web->url().c_str());
   std::fflush(stdout);
 
   // The engine's failure ends the process, non-zero, for its service manager to start it

@@ -49,6 +49,13 @@ class section {
   }
 
   bool present() const { return t_ != nullptr; }
+
+  //! Fields that come together: one without the other is refused, naming both.
+  void both_or_neither(std::string_view a, std::string_view b) const {
+    if (has(a) == has(b)) return;
+    const std::string_view given = has(a) ? a : b, missing = has(a) ? b : a;
+    fail(get(given), given, "needs " + std::string(missing) + " too");
+  }
   bool has(std::string_view field) const { return get(field) != nullptr; }
 
   void flag(std::string_view field, bool& out) const {
@@ -136,6 +143,9 @@ void read_http(const section& s, serve_config& c) {
   if (s.has("anonymous_tenant")) c.http_anonymous_tenant = anonymous;
   s.count("threads", c.http_threads, 1, 4096);
   s.count("max_body_bytes", c.http_max_body_bytes, 1024, int64_t{1} << 30);
+  s.text("tls_cert", c.http_tls_cert);
+  s.text("tls_key", c.http_tls_key);
+  s.both_or_neither("tls_cert", "tls_key");
 }
 
 void read_model(const section& s, serve_config& c) {
@@ -180,7 +190,8 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
                          "drain_timeout_s", "log_level"}),
                 c);
     read_http(section(source, root, "http",
-                      {"endpoint", "public", "anonymous_tenant", "threads", "max_body_bytes"}),
+                      {"endpoint", "public", "anonymous_tenant", "threads", "max_body_bytes", "tls_cert",
+                       "tls_key"}),
               c);
     read_model(section(source, root, "model", {"path", "compute", "kernels"}), c);
     read_engine(

@@ -29,6 +29,7 @@ struct serve_config {
   std::optional<std::string> http_anonymous_tenant = std::nullopt;
   uint32_t http_threads = 64;  //!< connections served at once
   uint64_t http_max_body_bytes = 1 << 20;
+  std::string http_tls_cert, http_tls_key;  //!< PEM files: HTTPS (both or neither)
   // [model]
   std::string model_path = {};           //!< empty: the default model, generated if missing
   std::string compute = "bf16";          //!< "bf16" or "f32"

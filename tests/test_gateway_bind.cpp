@@ -13,23 +13,13 @@
 #include <fstream>
 
 #include "gateway_fixture.hpp"
+#include "scratch_dir.hpp"
 
 using namespace hearth;
 using namespace hearth::test;
 using Catch::Matchers::Contains;
 
 namespace {
-
-// A fresh directory for socket paths, removed with whatever is left in it.
-struct scratch_dir {
-  std::string path;
-  scratch_dir() {
-    char tmpl[] = "/tmp/hearth_bind_XXXXXX";
-    REQUIRE(::mkdtemp(tmpl));
-    path = tmpl;
-  }
-  ~scratch_dir() { std::filesystem::remove_all(path); }
-};
 
 void check_answers_ping(const served& s) {
   auto c = client::client::connect(s.options());

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "http_fixture.hpp"
+#include "scratch_dir.hpp"
 #include "server/http/keys.hpp"
 
 using namespace hearth;
@@ -316,4 +317,44 @@ TEST_CASE("http: a body over the configured limit is refused with 413", "[http]"
   CHECK(r->status == 413);
   CHECK(json::parse(r->body)["error"]["type"] == "invalid_request_error");
   CHECK(post(c, "/v1/chat/completions", openai_body(false, 4))->status == 200);  // the server serves on
+}
+
+TEST_CASE("http: with a certificate the gateway speaks HTTPS only, and a bad certificate is refused at start",
+          "[http]") {
+  const scratch_dir dir("hearth_tls");
+  const std::string cert = dir.path + "/tls.crt", key = dir.path + "/tls.key";
+  // A self-signed certificate for the loopback address (OpenSSL's own command, as an operator makes one).
+  const std::string make =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "
+      "/CN=hearth -addext subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " 2>/dev/null";
+  REQUIRE(std::system(make.c_str()) == 0);
+  http::gateway_options opt;
+  opt.tls_cert_file = cert;
+  opt.tls_key_file = key;
+  auto s = http_served::start(opt);
+  CHECK(s.gw->url() == "https://" + s.gw->endpoint());
+  httplib::SSLClient tls("127.0.0.1", s.gw->port());
+  tls.set_ca_cert_path(cert.c_str());
+  tls.enable_server_certificate_verification(true);
+  tls.set_read_timeout(20, 0);
+  auto health = tls.Get("/health");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  auto chat = tls.Post("/api/chat", chat_body(false, 4).dump(), "application/json");
+  REQUIRE(chat);
+  CHECK(json::parse(chat->body)["message"]["content"] == oracle_chat(turn, 4));
+  auto plain = s.client().Get("/health");  // plain HTTP to the TLS port gets no HTTP answer
+  CHECK_FALSE((plain && plain->status == 200));
+
+  http::gateway_options bad = opt;
+  bad.tls_key_file = cert;  // a certificate is no key
+  auto e = scripted_engine(micro(), 1024, {}, {});
+  bad.endpoint = "127.0.0.1:0";
+  auto refused = http::gateway::start(*e, bad);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Contains("cannot load the TLS certificate " + cert));
+  bad.tls_key_file.clear();
+  CHECK_THAT(http::gateway::start(*e, bad).error().message,
+             Contains("TLS needs a certificate and a key file"));
 }

@@ -111,6 +111,9 @@ TEST_CASE("bad fields are named with their line", "[serve]") {
   CHECK_THAT(error_for("engine = 3"), Contains("[engine] must be a table"));
   CHECK_THAT(error_for("[server\n"), Contains("home.toml:1:"));
   CHECK_THAT(error_for("[[tenant]]\nname = \"a b\""), Contains("tenant"));
+  CHECK_THAT(error_for("[http]\ntls_cert = \"/etc/hearth/tls.crt\""),
+             Contains("home.toml:2: [http].tls_cert needs tls_key too"));
+  CHECK_THAT(error_for("[http]\ntls_key = \"k.pem\""), Contains("[http].tls_key needs tls_cert too"));
 }
 
 TEST_CASE("a misspelt section, or a field outside any section, is refused", "[serve]") {

@@ -73,6 +73,12 @@ struct failure_slot {
   std::function<void(const std::string&)> on_failure;
 };
 
+// cpp-httplib's HTTPS server (OpenSSL) when the options name a certificate, else plain HTTP.
+std::unique_ptr<httplib::Server> make_server(const gateway_options& opt) {
+  if (opt.tls_cert_file.empty()) return std::make_unique<httplib::Server>();
+  return std::make_unique<httplib::SSLServer>(opt.tls_cert_file.c_str(), opt.tls_key_file.c_str());
+}
+
 api_error error_from(const request_event& e) {
   server::client_error err = server::error_of(e);
   return {http_status(err.code), std::move(err)};
@@ -81,6 +87,9 @@ api_error error_from(const request_event& e) {
 }  // namespace
 
 status<> check_http_endpoint(const gateway_options& opt) {
+  if (opt.tls_cert_file.empty() != opt.tls_key_file.empty())
+    return error{errc::invalid_argument,
+                 "http endpoint " + opt.endpoint + ": TLS needs a certificate and a key file"};
   const std::string tcp = "tcp://" + opt.endpoint;
   if (auto st = server::check_endpoint_port(tcp); !st)
     return error{errc::invalid_argument, "http endpoint " + opt.endpoint + ": " + st.error().message};
@@ -96,7 +105,8 @@ status<> check_http_endpoint(const gateway_options& opt) {
 struct gateway::impl {
   engine& eng;
   gateway_options opt;
-  httplib::Server svr;
+  std::unique_ptr<httplib::Server> server = make_server(opt);
+  httplib::Server& svr = *server;
   std::thread listener;
   std::string endpoint;
   int port = 0;
@@ -373,6 +383,10 @@ struct gateway::impl {
 
   status<> bind() {
     if (auto st = check_http_endpoint(opt); !st) return st;
+    if (!svr.is_valid())  // an SSLServer whose certificate or key did not load
+      return error{errc::invalid_argument, "http endpoint " + opt.endpoint +
+                                               ": cannot load the TLS certificate " + opt.tls_cert_file +
+                                               " with the key " + opt.tls_key_file};
     const host_port hp = split_endpoint(opt.endpoint);
     const uint32_t n = std::max<uint32_t>(1, opt.threads);
     svr.new_task_queue = [n] { return new httplib::ThreadPool(n); };
@@ -431,6 +445,10 @@ gateway::~gateway() {
 const std::string& gateway::endpoint() const {
   return impl_->endpoint;
 }
+std::string gateway::url() const {
+  return (impl_->opt.tls_cert_file.empty() ? "http://" : "https://") + impl_->endpoint;
+}
+
 uint16_t gateway::port() const {
   return static_cast<uint16_t>(impl_->port);
 }

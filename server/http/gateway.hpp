@@ -42,6 +42,9 @@ struct gateway_options {
   //! cpp-httplib's pool: connections served at once (each stream holds one thread).
   uint32_t threads = 64;
   uint64_t max_body_bytes = 1 << 20;  //!< larger bodies are refused (413)
+  //! PEM files of the server's certificate (its chain) and private key: HTTPS instead of HTTP.
+  //! Both or neither. TLS says who the server is; who the client is stays the keys' business.
+  std::string tls_cert_file = {}, tls_key_file = {};
   //! One line per event that matters (a client that left mid-stream); empty: silent.
   std::function<void(const std::string&)> log = {};
 };
@@ -62,6 +65,8 @@ class gateway {
 
   //! HOST:PORT as bound (a free port resolved).
   const std::string& endpoint() const;
+  //! http://HOST:PORT, or https:// with TLS.
+  std::string url() const;
   uint16_t port() const;
   //! New tenants (their HTTP keys), from a reload; requests in flight keep their tenant.
   void reconfigure(std::vector<tenant_config> tenants);
