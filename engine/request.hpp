@@ -7,12 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "common/request_id.hpp"
 #include "kernels/sampler.hpp"
 #include "model/vocab.hpp"
 
 namespace hearth {
-
-using request_id = uint64_t;
 
 struct request {
   std::string tenant;               //!< who asks; also salts the prefix cache (see prefix_salt)

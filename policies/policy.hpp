@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/request.hpp"
+#include "common/request_id.hpp"
 
 namespace hearth {
 
