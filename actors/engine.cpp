@@ -17,33 +17,90 @@ namespace {
 // every extra thread would compete with the workers' kernel threads for the same cores.
 constexpr size_t caf_threads = 1;
 
+caf::actor_system_config& configured(caf::actor_system_config& cfg) {
+  cfg.set("scheduler.max-threads", caf_threads);
+  add_message_types(cfg);
+  return cfg;
+}
+
+// A sink's behavior. Spawned with its callback as an argument: CAF 0.17 spawning a functor with
+// no arguments binds a reference to a null std::tuple<> (UBSan reports it).
+caf::behavior sink_behavior(caf::event_based_actor*, std::function<void(request_event&)> on_event) {
+  return {[f = std::move(on_event)](request_event& e) { f(e); }};
+}
+
 }  // namespace
 
-engine::engine(std::shared_ptr<const tokenizer> tok)
-    : tok_(std::move(tok)), health_(std::make_shared<engine_health>()) {
-  caf_cfg_.set("scheduler.max-threads", caf_threads);
-  add_message_types(caf_cfg_);
-  system_ = std::make_unique<caf::actor_system>(caf_cfg_);
+struct engine::actors {
+  caf::actor_system_config cfg;
+  caf::actor_system system{configured(cfg)};
+  caf::actor worker, decode_worker, metrics, admission, scheduler, supervisor;
+
+  result<worker_info> await_ready(const caf::actor& w) {
+    return ask<worker_info>([&](caf::scoped_actor& self, auto& out) {
+      out = error{errc::invalid_argument, "worker: no answer"};
+      self->request(w, caf::infinite, ready_atom::value)
+          .receive([&](worker_info& info) { out = std::move(info); },
+                   [&](caf::error& err) {
+                     out = error{errc::invalid_argument, system.render(err)};
+                   });
+    });
+  }
+
+  // The error a request to a stopped actor becomes: the engine's failure when it has one.
+  error failed(const engine_health& health, const caf::error& err) {
+    const auto why = health.failure();
+    return error{errc::io, "the engine has failed: " + (why ? *why : system.render(err))};
+  }
+
+  // Asks an actor from the calling thread and waits. The thread's reference to CAF's logger,
+  // which a scoped actor takes, is dropped again: the actor system's destructor waits for every
+  // one, and a gateway's thread may outlive the engine.
+  template <class T, class Ask>
+  result<T> ask(Ask&& how) {
+    result<T> out = error{errc::io, "engine: no answer"};
+    {
+      caf::scoped_actor self{system};
+      how(self, out);
+    }
+    caf::logger::set_current_actor_system(nullptr);
+    return out;
+  }
+};
+
+struct event_sink::actor {
+  caf::actor handle;
+};
+
+event_sink::event_sink(std::unique_ptr<actor> a) : a_(std::move(a)) {}
+
+event_sink::~event_sink() {
+  caf::anon_send_exit(a_->handle, caf::exit_reason::user_shutdown);
 }
+
+engine::engine(std::shared_ptr<const tokenizer> tok)
+    : tok_(std::move(tok)), actors_(std::make_unique<actors>()), health_(std::make_shared<engine_health>()) {}
 
 result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
                                               backend_factory make_backend, engine_hooks hooks) {
   if (auto st = check(cfg); !st) return st.error();
   if (!make_policy(cfg.policy)) return error{errc::invalid_argument, "engine config: unknown policy '" + cfg.policy + "'"};
   std::unique_ptr<engine> e(new engine(std::move(tok)));
-  auto& sys = *e->system_;
+  auto& a = *e->actors_;
+  auto& sys = a.system;
   // The first worker loads the model. A decode worker (disaggregated) on the same NUMA nodes
   // shares its weights and KV pool, so a finished prefill hands its blocks over by ownership;
   // on other nodes it loads its own copy and copies the blocks in (KV handoff by copy).
   auto loaded = std::make_shared<backend*>(nullptr);
   backend_factory make_again = make_backend;
-  e->worker_ = spawn_worker(sys, {cfg.worker_cpus, cfg.threads_per_worker,
-                                  [make = std::move(make_backend), loaded]() -> result<std::unique_ptr<backend>> {
-                                    auto b = make();
-                                    if (b) *loaded = b->get();
-                                    return b;
-                                  }});
-  auto info = e->await_ready(e->worker_);
+  a.worker =
+      spawn_worker(sys, {cfg.worker_cpus, cfg.threads_per_worker,
+                         [make = std::move(make_backend), loaded]() -> result<std::unique_ptr<backend>> {
+                           auto b = make();
+                           if (b) *loaded = b->get();
+                           return b;
+                         }});
+  auto info = a.await_ready(a.worker);
   if (!info) return info.error();
   e->info_ = std::move(*info);
   engine_config resolved = cfg;
@@ -57,125 +114,112 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
       decode.make_backend = make_again;
       decode.copy_from = &(*loaded)->kv();
     }
-    e->decode_worker_ = spawn_worker(sys, std::move(decode));
-    auto decode_info = e->await_ready(e->decode_worker_);
+    a.decode_worker = spawn_worker(sys, std::move(decode));
+    auto decode_info = a.await_ready(a.decode_worker);
     if (!decode_info) return decode_info.error();
     if (decode_info->n_blocks != e->info_.n_blocks) return error{errc::invalid_argument, "engine: the decode worker's pool differs"};
   }
   e->cfg_ = resolved;
   const auto& w = e->info_;
-  e->metrics_ = spawn_metrics(sys, cfg.tenants, std::move(hooks.request_end));
-  e->admission_ = spawn_admission(
+  a.metrics = spawn_metrics(sys, cfg.tenants, std::move(hooks.request_end));
+  a.admission = spawn_admission(
       sys, {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg.max_waiting, cfg.max_waiting_tokens},
-      cfg.tenants, e->metrics_);
-  e->scheduler_ =
-      spawn_scheduler(sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, e->worker_,
-                            e->decode_worker_, e->admission_, e->metrics_, std::move(hooks.alive)});
-  caf::anon_send(e->admission_, ready_atom::value, e->scheduler_);
-  std::vector<supervised> watched = {{"admission", e->admission_},
-                                     {"scheduler", e->scheduler_},
-                                     {"metrics", e->metrics_},
-                                     {"worker", e->worker_}};
-  if (e->decode_worker_) watched.push_back({"decode worker", e->decode_worker_});
-  e->supervisor_ = spawn_supervisor(sys, std::move(watched), e->scheduler_, e->health_);
+      cfg.tenants, a.metrics);
+  a.scheduler = spawn_scheduler(sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, a.worker,
+                                      a.decode_worker, a.admission, a.metrics, std::move(hooks.alive)});
+  caf::anon_send(a.admission, ready_atom::value, a.scheduler);
+  std::vector<supervised> watched = {
+      {"admission", a.admission}, {"scheduler", a.scheduler}, {"metrics", a.metrics}, {"worker", a.worker}};
+  if (a.decode_worker) watched.push_back({"decode worker", a.decode_worker});
+  a.supervisor = spawn_supervisor(sys, std::move(watched), a.scheduler, e->health_);
   return e;
 }
 
-namespace {
-
-// A sink's behavior. Spawned with its callback as an argument: CAF 0.17 spawning a functor with
-// no arguments binds a reference to a null std::tuple<> (UBSan reports it).
-caf::behavior sink_behavior(caf::event_based_actor*, std::function<void(request_event&)> on_event) {
-  return {[f = std::move(on_event)](request_event& e) { f(e); }};
-}
-
-}  // namespace
-
-caf::actor engine::spawn_sink(std::function<void(request_event&)> on_event) {
-  return system_->spawn(sink_behavior, std::move(on_event));
-}
-
-result<worker_info> engine::await_ready(const caf::actor& worker) {
-  caf::scoped_actor self{*system_};
-  result<worker_info> out = error{errc::invalid_argument, "worker: no answer"};
-  self->request(worker, caf::infinite, ready_atom::value)
-      .receive([&](worker_info& info) { out = std::move(info); },
-               [&](caf::error& err) { out = error{errc::invalid_argument, system_->render(err)}; });
-  return out;
+std::unique_ptr<event_sink> engine::open_sink(std::function<void(request_event&)> on_event) {
+  auto a = std::make_unique<event_sink::actor>();
+  a->handle = actors_->system.spawn(sink_behavior, std::move(on_event));
+  return std::unique_ptr<event_sink>(new event_sink(std::move(a)));
 }
 
 engine::~engine() {
   shutdown();
   health_->stopping();
-  for (const auto& a : {supervisor_, admission_, scheduler_, metrics_, worker_, decode_worker_}) {
-    if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  const actors& a = *actors_;
+  for (const auto& x : {a.supervisor, a.admission, a.scheduler, a.metrics, a.worker, a.decode_worker}) {
+    if (x) caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
   }
-  system_->await_all_actors_done();
+  actors_->system.await_all_actors_done();
 }
 
-request_id engine::submit(request r, const caf::actor& sink) {
+request_id engine::submit(request r, const event_sink& sink) {
   const request_id id = next_id();
   submit(id, std::move(r), sink);
   return id;
 }
 
-void engine::submit(request_id id, request r, const caf::actor& sink) {
+void engine::submit(request_id id, request r, const event_sink& sink) {
   if (auto why = health_->failure()) {
     request_event refused;
     refused.id = id;
     refused.kind = event_kind::rejected;
     refused.reason = reject_reason::internal;
     refused.message = "the engine has failed: " + *why;
-    caf::anon_send(sink, std::move(refused));
+    caf::anon_send(sink.a_->handle, std::move(refused));
     return;
   }
   // Timed from here: TTFT includes admission and the messages before the scheduler.
   const int64_t now_ns = std::chrono::steady_clock::now().time_since_epoch().count();
-  caf::anon_send(admission_, submit_atom::value, id, std::move(r), sink, now_ns);
+  caf::anon_send(actors_->admission, submit_atom::value, id, std::move(r), sink.a_->handle, now_ns);
 }
 
-void engine::cancel(request_id id) { caf::anon_send(admission_, cancel_atom::value, id); }
+void engine::cancel(request_id id) {
+  caf::anon_send(actors_->admission, cancel_atom::value, id);
+}
 
 status<> engine::set_policy(const std::string& name) {
-  caf::scoped_actor self{*system_};
-  bool ok = false;
-  self->request(scheduler_, caf::infinite, policy_atom::value, name).receive([&](bool b) { ok = b; }, [](caf::error&) {});
-  if (!ok) return error{errc::invalid_argument, "unknown policy '" + name + "'"};
+  auto ok = actors_->ask<bool>([&](caf::scoped_actor& self, result<bool>& out) {
+    out = false;
+    self->request(actors_->scheduler, caf::infinite, policy_atom::value, name)
+        .receive([&](bool b) { out = b; }, [](caf::error&) {});
+  });
+  if (!ok || !*ok) return error{errc::invalid_argument, "unknown policy '" + name + "'"};
   return {};
 }
 
 status<> engine::set_tenants(std::vector<tenant_config> tenants) {
   if (auto st = check_tenants(tenants); !st) return st;
-  caf::scoped_actor self{*system_};
-  bool ok = true;
-  // Admission first: a request it admits under the new quotas then meets the new table at the
-  // scheduler; metrics learns which names to count on their own.
-  for (const caf::actor& a : {admission_, scheduler_, metrics_}) {
-    self->request(a, caf::infinite, tenants_atom::value, tenants)
-        .receive([&](bool b) { ok = ok && b; }, [&](caf::error&) { ok = false; });
-  }
-  if (!ok) return error{errc::invalid_argument, "tenants: the engine did not take the table (stopped?)"};
+  auto ok = actors_->ask<bool>([&](caf::scoped_actor& self, result<bool>& out) {
+    bool all = true;
+    // Admission first: a request it admits under the new quotas then meets the new table at the
+    // scheduler; metrics learns which names to count on their own.
+    for (const caf::actor& a : {actors_->admission, actors_->scheduler, actors_->metrics}) {
+      self->request(a, caf::infinite, tenants_atom::value, tenants)
+          .receive([&](bool b) { all = all && b; }, [&](caf::error&) { all = false; });
+    }
+    out = all;
+  });
+  if (!ok || !*ok)
+    return error{errc::invalid_argument, "tenants: the engine did not take the table (stopped?)"};
   return {};
 }
 
 result<scheduler_gauges> engine::gauges() {
-  caf::scoped_actor self{*system_};
-  result<scheduler_gauges> out = error{errc::io, "engine: no answer"};
-  self->request(scheduler_, caf::infinite, gauges_atom::value)
-      .receive([&](scheduler_gauges& g) { out = g; }, [&](caf::error& err) { out = failed(err); });
-  return out;
+  return actors_->ask<scheduler_gauges>([&](caf::scoped_actor& self, result<scheduler_gauges>& out) {
+    self->request(actors_->scheduler, caf::infinite, gauges_atom::value)
+        .receive([&](scheduler_gauges& g) { out = g; },
+                 [&](caf::error& err) { out = actors_->failed(*health_, err); });
+  });
 }
 
 result<metrics_snapshot> engine::metrics(const std::optional<std::string>& tenant) {
-  caf::scoped_actor self{*system_};
-  result<metrics_snapshot> out = error{errc::io, "engine: no answer"};
-  auto take = [&](metrics_snapshot& m) { out = std::move(m); };
-  auto refused = [&](caf::error& err) { out = failed(err); };
-  if (tenant)
-    self->request(metrics_, caf::infinite, stats_atom::value, *tenant).receive(take, refused);
-  else
-    self->request(metrics_, caf::infinite, stats_atom::value).receive(take, refused);
-  return out;
+  return actors_->ask<metrics_snapshot>([&](caf::scoped_actor& self, result<metrics_snapshot>& out) {
+    auto take = [&](metrics_snapshot& m) { out = std::move(m); };
+    auto refused = [&](caf::error& err) { out = actors_->failed(*health_, err); };
+    if (tenant)
+      self->request(actors_->metrics, caf::infinite, stats_atom::value, *tenant).receive(take, refused);
+    else
+      self->request(actors_->metrics, caf::infinite, stats_atom::value).receive(take, refused);
+  });
 }
 
 std::optional<std::string> engine::failure() const {
@@ -186,16 +230,14 @@ void engine::on_failure(std::function<void(const std::string&)> listener) {
   health_->on_failure(std::move(listener));
 }
 
-error engine::failed(const caf::error& err) const {
-  const auto why = health_->failure();
-  return error{errc::io, "the engine has failed: " + (why ? *why : system_->render(err))};
-}
-
 void engine::shutdown() {
   if (stopped_) return;
   stopped_ = true;
-  caf::scoped_actor self{*system_};
-  self->request(admission_, caf::infinite, drain_atom::value).receive([](bool) {}, [](caf::error&) {});
+  // Answered once admission has ended every request it holds; a stopped one has nothing to end.
+  (void)actors_->ask<bool>([&](caf::scoped_actor& self, result<bool>&) {
+    self->request(actors_->admission, caf::infinite, drain_atom::value)
+        .receive([](bool) {}, [](caf::error&) {});
+  });
 }
 
 }  // namespace hearth

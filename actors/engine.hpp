@@ -1,7 +1,8 @@
 #pragma once
 // The in-process engine API: submit a request, get its events (accepted, token..., and exactly
-// one of done / cancelled / rejected / error) as `request_event` messages at a sink actor.
-// Used by the gateway, the bench and the tests. Starting it spawns the actors:
+// one of done / cancelled / rejected / error) as `request_event`s at a sink. Used by the
+// gateways, the bench and the tests, none of which sees CAF: the actors live behind it. Starting it spawns
+// the actors:
 //
 //   submit ─► admission ─► scheduler ◄─► worker (detached, pinned; backend + sampling)
 //                              ▲
@@ -24,10 +25,8 @@
 #include <optional>
 #include <string>
 
-#include <caf/all.hpp>
-
 #include "actors/metrics_types.hpp"
-#include "actors/worker.hpp"
+#include "actors/worker_info.hpp"
 #include "engine/config.hpp"
 #include "engine/engine_hooks.hpp"
 #include "engine/request.hpp"
@@ -36,6 +35,24 @@
 namespace hearth {
 
 struct engine_health;
+class engine;
+
+//! Where the events of the requests submitted with it go: its callback gets them one at a time,
+//! on an actor thread, in order for each request. Made by engine::open_sink. Its destructor
+//! closes it: no event is handed over after the one that may be running then (so what the
+//! callback touches must outlive that one: the gateways give it shared state).
+class event_sink {
+ public:
+  ~event_sink();
+  event_sink(const event_sink&) = delete;
+  event_sink& operator=(const event_sink&) = delete;
+
+ private:
+  friend class engine;
+  struct actor;
+  explicit event_sink(std::unique_ptr<actor> a);
+  std::unique_ptr<actor> a_;
+};
 
 class engine {
  public:
@@ -49,14 +66,14 @@ class engine {
   engine& operator=(const engine&) = delete;
 
   //! Queues a request; its events go to `sink`. Returns the engine's id for it.
-  request_id submit(request r, const caf::actor& sink);
+  request_id submit(request r, const event_sink& sink);
   //! An id for a request submitted later with submit(id, ...) (the gateway tokenizes a long
   //! prompt first, and a cancel may name it meanwhile).
   request_id next_id() { return next_id_++; }
-  void submit(request_id id, request r, const caf::actor& sink);
-  //! A sink that calls `on_event` for every event it gets, one at a time on an actor thread:
-  //! how a gateway hands events to its own threads. It lives until sent an exit.
-  caf::actor spawn_sink(std::function<void(request_event&)> on_event);
+  void submit(request_id id, request r, const event_sink& sink);
+  //! A sink whose callback `on_event` gets every event of the requests submitted with it: how a
+  //! gateway, the bench and the tests hand events to their own threads.
+  std::unique_ptr<event_sink> open_sink(std::function<void(request_event&)> on_event);
   //! Cancels at the next step, whatever state the request is in. Unknown ids are ignored.
   void cancel(request_id id);
   //! Switches the scheduling policy between two steps; errc::invalid_argument for an unknown name.
@@ -78,7 +95,6 @@ class engine {
   //! Refuses new requests and ends every admitted one; idempotent.
   void shutdown();
 
-  caf::actor_system& system() { return *system_; }
   const tokenizer& tok() const { return *tok_; }
   const worker_info& worker() const { return info_; }
   //! Disaggregated: how KV blocks reach the decode worker (automatic resolved to share or copy).
@@ -90,14 +106,11 @@ class engine {
  private:
   explicit engine(std::shared_ptr<const tokenizer> tok);
 
-  std::shared_ptr<const tokenizer> tok_;  // before system_: the scheduler reads it until the system is gone
-  caf::actor_system_config caf_cfg_;
-  std::unique_ptr<caf::actor_system> system_;
-  result<worker_info> await_ready(const caf::actor& worker);
-  //! The error a request to a stopped actor becomes: the engine's failure when it has one.
-  error failed(const caf::error& err) const;
-
-  caf::actor worker_, decode_worker_, metrics_, admission_, scheduler_, supervisor_;
+  // The actor system and the actors: CAF stays behind this (engine.cpp), as oneDNN does behind
+  // kernels/matmul.hpp.
+  struct actors;
+  std::shared_ptr<const tokenizer> tok_;  // before actors_: the scheduler reads it until the system is gone
+  std::unique_ptr<actors> actors_;
   std::shared_ptr<engine_health> health_;
   worker_info info_;
   engine_config cfg_;

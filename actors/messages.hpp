@@ -139,6 +139,33 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_gauges& x) {
            x.prefill_tokens, x.decode_tokens, x.kv, x.compute_ms, x.overhead_ms, x.tenants);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, latency_summary& x) {
+  return f(caf::meta::type_name("latency_summary"), x.count, x.mean, x.p50, x.p90, x.p99, x.max, x.sum,
+           x.at_most);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tenant_metrics& x) {
+  return f(caf::meta::type_name("tenant_metrics"), x.tenant, x.done, x.cancelled, x.errors, x.length,
+           x.rejected, x.prompt_tokens, x.completion_tokens, x.cached_tokens, x.ttft, x.itl, x.e2e, x.queue);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_sample& x) {
+  return f(caf::meta::type_name("step_sample"), x.seqs, x.prefill_tokens, x.decode_tokens, x.step_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_metrics& x) {
+  return f(caf::meta::type_name("step_metrics"), x.seqs, x.prefill_tokens, x.decode_tokens, x.step_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, metrics_snapshot& x) {
+  return f(caf::meta::type_name("metrics_snapshot"), x.uptime_s, x.tenants, x.gauges, x.steps);
+}
+
 //! Registers every payload type with the actor system's configuration.
 void add_message_types(caf::actor_system_config& cfg);
 

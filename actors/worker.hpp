@@ -9,23 +9,9 @@
 
 #include <caf/fwd.hpp>
 
-#include "common/result.hpp"
-#include "kernels/backend.hpp"
+#include "actors/worker_info.hpp"
 
 namespace hearth {
-
-//! What a worker reports once it is pinned and its backend is loaded.
-struct worker_info {
-  uint32_t n_ctx = 0;
-  uint32_t n_vocab = 0;
-  uint32_t n_blocks = 0;
-  uint32_t block_size = 0;
-  uint32_t threads = 0;
-  std::string cpus;   //!< the cpuset it is bound to, or "" when not pinned
-};
-
-//! Builds the worker's backend, on the worker's thread.
-using backend_factory = std::function<result<std::unique_ptr<backend>>()>;
 
 struct worker_options {
   std::string cpus;      //!< cpuset to pin to; "" = not pinned

@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "actors/engine.hpp"
-#include "actors/messages.hpp"
+#include "actors/event_queue.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "kernels/null_backend.hpp"
 #include "model/gguf.hpp"
@@ -20,7 +20,7 @@ result<engine_run> run_once(const engine_bench_options& opt, std::shared_ptr<con
                     .long_prefill_threshold = 256, .max_partial_prefills = opt.seqs, .threads_per_worker = opt.threads};
   auto e = engine::start(cfg, std::move(tok), std::move(make));
   if (!e) return e.error();
-  caf::scoped_actor self{(*e)->system()};
+  event_queue events(**e);
   request r;
   r.tenant = "bench";
   r.prompt.assign(opt.prompt, filler);
@@ -29,15 +29,15 @@ result<engine_run> run_once(const engine_bench_options& opt, std::shared_ptr<con
   r.ignore_eos = true;
   r.share_prefix = false;  // every request computes its own prompt, as distinct prompts would
   const auto t0 = std::chrono::steady_clock::now();
-  for (uint32_t i = 0; i < opt.seqs; ++i) (*e)->submit(r, self);
+  for (uint32_t i = 0; i < opt.seqs; ++i) (*e)->submit(r, events.sink());
   uint32_t ended = 0;
   std::string failure;
   while (ended < opt.seqs) {
-    self->receive([&](request_event& ev) {
-      if (!ev.terminal()) return;
-      ++ended;
-      if (ev.kind != event_kind::done) failure = std::string(to_string(ev.reason)) + ": " + ev.message;
-    });
+    auto ev = events.next(std::chrono::minutes(10));
+    if (!ev) return error{errc::io, "engine bench: no event for 10 minutes"};
+    if (!ev->terminal()) continue;
+    ++ended;
+    if (ev->kind != event_kind::done) failure = std::string(to_string(ev->reason)) + ": " + ev->message;
   }
   if (!failure.empty()) return error{errc::invalid_argument, "engine bench: a request failed: " + failure};
   engine_run run;

@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/worker.hpp"
-#include "bench/household/zmq_target.hpp"
+#include "actors/worker_info.hpp"
 #include "bench/household/report.hpp"
 #include "bench/household/schedule.hpp"
+#include "bench/household/zmq_target.hpp"
 #include "cli/common_options.hpp"
 #include "server/gateway.hpp"
 

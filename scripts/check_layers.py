@@ -78,6 +78,34 @@ for src in sorted(root.rglob("*")):
                     problems.append(f"{rel}:{n}: {home}/ includes <{target}>, which belongs in "
                                     f"{' and '.join(sorted(folders))}/ only")
 
+# CAF stays in actors/ also through headers: no file elsewhere may reach a CAF header by any chain
+# of the project's includes (the engine's face, actors/engine.hpp, is CAF-free).
+includes = {}
+for src in root.rglob("*"):
+    rel = src.relative_to(root).as_posix()
+    if src.suffix in (".hpp", ".cpp", ".inc", ".h") and not rel.startswith(("build", ".")):
+        includes[rel] = re.findall(r'^\s*#\s*include\s*([<"][^>"]+[>"])', src.read_text(errors="replace"), re.M)
+
+
+def reaches_caf(rel: str, seen: set) -> str | None:
+    for inc in includes.get(rel, ()):
+        if inc.startswith("<caf/"):
+            return rel
+        name = inc[1:-1]
+        if inc.startswith('"') and name in includes and name not in seen:
+            seen.add(name)
+            if (via := reaches_caf(name, seen)) is not None:
+                return via
+    return None
+
+
+for rel in sorted(includes):
+    if folder_of(rel) == "actors":
+        continue
+    via = reaches_caf(rel, set())
+    if via is not None and via != rel:
+        problems.append(f"{rel}: reaches CAF through {via}: CAF stays inside actors/")
+
 for p in problems:
     print(p)
 print(f"check_layers: {len(problems)} include(s) against the layer table" if problems else

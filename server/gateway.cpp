@@ -6,7 +6,6 @@
 #include <future>
 #include <thread>
 
-#include <caf/all.hpp>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
@@ -53,7 +52,7 @@ struct gateway::impl {
   zmq::socket_t router{ctx, zmq::socket_type::router};
   zmq::socket_t zap{ctx, zmq::socket_type::rep};
   std::shared_ptr<inbox> box = std::make_shared<inbox>();
-  caf::actor sink;
+  std::unique_ptr<event_sink> sink;
   job_thread prompts;
   std::thread thread;
   std::string endpoint, public_key;
@@ -339,7 +338,7 @@ struct gateway::impl {
       return end(err->code, err->message);
     f->tokenizing = false;
     f->prompt_tokens = static_cast<uint32_t>(r.prompt.size());
-    eng.submit(rid, std::move(r), sink);
+    eng.submit(rid, std::move(r), *sink);
   }
 
   void handle(const std::string& peer, const connection&, wire::cancel_request& c) {
@@ -423,9 +422,6 @@ struct gateway::impl {
   // stop(): every request has ended (or the grace is over): let go of the engine.
   void detach() {
     end_all(wire::code::shutting_down, "the server is stopping");
-    // A thread that made a scoped_actor (stats) holds a reference to CAF's logger, and the
-    // actor system's destructor waits for every one: this thread outlives the engine.
-    caf::logger::set_current_actor_system(nullptr);
     detached = true;
     detached_promise.set_value();
   }
@@ -458,7 +454,7 @@ result<std::unique_ptr<gateway>> gateway::start(engine& e, gateway_options opt) 
   p->n_vocab = static_cast<uint32_t>(e.tok().n_vocab());
   p->n_ctx = e.worker().n_ctx;
   if (auto st = p->bind(); !st) return st.error();
-  p->sink = e.spawn_sink([box = p->box](request_event& ev) { box->push(std::move(ev)); });
+  p->sink = e.open_sink([box = p->box](request_event& ev) { box->push(std::move(ev)); });
   impl* raw = p.get();
   // Runs on an actor thread; the task runs on the gateway thread, while the gateway lives.
   e.on_failure([box = p->box, raw](const std::string& why) {
@@ -505,8 +501,7 @@ void gateway::stop(std::chrono::milliseconds grace) {
   detached.wait();
   // Nothing touches the engine from here: the prompt thread's last job is done, the sink ends.
   p->prompts.finish();
-  caf::anon_send_exit(p->sink, caf::exit_reason::user_shutdown);
-  p->sink = caf::actor();
+  p->sink.reset();
 }
 
 }  // namespace hearth::server

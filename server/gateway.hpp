@@ -8,7 +8,7 @@
 //
 //   clients ──DEALER──► ROUTER ─┐                          ┌─► engine::submit / cancel
 //   libzmq handshake ─► ZAP REP ─┼─► gateway thread (poll) ─┤
-//   engine events ─► sink actor ─► inbox + eventfd ─┘        └─► replies to the peer's routing id
+//   engine events ─► event sink ─► inbox + eventfd ─┘        └─► replies to the peer's routing id
 //
 // Why the shape, how a reply reaches only the connection that asked, the disconnect rules and
 // the back-pressure rule: docs/architecture.md, "Gateway".

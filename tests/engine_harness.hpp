@@ -7,7 +7,7 @@
 #include <map>
 
 #include "actors/engine.hpp"
-#include "actors/messages.hpp"
+#include "actors/event_queue.hpp"
 #include "engine_fixture.hpp"
 
 namespace hearth::test {
@@ -58,13 +58,12 @@ inline void record(request_event& e, outcome& o) {
   }
 }
 
-//! Receives events at `self` until n requests have ended.
-inline void collect(caf::scoped_actor& self, size_t n, outcome& o) {
+//! Takes events from `events` until n requests have ended.
+inline void collect(event_queue& events, size_t n, outcome& o) {
   while (o.terminal.size() < n) {
-    bool timed_out = false;
-    self->receive([&](request_event& e) { record(e, o); },
-                  caf::after(std::chrono::seconds(120)) >> [&] { timed_out = true; });
-    REQUIRE_FALSE(timed_out);
+    auto e = events.next(std::chrono::seconds(120));
+    REQUIRE(e);
+    record(*e, o);
   }
 }
 

@@ -42,9 +42,9 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
                            .decode_cpus = split ? "1" : "", .kv_handoff = b.handoff});
     // One NUMA node here: automatic hand-off shares; copy is forced to exercise it.
     if (split) CHECK(e->handoff() == (b.handoff == kv_handoff_mode::copy ? kv_handoff_mode::copy : kv_handoff_mode::share));
-    caf::scoped_actor self{e->system()};
+    event_queue self(*e);
     std::vector<request_id> ids;
-    for (const auto& r : rs) ids.push_back(e->submit(r, self));
+    for (const auto& r : rs) ids.push_back(e->submit(r, self.sink()));
     outcome o;
     collect(self, rs.size(), o);
     for (size_t i = 0; i < rs.size(); ++i) {
@@ -72,7 +72,7 @@ TEST_CASE("1000 requests cancelled at random moments leave the pool free", "[eng
   std::mt19937_64 rng(seed);
   auto e = start_engine({.max_batched_tokens = 96, .max_seqs = 32, .long_prefill_threshold = 32,
                          .max_partial_prefills = 4});
-  caf::scoped_actor self{e->system()};
+  event_queue self(*e);
   const size_t n = 1000, window = 16;
   // Mostly short prompts, one in five long enough to take several steps of prefill.
   std::uniform_int_distribution<size_t> short_len(1, 24), long_len(100, 200), gen(1, 12);
@@ -87,7 +87,7 @@ TEST_CASE("1000 requests cancelled at random moments leave the pool free", "[eng
   auto submit = [&] {
     const auto max_tokens = static_cast<uint32_t>(gen(rng));
     const size_t n_prompt = is_long(rng) ? long_len(rng) : short_len(rng);
-    const request_id id = e->submit(greedy(random_prompt(n_prompt, 32000, rng), max_tokens), self);
+    const request_id id = e->submit(greedy(random_prompt(n_prompt, 32000, rng), max_tokens), self.sink());
     // A long prompt is cancelled after `accepted` and a pause, to catch it mid-prefill.
     cancel_after[id] = n_prompt >= 100 ? 1 : std::uniform_int_distribution<uint32_t>(0, max_tokens + 2)(rng);
     ++submitted;
@@ -95,21 +95,19 @@ TEST_CASE("1000 requests cancelled at random moments leave the pool free", "[eng
   };
   while (submitted < window) submit();
   while (o.terminal.size() < n) {
-    bool timed_out = false;
-    self->receive(
-        [&](request_event& ev) {
-          if (ev.terminal()) {
-            CHECK(o.terminal.emplace(ev.id, ev).second);
-            if (submitted < n) submit();
-            return;
-          }
-          if (ev.kind == event_kind::token) o.tokens[ev.id].push_back(ev.token);
-          if (++seen[ev.id] != cancel_after[ev.id]) return;
-          if (ev.kind == event_kind::accepted) std::this_thread::sleep_for(std::chrono::microseconds(pause_us(rng)));
-          e->cancel(ev.id);
-        },
-        caf::after(std::chrono::seconds(120)) >> [&] { timed_out = true; });
-    REQUIRE_FALSE(timed_out);
+    auto next = self.next(std::chrono::seconds(120));
+    REQUIRE(next);
+    const request_event& ev = *next;
+    if (ev.terminal()) {
+      CHECK(o.terminal.emplace(ev.id, ev).second);
+      if (submitted < n) submit();
+      continue;
+    }
+    if (ev.kind == event_kind::token) o.tokens[ev.id].push_back(ev.token);
+    if (++seen[ev.id] != cancel_after[ev.id]) continue;
+    if (ev.kind == event_kind::accepted)
+      std::this_thread::sleep_for(std::chrono::microseconds(pause_us(rng)));
+    e->cancel(ev.id);
   }
   size_t cancelled = 0, mid_stream = 0, queued = 0;
   for (const auto& [id, ev] : o.terminal) {
@@ -134,17 +132,19 @@ TEST_CASE("1000 requests cancelled at random moments leave the pool free", "[eng
 
 TEST_CASE("bad requests are rejected early with a typed reason", "[engine]") {
   auto e = start_engine({.max_waiting_tokens = 300}, 2048);
-  caf::scoped_actor self{e->system()};
+  event_queue self(*e);
   std::mt19937_64 rng(3);
   std::map<request_id, reject_reason> want;
-  want[e->submit(greedy({}, 4), self)] = reject_reason::bad_request;
-  want[e->submit(greedy({1, 32000}, 4), self)] = reject_reason::bad_request;
-  want[e->submit(greedy({1, 2}, 0), self)] = reject_reason::bad_request;
+  want[e->submit(greedy({}, 4), self.sink())] = reject_reason::bad_request;
+  want[e->submit(greedy({1, 32000}, 4), self.sink())] = reject_reason::bad_request;
+  want[e->submit(greedy({1, 2}, 0), self.sink())] = reject_reason::bad_request;
   request hot = greedy({1, 2}, 4);
   hot.sampling.temperature = -1;
-  want[e->submit(hot, self)] = reject_reason::bad_request;
-  want[e->submit(greedy(random_prompt(400, 32000, rng), 200), self)] = reject_reason::too_long;   // context 512
-  want[e->submit(greedy(random_prompt(310, 32000, rng), 10), self)] = reject_reason::queue_full;  // > 300 queued tokens
+  want[e->submit(hot, self.sink())] = reject_reason::bad_request;
+  want[e->submit(greedy(random_prompt(400, 32000, rng), 200), self.sink())] =
+      reject_reason::too_long;  // context 512
+  want[e->submit(greedy(random_prompt(310, 32000, rng), 10), self.sink())] =
+      reject_reason::queue_full;  // > 300 queued tokens
   outcome o;
   collect(self, want.size(), o);
   for (const auto& [id, reason] : want) {
@@ -161,11 +161,11 @@ TEST_CASE("bad requests are rejected early with a typed reason", "[engine]") {
 
 TEST_CASE("shutdown ends every admitted request and refuses new ones", "[engine]") {
   auto e = start_engine({});
-  caf::scoped_actor self{e->system()};
+  event_queue self(*e);
   std::mt19937_64 rng(4);
-  for (int i = 0; i < 20; ++i) e->submit(greedy(random_prompt(50, 32000, rng), 100), self);
+  for (int i = 0; i < 20; ++i) e->submit(greedy(random_prompt(50, 32000, rng), 100), self.sink());
   e->shutdown();
-  const request_id late = e->submit(greedy({1, 2, 3}, 4), self);
+  const request_id late = e->submit(greedy({1, 2, 3}, 4), self.sink());
   outcome o;
   collect(self, 21, o);
   CHECK(o.terminal.at(late).kind == event_kind::rejected);
@@ -204,11 +204,11 @@ TEST_CASE("ignore_eos runs a request to max_tokens, drawing what it drew until i
   REQUIRE_FALSE(early.prompt.empty());
   const auto until_eos = generate_alone(*be, *m.tok, early);
   auto e = start_engine({}, 8192, 16, m);
-  caf::scoped_actor self{e->system()};
-  const request_id plain = e->submit(early, self);
+  event_queue self(*e);
+  const request_id plain = e->submit(early, self.sink());
   request forced = early;
   forced.ignore_eos = true;
-  const request_id id = e->submit(forced, self);
+  const request_id id = e->submit(forced, self.sink());
   outcome o;
   collect(self, 2, o);
   CHECK(o.terminal.at(plain).finish == finish_reason::eos);

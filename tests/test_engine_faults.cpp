@@ -49,13 +49,11 @@ std::vector<std::string> told_within(const told& t, std::chrono::milliseconds wi
 }
 
 // Receives until n requests have ended; fails if that takes longer than `within`.
-void collect_within(caf::scoped_actor& self, size_t n, outcome& o, std::chrono::milliseconds within) {
+void collect_within(event_queue& self, size_t n, outcome& o, std::chrono::milliseconds within) {
   const auto deadline = std::chrono::steady_clock::now() + within;
   while (o.terminal.size() < n) {
-    bool timed_out = false;
-    self->receive([&](request_event& e) { record(e, o); }, caf::after(10ms) >> [&] {});
-    if (std::chrono::steady_clock::now() > deadline) timed_out = true;
-    REQUIRE_FALSE(timed_out);
+    if (auto e = self.next(10ms)) record(*e, o);
+    REQUIRE(std::chrono::steady_clock::now() <= deadline);
   }
 }
 
@@ -67,8 +65,8 @@ void check_all_internal(const outcome& o) {
   }
 }
 
-void check_refused_later(engine& e, caf::scoped_actor& self) {
-  const request_id late = e.submit(greedy(std::vector<token_id>(8, 5), 4), self);
+void check_refused_later(engine& e, event_queue& self) {
+  const request_id late = e.submit(greedy(std::vector<token_id>(8, 5), 4), self.sink());
   outcome o;
   collect_within(self, 1, o, 2s);
   CHECK(o.terminal.at(late).kind == event_kind::rejected);
@@ -78,11 +76,11 @@ void check_refused_later(engine& e, caf::scoped_actor& self) {
 
 // Submits n requests, which must all end with `internal` within 5 s; returns what the failure
 // listener was told (once).
-std::string fail_requests(engine& e, caf::scoped_actor& self, size_t n, outcome& o) {
+std::string fail_requests(engine& e, event_queue& self, size_t n, outcome& o) {
   told listeners;
   listeners.listen(e);
   for (size_t i = 0; i < n; ++i)
-    e.submit(greedy(std::vector<token_id>(16, static_cast<token_id>(7 + i)), 100), self);
+    e.submit(greedy(std::vector<token_id>(16, static_cast<token_id>(7 + i)), 100), self.sink());
   collect_within(self, n, o, 5s);
   check_all_internal(o);
   const auto whys = told_within(listeners, 2s);
@@ -95,7 +93,7 @@ std::string fail_requests(engine& e, caf::scoped_actor& self, size_t n, outcome&
 TEST_CASE("a backend step that throws fails the engine: every request ends with internal at once",
           "[engine][faults]") {
   auto e = start_scripted({}, {.fault_at = 3});
-  caf::scoped_actor self{e->system()};
+  event_queue self(*e);
   outcome o;
   const std::string why = fail_requests(*e, self, 6, o);
   CHECK_THAT(why, Catch::Matchers::Contains("worker stopped") && Catch::Matchers::Contains("step 3 fails"));
@@ -111,7 +109,7 @@ TEST_CASE("a backend step that never returns fails the engine after step_timeout
   auto hang = std::make_shared<gate>();
   auto e = start_scripted({.step_timeout_ms = 300}, {.fault_at = 3, .hang = hang});
   const open_at_exit opener{hang};
-  caf::scoped_actor self{e->system()};
+  event_queue self(*e);
   outcome o;
   const std::string why = fail_requests(*e, self, 4, o);
   for (const auto& [id, ev] : o.terminal)
@@ -122,8 +120,8 @@ TEST_CASE("a backend step that never returns fails the engine after step_timeout
 
 TEST_CASE("a step that takes long but returns is no failure", "[engine][faults]") {
   auto e = start_scripted({.step_timeout_ms = 400}, {.delay = 100ms});
-  caf::scoped_actor self{e->system()};
-  const request_id id = e->submit(greedy(std::vector<token_id>(8, 11), 8), self);
+  event_queue self(*e);
+  const request_id id = e->submit(greedy(std::vector<token_id>(8, 11), 8), self.sink());
   outcome o;
   collect_within(self, 1, o, 20s);
   CHECK(o.terminal.at(id).kind == event_kind::done);
@@ -140,7 +138,7 @@ TEST_CASE("keep-alive pings come from the engine's loop and stop when a step han
   const open_at_exit opener{hang};
   std::this_thread::sleep_for(200ms);
   CHECK(pings->load() >= 3);  // idle: ~10 intervals; a loaded machine may delay some
-  caf::scoped_actor self{e->system()};
+  event_queue self(*e);
   outcome o;
   fail_requests(*e, self, 2, o);  // step 3 hangs, then the engine fails
   const int at_failure = pings->load();
@@ -159,10 +157,10 @@ TEST_CASE("the request_end hook hears every request end, refusals too", "[engine
                                      std::lock_guard lock(h->m);
                                      h->records.push_back(r);
                                    }});
-  caf::scoped_actor self{e->system()};
-  const request_id a = e->submit(greedy(std::vector<token_id>(8, 11), 5), self);
-  const request_id b = e->submit(greedy(std::vector<token_id>(4, 12), 3), self);
-  const request_id too_long = e->submit(greedy(std::vector<token_id>(100000, 13), 3), self);
+  event_queue self(*e);
+  const request_id a = e->submit(greedy(std::vector<token_id>(8, 11), 5), self.sink());
+  const request_id b = e->submit(greedy(std::vector<token_id>(4, 12), 3), self.sink());
+  const request_id too_long = e->submit(greedy(std::vector<token_id>(100000, 13), 3), self.sink());
   outcome o;
   collect_within(self, 3, o, 20s);
   CHECK(o.terminal.at(too_long).kind == event_kind::rejected);

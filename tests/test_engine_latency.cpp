@@ -65,14 +65,12 @@ measured run(const std::string& policy) {
   cfg.tenants = {{.name = "voice", .cls = tenant_class::interactive},
                  {.name = "nightly", .cls = tenant_class::background}};
   auto e = start_engine(cfg, 8192, 16, tiny(2048));
-  caf::scoped_actor voice{e->system()}, long_prompt{e->system()};
-  // (An argument: CAF 0.17 spawns argument-less function actors through a null reference.)
-  auto drop = e->system().spawn(
-      [](caf::event_based_actor*, int) -> caf::behavior { return {[](const request_event&) {}}; }, 0);
+  event_queue voice(*e), long_prompt(*e);
+  const auto drop = e->open_sink([](request_event&) {});
   std::mt19937_64 rng(31);
   const auto long_submitted = clock_type::now();
-  e->submit(greedy(random_prompt(1500, 32000, rng), 4, "nightly"), long_prompt);
-  for (size_t i = 0; i < n_flood; ++i) e->submit(greedy(random_prompt(8, 32000, rng), 4, "nightly"), drop);
+  e->submit(greedy(random_prompt(1500, 32000, rng), 4, "nightly"), long_prompt.sink());
+  for (size_t i = 0; i < n_flood; ++i) e->submit(greedy(random_prompt(8, 32000, rng), 4, "nightly"), *drop);
   measured out;
   time_steps(*e, 2);  // warm up
   out.step_ms = time_steps(*e, 6);
@@ -81,38 +79,38 @@ measured run(const std::string& policy) {
   REQUIRE(e->set_tenants(cfg.tenants));
   std::mt19937_64 voice_rng(7);
   const auto voice_submitted = clock_type::now();
-  e->submit(greedy(random_prompt(16, 32000, voice_rng), 10, "voice"), voice);
+  e->submit(greedy(random_prompt(16, 32000, voice_rng), 10, "voice"), voice.sink());
   const auto cap = std::chrono::duration<double, std::milli>(cap_steps * out.step_ms);
   const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(cap);
   bool ended = false, timed_out = false;
   while (!ended && !timed_out) {
     const auto left = out.tokens == 0 ? deadline - clock_type::now() : std::chrono::seconds(120);
-    voice->receive(
-        [&](request_event& ev) {
-          if (ev.kind == event_kind::token) ++out.tokens;
-          if (!ev.terminal()) return;
-          ended = true;
-          CHECK(ev.kind == event_kind::done);
-          out.ttft_ms = ev.time.ttft_ms;
-          out.mean_itl_ms = ev.time.mean_itl_ms;
-        },
-        caf::after(
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::max(left, clock_type::duration(0)))) >>
-            [&] { timed_out = true; });
+    auto ev = voice.next(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::max(left, clock_type::duration(0))));
+    if (!ev) {
+      timed_out = true;
+      continue;
+    }
+    if (ev->kind == event_kind::token) ++out.tokens;
+    if (!ev->terminal()) continue;
+    ended = true;
+    CHECK(ev->kind == event_kind::done);
+    out.ttft_ms = ev->time.ttft_ms;
+    out.mean_itl_ms = ev->time.mean_itl_ms;
   }
   if (timed_out) REQUIRE(out.tokens == 0);  // only the wait for the first token is capped
   // Whether the long prompt was still being prefilled when the interactive request arrived: it
   // had no first token by then (or none at all before the engine stopped).
   e->shutdown();
   for (bool long_ended = false; !long_ended;) {
-    long_prompt->receive([&](request_event& ev) {
-      if (!ev.terminal()) return;
-      long_ended = true;
-      const auto first_token =
-          long_submitted + std::chrono::duration_cast<clock_type::duration>(
-                               std::chrono::duration<double, std::milli>(ev.time.ttft_ms));
-      out.long_prompt_unfinished = ev.time.ttft_ms == 0 || first_token > voice_submitted;
-    });
+    auto ev = long_prompt.next(std::chrono::seconds(120));
+    REQUIRE(ev);
+    if (!ev->terminal()) continue;
+    long_ended = true;
+    const auto first_token =
+        long_submitted + std::chrono::duration_cast<clock_type::duration>(
+                             std::chrono::duration<double, std::milli>(ev->time.ttft_ms));
+    out.long_prompt_unfinished = ev->time.ttft_ms == 0 || first_token > voice_submitted;
   }
   return out;
 }

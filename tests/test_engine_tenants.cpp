@@ -28,11 +28,11 @@ TEST_CASE("a tenant over its quota is rejected with the right code while the oth
                  {.name = "meter", .quota = {.tokens_per_minute = 100}},
                  {.name = "parent"}};
   auto e = start_engine(cfg);
-  caf::scoped_actor self{e->system()};
+  event_queue self(*e);
   std::mt19937_64 rng(21);
   std::vector<request_id> order;  // ids in the order their events arrive
   auto submit = [&](const std::string& tenant, size_t n_prompt, uint32_t max_tokens) {
-    return e->submit(greedy(random_prompt(n_prompt, 32000, rng), max_tokens, tenant), self);
+    return e->submit(greedy(random_prompt(n_prompt, 32000, rng), max_tokens, tenant), self.sink());
   };
   const request_id long_prompt = submit("kid", 100, 4);
   // One kid request runs, two may wait; each takes 30 steps, so the rest of this burst (sent
@@ -47,14 +47,10 @@ TEST_CASE("a tenant over its quota is rejected with the right code while the oth
   const size_t n = 1 + kid.size() + 3 + parent.size();
   outcome o;
   while (o.terminal.size() < n) {
-    bool timed_out = false;
-    self->receive(
-        [&](request_event& ev) {
-          order.push_back(ev.id);
-          record(ev, o);
-        },
-        caf::after(std::chrono::seconds(120)) >> [&] { timed_out = true; });
-    REQUIRE_FALSE(timed_out);
+    auto ev = self.next(std::chrono::seconds(120));
+    REQUIRE(ev);
+    order.push_back(ev->id);
+    record(*ev, o);
   }
   CHECK(o.terminal.at(long_prompt).reason == reject_reason::too_long);
   CHECK_THAT(o.terminal.at(long_prompt).message, Catch::Contains("max_prompt_tokens"));
@@ -97,19 +93,19 @@ TEST_CASE("set_tenants applies new quotas to the next request and refuses a bad 
   engine_config cfg{.policy = "household"};
   cfg.tenants = {{.name = "kid", .quota = {.max_prompt_tokens = 8}}};
   auto e = start_engine(cfg);
-  caf::scoped_actor self{e->system()};
+  event_queue self(*e);
   std::mt19937_64 rng(22);
-  const request_id before = e->submit(greedy(random_prompt(12, 32000, rng), 4, "kid"), self);
+  const request_id before = e->submit(greedy(random_prompt(12, 32000, rng), 4, "kid"), self.sink());
   // A name used twice: refused, and the table in force stays as it was.
   const auto bad = e->set_tenants({{.name = "kid"}, {.name = "kid"}});
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == errc::invalid_argument);
-  const request_id still = e->submit(greedy(random_prompt(12, 32000, rng), 4, "kid"), self);
+  const request_id still = e->submit(greedy(random_prompt(12, 32000, rng), 4, "kid"), self.sink());
   REQUIRE(e->set_tenants(
       {{.name = "kid", .cls = tenant_class::interactive, .quota = {.max_prompt_tokens = 16}}}));
-  const request_id after = e->submit(greedy(random_prompt(12, 32000, rng), 4, "kid"), self);
+  const request_id after = e->submit(greedy(random_prompt(12, 32000, rng), 4, "kid"), self.sink());
   REQUIRE(e->set_tenants({}));  // back to no tenant configuration
-  const request_id none = e->submit(greedy(random_prompt(40, 32000, rng), 4, "kid"), self);
+  const request_id none = e->submit(greedy(random_prompt(40, 32000, rng), 4, "kid"), self.sink());
   outcome o;
   collect(self, 4, o);
   CHECK(o.terminal.at(before).reason == reject_reason::too_long);
@@ -124,12 +120,12 @@ TEST_CASE("names outside the tenant table cost bounded memory, and one tenant's 
   engine_config cfg{.max_batched_tokens = 64, .max_seqs = 16};
   cfg.tenants = {{.name = "listed"}};
   auto e = start_engine(cfg);
-  caf::scoped_actor self{e->system()};
+  event_queue self(*e);
   // 300 names, each refused at admission (prompt + max_tokens beyond the context of 512).
   const size_t n_names = 300;
   for (size_t i = 0; i < n_names; ++i)
-    e->submit(greedy(std::vector<token_id>(400, 5), 200, "guest-" + std::to_string(i)), self);
-  e->submit(greedy(std::vector<token_id>(400, 5), 200, "listed"), self);
+    e->submit(greedy(std::vector<token_id>(400, 5), 200, "guest-" + std::to_string(i)), self.sink());
+  e->submit(greedy(std::vector<token_id>(400, 5), 200, "listed"), self.sink());
   outcome o;
   collect(self, n_names + 1, o);
   const auto all = *e->metrics();

@@ -1,5 +1,5 @@
 #pragma once
-// Engine events to the HTTP threads. The gateway's one sink actor hands every event to the hub,
+// Engine events to the HTTP threads. The gateway's one event sink hands every event to the hub,
 // which puts it in the channel of its request; the thread serving that request (cpp-httplib's
 // connection thread) waits on its channel alone. One lock for the table, one per channel: a
 // burst of tokens for one stream wakes that stream's thread once.

@@ -110,10 +110,10 @@ struct gateway::impl {
   std::thread listener;
   std::string endpoint;
   int port = 0;
-  // Shared with the sink actor, which may hand over an event after the gateway is gone.
+  // Shared with the event sink, which may hand over an event after the gateway is gone.
   std::shared_ptr<event_hub> hub = std::make_shared<event_hub>();
   std::shared_ptr<failure_slot> failure_listener = std::make_shared<failure_slot>();
-  caf::actor sink;
+  std::unique_ptr<event_sink> sink;
   api_limits limits;
   chat_format chat = chat_format::plain;  // the served model's family: how its calls are written
   std::atomic<bool> draining{false}, stopped{false};
@@ -247,7 +247,7 @@ struct gateway::impl {
     auto r = engine_request_for(*a, std::move(*tenant));
     if (!r) return refuse(res, r.error(), openai);
     st->channel = hub->open(rid);
-    eng.submit(rid, std::move(*r), sink);
+    eng.submit(rid, std::move(*r), *sink);
     // The first event decides the status line: accepted, or a refusal (429, 503, 400 ...).
     while (st->pending.empty()) st->pending = st->channel->take(channel_wait);
     if (st->pending.front().kind != event_kind::accepted)
@@ -428,7 +428,7 @@ result<std::unique_ptr<gateway>> gateway::start(engine& e, gateway_options opt) 
   if (auto st = p->bind(); !st) return st.error();
   p->routes();
   impl* raw = p.get();
-  p->sink = e.spawn_sink([hub = p->hub](request_event& ev) { hub->deliver(std::move(ev)); });
+  p->sink = e.open_sink([hub = p->hub](request_event& ev) { hub->deliver(std::move(ev)); });
   p->failure_listener->on_failure = [raw](const std::string& why) { raw->on_engine_failure(why); };
   e.on_failure([slot = p->failure_listener](const std::string& why) {
     std::lock_guard lock(slot->m);
@@ -478,7 +478,7 @@ void gateway::stop(std::chrono::milliseconds grace) {
   p->await_replies(std::chrono::milliseconds(1000));
   p->svr.stop();
   p->listener.join();  // cpp-httplib's pool is joined too: no thread of it touches the engine now
-  caf::anon_send_exit(p->sink, caf::exit_reason::user_shutdown);
+  p->sink.reset();
   std::lock_guard lock(p->failure_listener->m);
   p->failure_listener->on_failure = nullptr;
 }

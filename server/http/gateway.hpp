@@ -3,10 +3,10 @@
 // engine as the ZeroMQ gateway, with the same tenants, quotas and policies, through the same
 // request path (server/request_path.hpp). cpp-httplib serves each connection on a thread of a
 // fixed pool; a request's thread tokenizes its prompt, submits it, and waits on the request's
-// own event channel (event_hub.hpp), fed by one sink actor:
+// own event channel (event_hub.hpp), fed by one event sink:
 //
 //   client ─► pool thread: parse, tokenize, engine::submit ─┐
-//   engine ─► sink actor ─► event_hub ─► the request's channel ─► pool thread writes the reply
+//   engine ─► event sink ─► event_hub ─► the request's channel ─► pool thread writes the reply
 //
 // A stream holds its connection's thread from its first byte to its last (cpp-httplib writes a
 // chunked reply from the thread that serves the connection), not a thread per token: the pool's

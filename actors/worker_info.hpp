@@ -1,0 +1,28 @@
+#pragma once
+// What the engine API says about its worker, and how it is given a backend: no CAF here, so the
+// engine's face (engine.hpp) is free of it.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/result.hpp"
+#include "kernels/backend.hpp"
+
+namespace hearth {
+
+//! What a worker reports once it is pinned and its backend is loaded.
+struct worker_info {
+  uint32_t n_ctx = 0;
+  uint32_t n_vocab = 0;
+  uint32_t n_blocks = 0;
+  uint32_t block_size = 0;
+  uint32_t threads = 0;
+  std::string cpus;  //!< the cpuset it is bound to, or "" when not pinned
+};
+
+//! Builds the worker's backend, on the worker's thread.
+using backend_factory = std::function<result<std::unique_ptr<backend>>()>;
+
+}  // namespace hearth
