@@ -8,7 +8,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"Hearth: one home server, one model, many household services"};
-  app.set_version_flag("--version", "hearth 0.1.0");
+  app.set_version_flag("--version", "hearth " HEARTH_VERSION);  // project(VERSION) in CMakeLists.txt
   app.require_subcommand(1);
   int exit_code = 0;
   hearth::cli::add_model_commands(app, exit_code);

@@ -5,8 +5,8 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkgconf git
-  catch2 libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev
-  libcaf-dev libdnnl-dev ocl-icd-opencl-dev libtbb-dev libtbbbind-2-5 libhwloc-dev
+  catch2 libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
+  libcaf-dev libdnnl-dev ocl-icd-opencl-dev libhwloc-dev  # oneTBB: not used, see docs/threads.md
   libzmq3-dev cppzmq-dev libcpp-httplib-dev python3-zmq libsystemd-dev
   python3-prometheus-client  # parses /metrics in its test
   clang libclang-rt-14-dev libomp-dev nodejs
