@@ -29,7 +29,8 @@ engine::engine(std::shared_ptr<const tokenizer> tok)
 result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
                                               backend_factory make_backend, engine_hooks hooks) {
   if (auto st = check(cfg); !st) return st.error();
-  if (!make_policy(cfg.policy)) return error{errc::invalid_argument, "engine config: unknown policy '" + cfg.policy + "'"};
+  if (!make_policy(cfg.policy))
+    return error{errc::invalid_argument, "engine config: " + unknown_policy_message(cfg.policy)};
   std::unique_ptr<engine> e(new engine(std::move(tok)));
   auto& sys = *e->system_;
   // The first worker loads the model. A decode worker (disaggregated) on the same NUMA nodes
@@ -140,7 +141,7 @@ status<> engine::set_policy(const std::string& name) {
   caf::scoped_actor self{*system_};
   bool ok = false;
   self->request(scheduler_, caf::infinite, policy_atom::value, name).receive([&](bool b) { ok = b; }, [](caf::error&) {});
-  if (!ok) return error{errc::invalid_argument, "unknown policy '" + name + "'"};
+  if (!ok) return error{errc::invalid_argument, unknown_policy_message(name)};
   return {};
 }
 

@@ -7,7 +7,7 @@ packages=(
   g++ cmake ninja-build pkgconf git
   catch2 libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev
   libcaf-dev libdnnl-dev ocl-icd-opencl-dev libtbb-dev libtbbbind-2-5 libhwloc-dev
-  libzmq3-dev cppzmq-dev libcpp-httplib-dev python3-zmq libsystemd-dev
+  libzmq3-dev cppzmq-dev libcpp-httplib-dev python3-zmq python3-venv python3-pip libsystemd-dev
   clang libclang-rt-14-dev libomp-dev nodejs
   dpkg-dev systemd  # cpack -G DEB's dependency list (dpkg-shlibdeps); systemd-analyze for the unit's test
 )

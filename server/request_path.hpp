@@ -26,6 +26,7 @@ struct model_card {
   std::string chat_format;
   uint32_t n_ctx = 0;
   uint32_t n_vocab = 0;
+  bool generated = false;  //!< a `hearth model make` file: random weights (model_maker.hpp)
 };
 
 //! A request refused or ended without `done`, as its client is told: a code of

@@ -103,8 +103,10 @@ class stream {
 
 class client {
  public:
-  //! Connects and checks that the server answers a ping within connect_timeout (a CURVE key the
-  //! server refuses, or no server at all, ends in a `timeout`).
+  //! Connects and checks that the server answers a ping within connect_timeout. A refused
+  //! connection (no server there) ends at once in `unreachable`; a CURVE key the server refuses,
+  //! or a host that never answers, in a `timeout`; an endpoint without a scheme in `bad_request`
+  //! ("did you mean tcp://...?").
   static outcome<std::unique_ptr<client>> connect(options opt);
   ~client();
   client(const client&) = delete;

@@ -28,8 +28,9 @@ namespace hearth::client {
 
 //! A failed call: a protocol error code (bad_request, too_long, unauthorized, over_quota,
 //! queue_full, shutting_down, cancelled, internal) or one of the client's own: `timeout`
-//! (nothing arrived in time), `transport` (the socket failed), `protocol` (the server's reply
-//! was not protocol v1).
+//! (nothing arrived in time), `unreachable` (connect: nothing listens at the endpoint, the
+//! connection was refused), `transport` (the socket failed), `protocol` (the server's reply
+//! was not protocol v1); connect's `bad_request` is a bad endpoint or key.
 struct error {
   std::string code;
   std::string message;
