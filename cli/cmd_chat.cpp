@@ -246,7 +246,11 @@ int run_chat(const chat_args& a) {
     opt.tenant.clear();  // the server knows who we are from the key
   }
   auto c = client::client::connect(opt);
-  if (!c) return c.error().code == "bad_request" ? fail(c.error().message) : report(c.error());
+  if (!c) {
+    if (c.error().code == "bad_request") return fail(c.error().message);
+    (void)report(c.error());
+    return exit_unreachable;  // no server, a refused key or handshake, silence: all exit 2
+  }
   note_generated_model(**c);
   if (!a.question.empty()) {
     std::string q;

@@ -35,13 +35,19 @@ int poll_once(zmq::pollitem_t& item, std::chrono::milliseconds timeout) {
   }
 }
 
-// libzmq retries a refused connection for ever, quietly; its socket monitor tells a refusal
-// from a connection at once.
-enum class first_attempt { connected, refused, pending };
+// libzmq retries a refused connection for ever, quietly, and says nothing of a handshake the
+// server refused; its socket monitor tells each outcome at once.
+enum class first_attempt { handshaken, refused, key_refused, handshake_failed, pending };
 constexpr const char* monitor_endpoint = "inproc://hearth-client-monitor";
+constexpr int monitored_events = ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
 
-//! What the socket's first connection attempt did by `deadline`, as its monitor reports it.
+//! What the socket's first connection did by `deadline`, as its monitor reports it. A retry
+//! counts as a refusal only before the connection was made (after a failed handshake libzmq
+//! retries too).
 first_attempt watch_first_attempt(zmq::socket_t& monitor, clock_type::time_point deadline) {
+  bool connected = false;
   for (;;) {
     zmq::pollitem_t item{monitor.handle(), 0, ZMQ_POLLIN, 0};
     if (poll_once(item, ms_until(deadline)) == 0) {
@@ -54,8 +60,20 @@ first_attempt watch_first_attempt(zmq::socket_t& monitor, clock_type::time_point
     if (event.more()) (void)monitor.recv(address);
     uint16_t number = 0;
     if (event.size() >= sizeof number) std::memcpy(&number, event.data(), sizeof number);
-    if (number == ZMQ_EVENT_CONNECTED) return first_attempt::connected;
-    if (number == ZMQ_EVENT_CONNECT_RETRIED) return first_attempt::refused;
+    switch (number) {
+      case ZMQ_EVENT_CONNECTED:
+        connected = true;
+        break;
+      case ZMQ_EVENT_CONNECT_RETRIED:
+        if (!connected) return first_attempt::refused;
+        break;
+      case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+        return first_attempt::handshaken;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+        return first_attempt::key_refused;  // the server's ZAP handler said no
+      default:                              // the server's key is not the one given, or CURVE met no CURVE
+        return first_attempt::handshake_failed;
+    }
   }
 }
 
@@ -168,8 +186,7 @@ outcome<std::unique_ptr<client>> client::connect(options opt) {
       set_key(s, zmq::sockopt::curve_publickey, c->opt_.keys.public_key);
       set_key(s, zmq::sockopt::curve_secretkey, c->opt_.keys.secret_key);
     }
-    if (zmq_socket_monitor(s.handle(), monitor_endpoint, ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED) !=
-        0)
+    if (zmq_socket_monitor(s.handle(), monitor_endpoint, monitored_events) != 0)
       throw zmq::error_t();
     monitor.set(zmq::sockopt::linger, 0);
     monitor.connect(monitor_endpoint);
@@ -179,11 +196,22 @@ outcome<std::unique_ptr<client>> client::connect(options opt) {
   }
   const first_attempt attempt = watch_first_attempt(monitor, deadline);
   (void)zmq_socket_monitor(s.handle(), nullptr, 0);
-  if (attempt == first_attempt::refused) return error{"unreachable", "no server at " + c->opt_.endpoint};
+  const std::string& ep = c->opt_.endpoint;
+  if (attempt == first_attempt::refused) return error{"unreachable", "no server at " + ep};
+  if (attempt == first_attempt::key_refused)
+    return error{"unauthorized", std::string("the server at ")
+                                     .append(ep)
+                                     .append(" refused this client's key: its tenants list no ")
+                                     .append(c->opt_.keys.public_key)};
+  if (attempt == first_attempt::handshake_failed)
+    return error{"handshake", std::string("the handshake with ")
+                                  .append(ep)
+                                  .append(" failed: is the server key its public one, and does the server use "
+                                          "CURVE? (a development-mode server takes no keys, a CURVE server needs them)")};
   const error silent{"timeout",
                      "no answer from " + c->opt_.endpoint + " within " +
                          std::to_string(c->opt_.connect_timeout.count()) +
-                         " ms (is `hearth serve` running there, and does it accept this client's key?)"};
+                         " ms (is a `hearth serve` listening there?)"};
   if (attempt == first_attempt::pending) return silent;
   // The ping has what is left of connect_timeout.
   const auto reply_timeout = c->opt_.reply_timeout;

@@ -121,11 +121,14 @@ grep -qF "server public key $server_pub" "$dir/curve.out" || fail "serve does no
 # --server-key takes the server.pub keygen wrote as well as the key's text.
 curve_text=$("$hearth" chat -e "$endpoint" --server-key "$dir/server.pub" --key "$dir/client.key" --temperature 0 -n 16 "$q")
 [ "$curve_text" = "$served" ] || fail "CURVE chat '$curve_text' differs from '$served'"
-rc=0; "$hearth" chat -e "$endpoint" --timeout 1000 hi >/dev/null 2>&1 || rc=$?
-[ "$rc" -eq 2 ] || fail "chat without keys to a CURVE server: exit $rc, expected 2"
+# Refused at the handshake, each said at once (not after --timeout's 30 s).
+rc=0; timeout 10 "$hearth" chat -e "$endpoint" hi >/dev/null 2>"$dir/nokeys.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "handshake: the handshake with $endpoint failed" "$dir/nokeys.err" ||
+  fail "chat without keys to a CURVE server: exit $rc, expected 2: $(cat "$dir/nokeys.err")"
 "$hearth" keygen -o "$dir/stranger.key" >/dev/null 2>&1
-rc=0; "$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/stranger.key" --timeout 1000 hi >/dev/null 2>&1 || rc=$?
-[ "$rc" -eq 2 ] || fail "chat with an unknown key: exit $rc, expected 2"
+rc=0; timeout 10 "$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/stranger.key" hi >/dev/null 2>"$dir/stranger.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -qF "unauthorized: the server at $endpoint refused this client's key: its tenants list no $(cat "$dir/stranger.pub")" "$dir/stranger.err" ||
+  fail "chat with an unknown key: exit $rc, expected 2: $(cat "$dir/stranger.err")"
 # The server logs each refused handshake: where from, and the key it does not know.
 stranger_pub=$(cat "$dir/stranger.pub")
 grep -qF "refused a handshake from 127.0.0.1: CURVE key $stranger_pub is listed for no tenant" "$dir/curve.err" ||
