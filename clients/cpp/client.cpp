@@ -39,9 +39,9 @@ int poll_once(zmq::pollitem_t& item, std::chrono::milliseconds timeout) {
 // server refused; its socket monitor tells each outcome at once.
 enum class first_attempt { handshaken, refused, key_refused, handshake_failed, pending };
 constexpr const char* monitor_endpoint = "inproc://hearth-client-monitor";
-constexpr int monitored_events = ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
-                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                                 ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+constexpr int monitored_events = ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED |
+                                 ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
 
 //! What the socket's first connection did by `deadline`, as its monitor reports it. A retry
 //! counts as a refusal only before the connection was made (after a failed handshake libzmq
@@ -186,8 +186,7 @@ outcome<std::unique_ptr<client>> client::connect(options opt) {
       set_key(s, zmq::sockopt::curve_publickey, c->opt_.keys.public_key);
       set_key(s, zmq::sockopt::curve_secretkey, c->opt_.keys.secret_key);
     }
-    if (zmq_socket_monitor(s.handle(), monitor_endpoint, monitored_events) != 0)
-      throw zmq::error_t();
+    if (zmq_socket_monitor(s.handle(), monitor_endpoint, monitored_events) != 0) throw zmq::error_t();
     monitor.set(zmq::sockopt::linger, 0);
     monitor.connect(monitor_endpoint);
     s.connect(c->opt_.endpoint);
@@ -204,14 +203,14 @@ outcome<std::unique_ptr<client>> client::connect(options opt) {
                                      .append(" refused this client's key: its tenants list no ")
                                      .append(c->opt_.keys.public_key)};
   if (attempt == first_attempt::handshake_failed)
-    return error{"handshake", std::string("the handshake with ")
-                                  .append(ep)
-                                  .append(" failed: is the server key its public one, and does the server use "
-                                          "CURVE? (a development-mode server takes no keys, a CURVE server needs them)")};
-  const error silent{"timeout",
-                     "no answer from " + c->opt_.endpoint + " within " +
-                         std::to_string(c->opt_.connect_timeout.count()) +
-                         " ms (is a `hearth serve` listening there?)"};
+    return error{"handshake",
+                 std::string("the handshake with ")
+                     .append(ep)
+                     .append(" failed: is the server key its public one, and does the server use "
+                             "CURVE? (a development-mode server takes no keys, a CURVE server needs them)")};
+  const error silent{"timeout", "no answer from " + c->opt_.endpoint + " within " +
+                                    std::to_string(c->opt_.connect_timeout.count()) +
+                                    " ms (is a `hearth serve` listening there?)"};
   if (attempt == first_attempt::pending) return silent;
   // The ping has what is left of connect_timeout.
   const auto reply_timeout = c->opt_.reply_timeout;
