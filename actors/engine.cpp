@@ -84,7 +84,8 @@ engine::engine(std::shared_ptr<const tokenizer> tok)
 result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
                                               backend_factory make_backend, engine_hooks hooks) {
   if (auto st = check(cfg); !st) return st.error();
-  if (!make_policy(cfg.policy)) return error{errc::invalid_argument, "engine config: unknown policy '" + cfg.policy + "'"};
+  if (!make_policy(cfg.policy))
+    return error{errc::invalid_argument, "engine config: " + unknown_policy_message(cfg.policy)};
   std::unique_ptr<engine> e(new engine(std::move(tok)));
   auto& a = *e->actors_;
   auto& sys = a.system;
@@ -182,7 +183,7 @@ status<> engine::set_policy(const std::string& name) {
     self->request(actors_->scheduler, caf::infinite, policy_atom::value, name)
         .receive([&](bool b) { out = b; }, [](caf::error&) {});
   });
-  if (!ok || !*ok) return error{errc::invalid_argument, "unknown policy '" + name + "'"};
+  if (!ok || !*ok) return error{errc::invalid_argument, unknown_policy_message(name)};
   return {};
 }
 

@@ -11,6 +11,7 @@
 #include "cli/cmd_bench_household.hpp"
 #include "cli/commands.hpp"
 #include "common/text_file.hpp"
+#include "policies/policy.hpp"
 
 namespace hearth::cli {
 namespace {
@@ -78,7 +79,9 @@ void add_bench_serve_command(CLI::App& bench, int& exit_code) {
   cmd->add_option("--max-batched-tokens", e.max_batched_tokens, "Tokens per step")->capture_default_str();
   cmd->add_option("--long-prefill-threshold", e.long_prefill_threshold, "Prefill chunk per request (0: none)")
       ->capture_default_str();
-  cmd->add_option("--policy", e.policy, "Scheduling policy")->capture_default_str();
+  cmd->add_option("--policy", e.policy, "Scheduling policy")
+      ->check(CLI::IsMember(policy_names()))
+      ->capture_default_str();
   cmd->add_option("--mode", a->h.mode, "Placement")
       ->check(CLI::IsMember({"colocated", "disaggregated"}))
       ->capture_default_str();

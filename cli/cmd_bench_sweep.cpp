@@ -10,6 +10,7 @@
 #include "cli/cmd_bench_household.hpp"
 #include "cli/commands.hpp"
 #include "common/text_file.hpp"
+#include "policies/policy.hpp"
 
 namespace hearth::cli {
 namespace {
@@ -127,7 +128,10 @@ void add_bench_sweep_command(CLI::App& bench, int& exit_code) {
   cmd->add_option("--long-prefill-threshold", g.long_prefill_threshold, "Grid: prefill chunk (0: none)")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--policy", g.policy, "Grid: scheduling policies")->delimiter(',')->capture_default_str();
+  cmd->add_option("--policy", g.policy, "Grid: scheduling policies")
+      ->delimiter(',')
+      ->check(CLI::IsMember(policy_names()))
+      ->capture_default_str();
   cmd->add_option("--mode", a->modes, "Grid: placements")
       ->delimiter(',')
       ->check(CLI::IsMember({"colocated", "disaggregated"}))

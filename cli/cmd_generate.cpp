@@ -15,6 +15,7 @@
 #include "kernels/sampler.hpp"
 #include "model/chat_prompt.hpp"
 #include "model/gguf.hpp"
+#include "model/model_maker.hpp"
 #include "model/tokenizer.hpp"
 
 namespace hearth::cli {
@@ -50,6 +51,7 @@ result<std::vector<token_id>> prompt_tokens(const tokenizer& tok, const generate
 struct loaded_model {
   tokenizer tok;
   std::unique_ptr<cpu_backend> backend;
+  bool generated = false;  //!< random weights (is_generated_model)
 };
 
 result<loaded_model> load(const generate_args& a, compute_type ct, kernel_choice kernels) {
@@ -65,7 +67,7 @@ result<loaded_model> load(const generate_args& a, compute_type ct, kernel_choice
            .progress = [&](uint64_t done, uint64_t total) { loading.update(done, total); }});
   loading.finish();
   if (!be) return be.error();
-  return loaded_model{std::move(*tok), std::move(*be)};
+  return loaded_model{std::move(*tok), std::move(*be), is_generated_model(*f)};
 }
 
 int run_generate(const generate_args& a) {
@@ -73,7 +75,7 @@ int run_generate(const generate_args& a) {
   if (!smp) return fail(smp.error().message);
   auto loaded = load(a, apply_compute_args(a.compute), kernels_of(a.compute));
   if (!loaded) return fail(loaded.error().message);
-  auto& [tok, backend] = *loaded;
+  auto& [tok, backend, generated] = *loaded;
   const uint32_t n_ctx = backend->params().n_ctx_train;
   auto prompt = prompt_tokens(tok, a);
   if (!prompt) return fail(prompt.error().message);
@@ -82,6 +84,8 @@ int run_generate(const generate_args& a) {
   if (n_prompt == 0 || n_prompt >= n_ctx) {
     return fail("prompt of " + std::to_string(n_prompt) + " tokens does not fit the context of " + std::to_string(n_ctx));
   }
+  // Once nothing else can fail (a refusal stays one line): the text to come is noise.
+  if (generated) std::fprintf(stderr, "hearth: %s\n", generated_model_note(a.model).c_str());
   // One sequence owns the whole pool, its blocks in order.
   std::vector<uint32_t> blocks(backend->kv().n_blocks());
   std::iota(blocks.begin(), blocks.end(), 0u);

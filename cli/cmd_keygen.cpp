@@ -1,7 +1,10 @@
 // hearth keygen: a CURVE key pair for the server or a client, written to a file only its owner
-// can read (mode 0600; format in clients/cpp/keys.hpp). Prints the public key on stdout: the
-// server's goes to its clients, a client's into the server's tenants file.
+// can read (mode 0600; format in clients/cpp/keys.hpp), and its public key alone beside it
+// (mode 0644): server.key -> server.pub, as an ssh key's .pub (other names: FILE.pub).
+// Prints the public key on stdout too: the server's goes to its clients, a client's into the
+// server's tenants file.
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
@@ -11,11 +14,24 @@ namespace hearth::cli {
 namespace {
 
 int run_keygen(const std::string& path) {
+  std::filesystem::path pub(path);
+  if (pub.extension() == ".key")
+    pub.replace_extension(".pub");
+  else
+    pub += ".pub";
+  const std::string pub_path = pub.string();
+  // Neither file is written when either exists: a pair is never split.
+  for (const auto& p : {path, pub_path})
+    if (std::error_code ec; std::filesystem::exists(p, ec)) return fail(p + ": exists (never overwritten)");
   auto keys = client::generate_key_pair();
   if (!keys) return fail(keys.error().message);
   if (auto st = client::write_key_file(path, *keys); !st) return fail(st.error().message);
+  if (auto st = client::write_public_key_file(pub_path, keys->public_key); !st)
+    return fail(st.error().message);
   std::printf("%s\n", keys->public_key.c_str());
-  std::fprintf(stderr, "hearth: wrote %s (mode 0600: it holds the secret key); the public key is above\n", path.c_str());
+  std::fprintf(stderr,
+               "hearth: wrote %s (mode 0600: it holds the secret key) and %s (the public key, above)\n",
+               path.c_str(), pub_path.c_str());
   return 0;
 }
 

@@ -25,6 +25,7 @@
 #include "model/hparams.hpp"
 #include "model/model_maker.hpp"
 #include "policies/policy.hpp"
+#include "server/endpoint.hpp"
 #include "server/gateway.hpp"
 #include "server/http/gateway.hpp"
 #include "server/serve_config.hpp"
@@ -71,6 +72,8 @@ result<server::serve_config> configure(const serve_args& a) {
   if (!a.kernels.empty()) c.kernels = a.kernels;
   if (a.threads >= 0) c.engine.threads_per_worker = static_cast<uint32_t>(a.threads);
   if (auto st = server::check_tenant_keys(c); !st) return st.error();
+  // Before the default model is written: a mistyped --endpoint is told at once.
+  if (auto st = server::check_bindable(c.endpoint); !st) return st.error();
   if (c.model_path.empty()) {
     if (auto st = ensure_default_model(); !st) return st.error();
     c.model_path = default_model;
@@ -103,7 +106,7 @@ class reloader {
     const std::string policy = args_.policy.empty() ? c->engine.policy : args_.policy;
     // The policy name is checked before the tenants change, so a bad file changes nothing.
     if (auto names = policy_names(); std::find(names.begin(), names.end(), policy) == names.end()) {
-      return error{errc::invalid_argument, "unknown policy '" + policy + "'"};
+      return error{errc::invalid_argument, unknown_policy_message(policy)};
     }
     if (auto st = eng.set_tenants(c->engine.tenants); !st) return st.error();
     if (auto st = eng.set_policy(policy); !st) return st.error();
@@ -181,6 +184,11 @@ int run_serve(const serve_args& a) {
     auto keys = client::read_key_file(cfg->secret_key_file);
     if (!keys) return fail(keys.error().message);
     secret = keys->secret_key;
+    if (cfg->engine.tenants.empty())
+      server::log(
+          server::log_level::warning,
+          "warning: a server key but no tenant with a key: no client can ever connect (list each client's "
+          "public key in a [[tenant]], docs/configuration.md)");
   }
   server::notify_status("loading " + cfg->model_path);
   auto file = gguf::file::open(cfg->model_path);
@@ -226,7 +234,8 @@ int run_serve(const serve_args& a) {
       chat_format_name(shared_tok->spec().chat_template),
       hp->n_ctx_train,
       hp->n_vocab,
-      has_tools(detect_chat_format(shared_tok->spec().chat_template).value_or(chat_format::plain))};
+      has_tools(detect_chat_format(shared_tok->spec().chat_template).value_or(chat_format::plain)),
+      is_generated_model(*shared_file)};
   reloader reload(a, *cfg);
   // The HTTP gateway first: the ZeroMQ gateway's admin `reload` hands it the new tenants too.
   auto started_web = start_http(**eng, *cfg, card);
@@ -265,6 +274,7 @@ int run_serve(const serve_args& a) {
     std::printf("hearth serve: server public key %s\n", gw->public_key().c_str());
   }
   if (web) std::printf("hearth serve: Ollama and OpenAI APIs on %s\n", web->url().c_str());
+  if (card.generated) std::printf("hearth serve: %s\n", generated_model_note(cfg->model_path).c_str());
   std::fflush(stdout);
 
   // The engine's failure ends the process, non-zero, for its service manager to start it
@@ -319,7 +329,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-e,--endpoint", a->endpoint, "ZeroMQ endpoint to bind (default tcp://127.0.0.1:5555)");
   cmd->add_option("--http", a->http,
                   "Also serve Ollama's and OpenAI's HTTP APIs on HOST:PORT (the [http] section's endpoint)");
-  cmd->add_option("--policy", a->policy, "Scheduling policy: fcfs, priority, vtc, slo, household");
+  cmd->add_option("--policy", a->policy, "Scheduling policy")->check(CLI::IsMember(policy_names()));
   cmd->add_option("--key", a->key_file, "Server key file from `hearth keygen` (turns CURVE on)");
   cmd->add_option("--compute", a->compute, "Matrix compute type")->check(CLI::IsMember({"bf16", "f32"}));
   cmd->add_option("--kernels", a->kernels, "Matmul paths to measure and choose among: auto, onednn, hearth")

@@ -95,7 +95,7 @@ int run_status(const status_args& a) {
   if (!opt) return fail(opt.error().message);
   opt->reply_timeout = std::chrono::milliseconds(a.timeout_ms);
   auto c = client::client::connect(*opt);
-  if (!c) return report(c.error());
+  if (!c) return report_connect(c.error());
   auto first = (*c)->stats(true);
   if (!first) return report(first.error());
   json now = *first;

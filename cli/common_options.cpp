@@ -12,6 +12,14 @@ int fail(const std::string& message) {
   return 1;
 }
 
+std::string generated_model_note(const std::string& model_path) {
+  std::string note = model_path;
+  note +=
+      " is a generated model (random weights, from `hearth model make`): its text is gibberish; "
+      "for answers serve a real GGUF file (docs/model-files.md)";
+  return note;
+}
+
 void add_compute_options(CLI::App* cmd, compute_args& a) {
   cmd->add_option("--threads", a.threads, "Compute threads (0: every core)")->capture_default_str();
   cmd->add_option("--compute", a.compute, "Matrix compute type")

@@ -1,5 +1,6 @@
 #pragma once
-// What several subcommands share: the one-line error exit, and how compute is configured.
+// What several subcommands share: the one-line error exit, the generated-model note, and how
+// compute is configured.
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -10,6 +11,9 @@ namespace hearth::cli {
 
 //! Prints "hearth: <message>" on stderr and returns exit code 1.
 int fail(const std::string& message);
+
+//! The one line `serve` and `generate` print for a model from `hearth model make`.
+std::string generated_model_note(const std::string& model_path);
 
 //! --threads, --compute and --kernels, as `generate` and `bench kernels` take them.
 struct compute_args {

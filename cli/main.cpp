@@ -18,11 +18,21 @@ int main(int argc, char** argv) {
   hearth::cli::add_chat_command(app, exit_code);
   hearth::cli::add_status_command(app, exit_code);
   hearth::cli::add_keygen_command(app, exit_code);
+  // An option error is one line, "hearth: <what>", and exit code 1 (CLI11's own codes, 104-114,
+  // are not the CLI's); --help and --version end here too, with 0.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    std::string line = "hearth: ";
+    line += e.what();
+    line += " (see --help)\n";
+    return line;
+  });
   // A command reports what it expects as a value (hearth: <message>, exit code 1); an exception
   // that still escapes one (the standard library's, at an edge) ends the same way, not in
-  // std::terminate. CLI11_PARSE catches CLI::ParseError, a std::exception too, first.
+  // std::terminate. CLI::ParseError, a std::exception too, is caught first.
   try {
-    CLI11_PARSE(app, argc, argv);
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hearth: %s\n", e.what());
     return 1;

@@ -24,10 +24,16 @@ void add_server_options(CLI::App* cmd, server_args& a, const std::string& key_he
                         const std::string& tenant);
 
 //! The client options for `a`: CURVE when a key is given (both halves needed), else the tenant.
-//! The message names what is wrong (half a pair, an unreadable key file).
+//! The message names what is wrong (an endpoint without its scheme, half a pair, an unreadable
+//! key file).
 result<client::options> client_options(const server_args& a, std::chrono::milliseconds connect_timeout);
 
-//! Prints "hearth: CODE: message" on stderr; exit_unreachable or exit_refused.
+//! Prints "hearth: CODE: message" on stderr (no server: "… — start one with `hearth serve`");
+//! exit_unreachable for no server, a transport error or silence, else exit_refused.
 int report(const client::error& e);
+
+//! A failed connect: 1 for options the client refused, else exit_unreachable (no server, a
+//! refused key or handshake, silence), reported.
+int report_connect(const client::error& e);
 
 }  // namespace hearth::cli

@@ -1,5 +1,6 @@
 # `cmake --install` (GNUInstallDirs, DESTDIR and CMAKE_INSTALL_PREFIX honoured) and `cpack -G DEB`:
-# the binary, the systemd unit, a sample /etc/hearth/hearth.toml, the Python client and the docs.
+# the binary, the systemd unit, a sample /etc/hearth/hearth.toml, the Python and C++ clients and
+# the docs.
 include(GNUInstallDirs)
 
 set(HEARTH_INSTALL_PYTHONDIR "lib/python3/dist-packages" CACHE STRING
@@ -12,6 +13,16 @@ install(TARGETS hearth RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(SCRIPT ${PROJECT_BINARY_DIR}/HearthInstallConfigured.cmake)  # the unit and /etc/hearth/hearth.toml
 install(DIRECTORY clients/python/hearth_client DESTINATION ${HEARTH_INSTALL_PYTHONDIR}
         PATTERN "__pycache__" EXCLUDE)
+# The C++ client for other programs: its static libraries, headers (under include/hearth, as
+# "clients/cpp/client.hpp") and hearth-client.pc, whose paths are relative to where it lies, so
+# that they follow the prefix (and DESTDIR) given at install time.
+install(TARGETS hearth_client hearth_common ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES clients/cpp/client.hpp clients/cpp/keys.hpp clients/cpp/replies.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hearth/clients/cpp)
+install(FILES common/result.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hearth/common)
+string(REGEX REPLACE "[^/]+" ".." HEARTH_PC_TO_PREFIX "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+configure_file(cmake/hearth-client.pc.in hearth-client.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/hearth-client.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES clients/python/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME python-client.md)

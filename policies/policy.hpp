@@ -94,5 +94,7 @@ class policy {
 std::unique_ptr<policy> make_policy(std::string_view name);
 //! The names make_policy knows.
 std::vector<std::string> policy_names();
+//! "unknown policy 'NAME' (the policies: fcfs, ...)": what to tell whoever named it.
+std::string unknown_policy_message(std::string_view name);
 
 }  // namespace hearth

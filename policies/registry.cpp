@@ -41,4 +41,16 @@ std::vector<std::string> policy_names() {
   return names;
 }
 
+std::string unknown_policy_message(std::string_view name) {
+  std::string m = "unknown policy '";
+  m.append(name);
+  m += "' (the policies: ";
+  for (const entry& e : registry) {
+    if (m.back() != ' ') m += ", ";
+    m += e.name;
+  }
+  m += ")";
+  return m;
+}
+
 }  // namespace hearth

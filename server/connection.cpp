@@ -48,6 +48,25 @@ std::optional<connection> authenticator::authenticate(std::span<const std::strin
   return connection{.serial = next_serial_++, .key = z85, .tenant = it->second};
 }
 
+std::string authenticator::describe_refusal(std::span<const std::string_view> request) const {
+  std::string why = "from ";
+  why.append(request.size() > 3 && !request[3].empty() ? request[3] : std::string_view("an unknown address"));
+  const std::string_view mechanism = request.size() > 5 ? request[5] : std::string_view();
+  if (curve_ && mechanism == "CURVE" && request.size() > 6 && request[6].size() == 32) {
+    char z85[41];
+    zmq_z85_encode(z85, reinterpret_cast<const uint8_t*>(request[6].data()), 32);
+    why += ": CURVE key ";
+    why += z85;
+    why += " is listed for no tenant";
+  } else {
+    why += ": a ";
+    why.append(mechanism.empty() ? std::string_view("malformed") : mechanism);
+    why += curve_ ? " handshake (no CURVE key: the client lacks the server's key)"
+                  : " handshake to a development-mode server (no keys)";
+  }
+  return why;
+}
+
 bool authenticator::listed(const connection& c) const {
   if (!curve_) return true;
   const auto it = key_to_tenant_.find(c.key);

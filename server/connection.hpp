@@ -44,6 +44,9 @@ class authenticator {
   std::optional<connection> authenticate(std::span<const std::string_view> request);
   //! Under CURVE, whether c's key is still listed for the tenant it authenticated as.
   bool listed(const connection& c) const;
+  //! For the log, a handshake authenticate refused: its peer's address and what it offered
+  //! ("from 10.0.0.7: CURVE key K is listed for no tenant").
+  std::string describe_refusal(std::span<const std::string_view> request) const;
 
  private:
   bool curve_;

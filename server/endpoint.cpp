@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 
+#include "common/endpoint_mistake.hpp"
+
 namespace hearth::server {
 
 namespace {
@@ -88,6 +90,7 @@ bool is_local_endpoint(std::string_view endpoint) {
 }
 
 status<> check_endpoint_port(std::string_view endpoint) {
+  if (auto mistake = endpoint_mistake(endpoint)) return error{errc::invalid_argument, *mistake};
   if (!endpoint.starts_with(tcp_scheme)) return {};
   const auto port = port_text(endpoint.substr(tcp_scheme.size()));
   if (!port || port->empty())

@@ -15,7 +15,8 @@ bool is_local_endpoint(std::string_view endpoint);
 
 //! A tcp:// endpoint ends in `:PORT`, PORT a decimal number from 1 to 65535, or `*` or `0` for
 //! a free port. libzmq reads the port with atoi and keeps 16 bits, so `99999` binds 34463, `-1`
-//! 65535 and `80x` 80. Other transports pass. The message begins with the endpoint, for the
+//! 65535 and `80x` 80. An endpoint without a scheme is refused with a guess (endpoint_mistake
+//! in common/endpoint_mistake.hpp); ipc:// and inproc:// pass. The message begins with the endpoint, for the
 //! caller to put its own context (the field, the flag) in front.
 status<> check_endpoint_port(std::string_view endpoint);
 

@@ -237,7 +237,10 @@ struct gateway::impl {
       std::vector<std::string_view> frames;
       for (const auto& f : req) frames.push_back(f.to_string_view());
       std::string status = "400", text = "unknown key", user;
-      if (auto c = zap_auth.authenticate(frames)) status = "200", text = "OK", user = to_user_id(*c);
+      if (auto c = zap_auth.authenticate(frames))
+        status = "200", text = "OK", user = to_user_id(*c);
+      else
+        log("gateway: refused a handshake " + zap_auth.describe_refusal(frames));
       const std::string version = "1.0", request_id = req.size() > 1 ? req[1].to_string() : std::string();
       std::array<zmq::const_buffer, 6> reply = {zmq::buffer(version), zmq::buffer(request_id), zmq::buffer(status),
                                                 zmq::buffer(text),    zmq::buffer(user),       zmq::const_buffer()};
@@ -379,19 +382,32 @@ struct gateway::impl {
     send(peer, wire::encode(models_reply(m.id, opt.model)));
   }
 
+  // Every admin action is logged, one line: who asked, what, and how it ended.
   void handle(const std::string& peer, const connection& conn, wire::admin_request& a) {
+    std::string what = "gateway: admin " + a.action;
+    if (a.action == "set_policy") what.append(" ").append(a.policy);
+    if (curve)
+      what.append(" by tenant '").append(conn.tenant).append("'");
+    else
+      what.append(" by a development-mode client");
+    const auto refused = [&](std::string_view code, const std::string& message) {
+      log(std::string(what).append(": refused (").append(message).append(")"));
+      refuse(peer, a.id, code, message);
+    };
     if (curve && !is_admin(conn))
-      return refuse(peer, a.id, wire::code::unauthorized, "tenant '" + conn.tenant + "' is not an admin");
+      return refused(wire::code::unauthorized, "tenant '" + conn.tenant + "' is not an admin");
+    const std::string policy_before = opt.policy;
     if (a.action == "set_policy") {
       if (auto st = eng.set_policy(a.policy); !st)
-        return refuse(peer, a.id, wire::code::bad_request, "field 'policy': " + st.error().message);
+        return refused(wire::code::bad_request, "field 'policy': " + st.error().message);
       opt.policy = a.policy;
     } else {
-      if (!opt.reload) return refuse(peer, a.id, wire::code::bad_request, "no configuration file to reload");
+      if (!opt.reload) return refused(wire::code::bad_request, "no configuration file to reload");
       auto c = opt.reload();
-      if (!c) return refuse(peer, a.id, wire::code::bad_request, c.error().message);
+      if (!c) return refused(wire::code::bad_request, c.error().message);
       apply(std::move(*c));
     }
+    log(what.append(": done (policy ").append(policy_before).append(" -> ").append(opt.policy).append(")"));
     send(peer, wire::encode({{"type", "admin"}, {"id", a.id}, {"ok", true}, {"policy", opt.policy}}));
   }
 

@@ -110,14 +110,13 @@ json stats_reply(const std::string& id, const metrics_snapshot& m, const std::st
 }
 
 json models_reply(const std::string& id, const model_card& card) {
-  return {{"type", "models"},
-          {"id", id},
-          {"models",
-           json::array({{{"name", card.name},
-                         {"architecture", card.architecture},
-                         {"n_ctx", card.n_ctx},
-                         {"n_vocab", card.n_vocab},
-                         {"chat_format", card.chat_format}}})}};
+  json model = {{"name", card.name},
+                {"architecture", card.architecture},
+                {"n_ctx", card.n_ctx},
+                {"n_vocab", card.n_vocab},
+                {"chat_format", card.chat_format}};
+  if (card.generated) model["generated"] = true;
+  return {{"type", "models"}, {"id", id}, {"models", json::array({std::move(model)})}};
 }
 
 }  // namespace hearth::server

@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "common/text_file.hpp"
+#include "policies/policy.hpp"
 #include "server/endpoint.hpp"
 #include "server/protocol.hpp"
 
@@ -65,7 +66,7 @@ class section {
     }
   }
 
-  void choice(std::string_view field, std::string& out, std::initializer_list<std::string_view> allowed) const {
+  void choice(std::string_view field, std::string& out, const std::vector<std::string>& allowed) const {
     text(field, out);
     if (get(field) && std::find(allowed.begin(), allowed.end(), out) == allowed.end()) {
       std::string list;
@@ -161,7 +162,7 @@ void read_engine(const section& s, serve_config& c) {
   s.count("long_prefill_threshold", e.long_prefill_threshold, 0);
   s.count("max_partial_prefills", e.max_partial_prefills, 1);
   s.count("max_preemptions", e.max_preemptions, 0);
-  s.text("policy", e.policy);
+  s.choice("policy", e.policy, policy_names());
   s.count("max_waiting", e.max_waiting, 1);
   s.count("max_waiting_tokens", e.max_waiting_tokens, 1, std::numeric_limits<int64_t>::max());
   std::string mode = "colocated", handoff = "automatic";

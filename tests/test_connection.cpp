@@ -76,3 +76,25 @@ TEST_CASE("the ZAP handler opens a fresh connection per handshake for listed key
   CHECK(dev.listed(*d));
   CHECK_FALSE(ask(dev, zap_request("CURVE", voice.public_key)));
 }
+
+TEST_CASE("a refused handshake is described by its address and the key it offered", "[serve]") {
+  const auto listed = *client::generate_key_pair(), stranger = *client::generate_key_pair();
+  authenticator curve(true);
+  curve.set_tenants({{.name = "voice", .key = listed.public_key}});
+  const auto describe = [](const authenticator& a, const std::vector<std::string>& request) {
+    const std::vector<std::string_view> frames(request.begin(), request.end());
+    return a.describe_refusal(frames);
+  };
+  CHECK_FALSE(ask(curve, zap_request("CURVE", stranger.public_key)));
+  CHECK(describe(curve, zap_request("CURVE", stranger.public_key)) ==
+        std::string("from 127.0.0.1: CURVE key ")
+            .append(stranger.public_key)
+            .append(" is listed for no tenant"));
+  CHECK(describe(curve, zap_request("NULL")) ==
+        "from 127.0.0.1: a NULL handshake (no CURVE key: the client lacks the server's key)");
+  authenticator dev(false);
+  CHECK(describe(dev, zap_request("CURVE", stranger.public_key)) ==
+        "from 127.0.0.1: a CURVE handshake to a development-mode server (no keys)");
+  CHECK(describe(dev, {"1.0"}) ==
+        "from an unknown address: a malformed handshake to a development-mode server (no keys)");
+}

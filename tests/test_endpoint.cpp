@@ -3,6 +3,7 @@
 // ipc:// path checks against real sockets: test_gateway_bind.cpp.
 #include <catch2/catch.hpp>
 
+#include "common/endpoint_mistake.hpp"
 #include "server/endpoint.hpp"
 
 using namespace hearth::server;
@@ -40,4 +41,25 @@ TEST_CASE("check_bindable names the endpoint and leaves a missing ipc path to bi
   CHECK_THAT(st.error().message, Contains("endpoint tcp://127.0.0.1:99999: port 99999"));
   CHECK(check_bindable("ipc:///nonexistent-hearth-dir/hearth.sock").ok());
   CHECK(check_bindable("tcp://127.0.0.1:*").ok());
+}
+
+TEST_CASE("an endpoint without a scheme is refused with the one it meant", "[serve]") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"localhost:5555", "localhost:5555 has no scheme: did you mean tcp://localhost:5555?"},
+      {"127.0.0.1:5555", "127.0.0.1:5555 has no scheme: did you mean tcp://127.0.0.1:5555?"},
+      {"5555", "5555 has no scheme: did you mean tcp://127.0.0.1:5555?"},
+      {"http://127.0.0.1:11434",
+       "http://127.0.0.1:11434: ZeroMQ endpoints are tcp://HOST:PORT or ipc://PATH "
+       "(the HTTP APIs are `hearth serve --http HOST:PORT`)"},
+      {"", "(empty): write tcp://HOST:PORT or ipc://PATH"}};
+  for (const auto& [endpoint, message] : cases) {
+    INFO(endpoint);
+    CHECK(hearth::endpoint_mistake(endpoint) == message);
+    // The server's check says the same, at load (with the field) and at bind.
+    const auto st = check_bindable(endpoint);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().message == std::string("endpoint ").append(message));
+  }
+  for (const char* ok : {"tcp://localhost:5555", "ipc:///run/hearth.sock", "inproc://x"})
+    CHECK_FALSE(hearth::endpoint_mistake(ok));
 }

@@ -431,14 +431,16 @@ TEST_CASE("CURVE: listed keys are accepted as their tenant, others refused, tena
   CHECK((*alice->ping())["tenant"] == "alice");
   CHECK((*bob->ping())["tenant"] == "bob");
 
-  SECTION("an unknown key, a wrong server key, or no CURVE at all gets no answer") {
+  SECTION("an unknown key, a wrong server key, or no CURVE at all is refused at connect, saying which") {
     auto unknown = client::client::connect(opts(stranger));
     REQUIRE_FALSE(unknown.ok());
-    CHECK(unknown.error().code == "timeout");
+    CHECK(unknown.error().code == "unauthorized");
+    CHECK_THAT(unknown.error().message, Catch::Matchers::Contains(stranger.public_key));
     auto wrong_server = opts(alice_keys);
     wrong_server.server_key = stranger.public_key;
-    CHECK(client::client::connect(wrong_server).error().code == "timeout");
-    CHECK(client::client::connect({.endpoint = s.gw->endpoint(), .connect_timeout = 1500ms}).error().code == "timeout");
+    CHECK(client::client::connect(wrong_server).error().code == "handshake");
+    CHECK(client::client::connect({.endpoint = s.gw->endpoint(), .connect_timeout = 1500ms}).error().code ==
+          "handshake");
   }
   SECTION("a tenant cannot cancel another's request, nor speak as another") {
     const std::string prompt = long_prompt();

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <sstream>
 #include <thread>
 
 #include "bench/household/capacity.hpp"
@@ -414,6 +415,36 @@ TEST_CASE("CDF points climb as a staircase to 1 over sorted samples", "[househol
   for (size_t i = 1; i < p.size(); ++i)
     CHECK((p[i].first >= p[i - 1].first && p[i].second >= p[i - 1].second));
   CHECK(cdf_points({5.0}) == std::vector<std::pair<double, double>>{{5, 0}, {5, 1}});
+}
+
+TEST_CASE("a latency CDF's axis ends past its 99th percentile, and its target is drawn", "[household]") {
+  std::vector<double> gaps(1000, 5.0);
+  gaps.back() = 2000;                             // one stall among a thousand gaps of 5 ms
+  CHECK(cdf_axis_end(gaps, 20) == Approx(22));    // past the target, which is further than p99
+  CHECK(cdf_axis_end(gaps, 0) == Approx(5.5));    // past p99
+  CHECK(std::isnan(cdf_axis_end({1, 2, 3}, 0)));  // nothing far: the whole range
+  CHECK(std::isnan(cdf_axis_end({}, 20)));
+  chart c{"class voice: ITL",
+          "gap between tokens, ms",
+          "share of gaps",
+          {{"baseline", cdf_points(gaps), false}},
+          0,
+          1,
+          NAN};
+  c.x_end = cdf_axis_end(gaps, 20);
+  c.reference_x = 20;
+  c.reference_x_label = "target 20 ms";
+  const std::string svg = render_svg(std::span(&c, 1));
+  // The plot spans x = 60 .. 440 for 0 .. 22 ms: the target at 60 + 380 * 20 / 22.
+  CHECK(svg.find("<line x1=\"405.5\" y1=\"36\" x2=\"405.5\"") != std::string::npos);
+  CHECK(svg.find(">target 20 ms</text>") != std::string::npos);
+  // Every point is inside the plot: the stall is drawn at the right edge, not 90 plots away.
+  const size_t begin = svg.find("points=\"") + 8;
+  std::istringstream pts(svg.substr(begin, svg.find('"', begin) - begin));
+  double x = 0, y = 0, x_max = 0;
+  char comma = 0;
+  while (pts >> x >> comma >> y) x_max = std::max(x_max, x);
+  CHECK(x_max == Approx(440));
 }
 
 // ---- the open loop -------------------------------------------------------------------------

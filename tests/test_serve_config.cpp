@@ -108,6 +108,14 @@ TEST_CASE("bad fields are named with their line", "[serve]") {
   CHECK_THAT(error_for("[engine]\nmax_seqs = 0"), Contains("[engine].max_seqs must be from 1"));
   CHECK_THAT(error_for("[engine]\nmax_seqs = 1.5"), Contains("[engine].max_seqs must be a whole number"));
   CHECK_THAT(error_for("[engine]\nmode = \"split\""), Contains("[engine].mode must be one of"));
+  // Every field with a set of values lists them all.
+  CHECK_THAT(error_for("[engine]\npolicy = \"nosuch\""),
+             Contains("home.toml:2: [engine].policy must be one of \"fcfs\", \"priority\", \"vtc\", \"slo\", "
+                      "\"household\" (got \"nosuch\")"));
+  CHECK_THAT(
+      error_for("[server]\nendpoint = \"localhost:5555\""),
+      Contains(
+          "home.toml:2: [server].endpoint localhost:5555 has no scheme: did you mean tcp://localhost:5555?"));
   CHECK_THAT(error_for("engine = 3"), Contains("[engine] must be a table"));
   CHECK_THAT(error_for("[server\n"), Contains("home.toml:1:"));
   CHECK_THAT(error_for("[[tenant]]\nname = \"a b\""), Contains("tenant"));

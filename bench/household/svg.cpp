@@ -58,11 +58,13 @@ std::string panel(const chart& c, double x0) {
       x_max = std::max(x_max, x);
     }
   }
+  if (!std::isnan(c.x_end)) x_max = std::min(x_max, c.x_end);
+  if (!std::isnan(c.reference_x)) x_max = std::max(x_max, c.reference_x);
   if (!(x_min <= x_max)) x_min = 0, x_max = 1;
   if (x_min > 0 && (x_min < 0.5 * x_max || x_max - x_min < 1e-9 * x_max)) x_min = 0;  // one value: from 0
   if (x_max - x_min < 1e-12) x_max = x_min + 1;
   const double w = panel_w - left - right, h = panel_h - top - bottom;
-  auto px = [&](double x) { return x0 + left + (x - x_min) / (x_max - x_min) * w; };
+  auto px = [&](double x) { return x0 + left + (std::clamp(x, x_min, x_max) - x_min) / (x_max - x_min) * w; };
   auto py = [&](double y) {
     return top + (1 - (std::clamp(y, c.y_min, c.y_max) - c.y_min) / (c.y_max - c.y_min)) * h;
   };
@@ -92,6 +94,13 @@ std::string panel(const chart& c, double x0) {
     s += "<line x1=\"" + num(x0 + left) + "\" y1=\"" + num(py(c.reference_y)) + "\" x2=\"" +
          num(x0 + left + w) + "\" y2=\"" + num(py(c.reference_y)) +
          "\" stroke=\"#888\" stroke-dasharray=\"5,4\"/>\n";
+  }
+  if (!std::isnan(c.reference_x)) {
+    s += "<line x1=\"" + num(px(c.reference_x)) + "\" y1=\"" + num(top) + "\" x2=\"" +
+         num(px(c.reference_x)) + "\" y2=\"" + num(top + h) +
+         "\" stroke=\"#444\" stroke-dasharray=\"5,4\"/><text x=\"" + num(px(c.reference_x) - 4) + "\" y=\"" +
+         num(top + 12) + "\" text-anchor=\"end\" font-size=\"10\">" + escape(c.reference_x_label) +
+         "</text>\n";
   }
   s += "<text x=\"" + num(x0 + left + w / 2) + "\" y=\"" + num(top + h + 34) +
        "\" text-anchor=\"middle\" font-size=\"12\">" + escape(c.x_label) + "</text>\n";
@@ -130,6 +139,14 @@ std::string render_svg(std::span<const chart> panels) {
                   "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   for (size_t i = 0; i < panels.size(); ++i) s += panel(panels[i], panel_w * static_cast<double>(i));
   return s + "</svg>\n";
+}
+
+double cdf_axis_end(std::vector<double> x, double target) {
+  if (x.empty()) return NAN;
+  std::ranges::sort(x);
+  const size_t k = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(x.size()))) - 1;
+  const double end = 1.1 * std::max(x[k], target);
+  return end < x.back() ? end : NAN;
 }
 
 std::vector<std::pair<double, double>> cdf_points(std::vector<double> x, size_t max_points) {

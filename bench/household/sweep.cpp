@@ -162,13 +162,20 @@ std::string cdf_svg(const sweep_result& s, const workload& w, bool itl) {
   std::vector<const sweep_config_result*> shown{&s.configs.front()};
   if (s.best != 0) shown.push_back(&s.configs[s.best]);
   for (uint32_t cls = 0; cls < w.classes.size(); ++cls) {
-    chart c{w.classes[cls].name + (itl ? ": ITL" : ": TTFT"),
+    const workload_class& k = w.classes[cls];
+    const double target = itl ? k.itl_ms : k.ttft_ms;
+    chart c{"class " + k.name + (itl ? ": ITL" : ": TTFT"),
             itl ? "gap between tokens, ms" : "time to first token, ms",
-            "share of requests",
+            itl ? "share of gaps" : "share of requests",
             {},
             0,
             1,
             NAN};
+    if (target > 0) {
+      c.reference_x = target;
+      c.reference_x_label = "target " + fmt("%g", target) + " ms";
+    }
+    std::vector<double> all;  // every series' samples: one axis for the panel
     for (const auto* r : shown) {
       if (r->trials.empty()) continue;
       std::vector<double> x;
@@ -180,9 +187,12 @@ std::string cdf_svg(const sweep_result& s, const workload& w, bool itl) {
           x.push_back(rec.ttft_ms());
         }
       }
+      all.insert(all.end(), x.begin(), x.end());
       c.series.push_back(
           {(r->config.baseline ? "baseline" : "best: " + r->config.name), cdf_points(std::move(x)), false});
     }
+    c.x_end = cdf_axis_end(std::move(all), target);
+    if (!std::isnan(c.x_end)) c.x_label += " (to the 99th percentile; the rest at the edge)";
     panels.push_back(std::move(c));
   }
   return render_svg(panels);

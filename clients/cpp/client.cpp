@@ -3,6 +3,10 @@
 #include <zmq_addon.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/endpoint_mistake.hpp"
 
 namespace hearth::client {
 
@@ -18,6 +22,59 @@ std::chrono::milliseconds ms_until(clock_type::time_point deadline) {
   if (deadline == no_deadline) return std::chrono::milliseconds(-1);
   const auto now = clock_type::now();
   return std::chrono::ceil<std::chrono::milliseconds>(std::max(deadline, now) - now);
+}
+
+//! zmq::poll, with a signal's interruption read as "nothing yet": the caller checks its clock
+//! (and the application its signal flag) and polls again.
+int poll_once(zmq::pollitem_t& item, std::chrono::milliseconds timeout) {
+  try {
+    return zmq::poll(&item, 1, timeout);
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) throw;
+    return 0;
+  }
+}
+
+// libzmq retries a refused connection for ever, quietly, and says nothing of a handshake the
+// server refused; its socket monitor tells each outcome at once.
+enum class first_attempt { handshaken, refused, key_refused, handshake_failed, pending };
+constexpr const char* monitor_endpoint = "inproc://hearth-client-monitor";
+constexpr int monitored_events = ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED |
+                                 ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+
+//! What the socket's first connection did by `deadline`, as its monitor reports it. A retry
+//! counts as a refusal only before the connection was made (after a failed handshake libzmq
+//! retries too).
+first_attempt watch_first_attempt(zmq::socket_t& monitor, clock_type::time_point deadline) {
+  bool connected = false;
+  for (;;) {
+    zmq::pollitem_t item{monitor.handle(), 0, ZMQ_POLLIN, 0};
+    if (poll_once(item, ms_until(deadline)) == 0) {
+      if (clock_type::now() >= deadline) return first_attempt::pending;
+      continue;
+    }
+    // An event is two frames: its number (16 bits) and value (32 bits), then the endpoint.
+    zmq::message_t event, address;
+    if (!monitor.recv(event, zmq::recv_flags::dontwait)) continue;
+    if (event.more()) (void)monitor.recv(address);
+    uint16_t number = 0;
+    if (event.size() >= sizeof number) std::memcpy(&number, event.data(), sizeof number);
+    switch (number) {
+      case ZMQ_EVENT_CONNECTED:
+        connected = true;
+        break;
+      case ZMQ_EVENT_CONNECT_RETRIED:
+        if (!connected) return first_attempt::refused;
+        break;
+      case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+        return first_attempt::handshaken;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+        return first_attempt::key_refused;  // the server's ZAP handler said no
+      default:                              // the server's key is not the one given, or CURVE met no CURVE
+        return first_attempt::handshake_failed;
+    }
+  }
 }
 
 json request_json(const std::string& id, const generate_params& p, const std::string& tenant) {
@@ -112,11 +169,14 @@ client::client(options opt) : opt_(std::move(opt)) {}
 client::~client() = default;
 
 outcome<std::unique_ptr<client>> client::connect(options opt) {
+  if (auto mistake = endpoint_mistake(opt.endpoint)) return error{"bad_request", "endpoint " + *mistake};
   if (!opt.server_key.empty() && (!is_z85_key(opt.server_key) || !is_z85_key(opt.keys.public_key) ||
                                   !is_z85_key(opt.keys.secret_key)))
     return error{"bad_request", "CURVE needs the server's public key and this client's key pair, each 40 Z85 characters"};
   std::unique_ptr<client> c(new client(std::move(opt)));
   auto& s = c->socket_;
+  const auto deadline = clock_type::now() + c->opt_.connect_timeout;
+  zmq::socket_t monitor(c->ctx_, zmq::socket_type::pair);
   try {
     s.set(zmq::sockopt::linger, 0);
     s.set(zmq::sockopt::heartbeat_ivl, 1000);
@@ -126,20 +186,38 @@ outcome<std::unique_ptr<client>> client::connect(options opt) {
       set_key(s, zmq::sockopt::curve_publickey, c->opt_.keys.public_key);
       set_key(s, zmq::sockopt::curve_secretkey, c->opt_.keys.secret_key);
     }
+    if (zmq_socket_monitor(s.handle(), monitor_endpoint, monitored_events) != 0) throw zmq::error_t();
+    monitor.set(zmq::sockopt::linger, 0);
+    monitor.connect(monitor_endpoint);
     s.connect(c->opt_.endpoint);
   } catch (const zmq::error_t& e) {
     return error{"transport", "cannot connect to " + c->opt_.endpoint + ": " + e.what()};
   }
+  const first_attempt attempt = watch_first_attempt(monitor, deadline);
+  (void)zmq_socket_monitor(s.handle(), nullptr, 0);
+  const std::string& ep = c->opt_.endpoint;
+  if (attempt == first_attempt::refused) return error{"unreachable", "no server at " + ep};
+  if (attempt == first_attempt::key_refused)
+    return error{"unauthorized", std::string("the server at ")
+                                     .append(ep)
+                                     .append(" refused this client's key: its tenants list no ")
+                                     .append(c->opt_.keys.public_key)};
+  if (attempt == first_attempt::handshake_failed)
+    return error{"handshake",
+                 std::string("the handshake with ")
+                     .append(ep)
+                     .append(" failed: is the server key its public one, and does the server use "
+                             "CURVE? (a development-mode server takes no keys, a CURVE server needs them)")};
+  const error silent{"timeout", "no answer from " + c->opt_.endpoint + " within " +
+                                    std::to_string(c->opt_.connect_timeout.count()) +
+                                    " ms (is a `hearth serve` listening there?)"};
+  if (attempt == first_attempt::pending) return silent;
+  // The ping has what is left of connect_timeout.
   const auto reply_timeout = c->opt_.reply_timeout;
-  c->opt_.reply_timeout = c->opt_.connect_timeout;
+  c->opt_.reply_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
   auto pong = c->ping();
   c->opt_.reply_timeout = reply_timeout;
-  if (!pong) {
-    if (pong.error().code != "timeout") return pong.error();
-    return error{"timeout", "no answer from " + c->opt_.endpoint + " within " +
-                                std::to_string(c->opt_.connect_timeout.count()) +
-                                " ms (is `hearth serve` running there, and does it accept this client's key?)"};
-  }
+  if (!pong) return pong.error().code == "timeout" ? silent : pong.error();
   return c;
 }
 
@@ -155,7 +233,7 @@ status<error> client::send(const json& msg, clock_type::time_point deadline) {
     // A DEALER without a connection has nowhere to put a message, and a plain send waits for
     // one for ever: after a CURVE handshake the server refused, libzmq never reconnects.
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLOUT, 0};
-    while (zmq::poll(&item, 1, ms_until(deadline)) == 0)
+    while (poll_once(item, ms_until(deadline)) == 0)
       if (clock_type::now() >= deadline) return error{"timeout", "no connection to send on in time"};
     // Writable: both frames are taken at once (a multipart message is atomic).
     socket_.send(zmq::buffer(marker), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
@@ -178,7 +256,7 @@ void client::dispatch(reply r) {
 
 bool client::receive(clock_type::time_point deadline) {
   zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-  zmq::poll(&item, 1, ms_until(deadline));
+  (void)poll_once(item, ms_until(deadline));
   std::vector<zmq::message_t> frames;
   bool any = false;
   while (zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {

@@ -103,8 +103,12 @@ class stream {
 
 class client {
  public:
-  //! Connects and checks that the server answers a ping within connect_timeout (a CURVE key the
-  //! server refuses, or no server at all, ends in a `timeout`).
+  //! Connects and checks that the server answers a ping within connect_timeout. Each failure
+  //! is told at once, as libzmq's socket monitor reports it: a refused connection (no server
+  //! there) in `unreachable`, a CURVE key the server's tenants do not list in `unauthorized`, a
+  //! failed handshake (a wrong server key, CURVE against a development-mode server or the other
+  //! way round) in `handshake`; a host that never answers in `timeout`; an endpoint without a
+  //! scheme in `bad_request` ("did you mean tcp://...?").
   static outcome<std::unique_ptr<client>> connect(options opt);
   ~client();
   client(const client&) = delete;

@@ -30,6 +30,17 @@ bool read_assignment(const std::string& line, std::string& name, std::string& va
   return true;
 }
 
+// Creates `path` (never replacing a file) with `mode` and writes `text` to it.
+status<> write_new_file(const std::string& path, const std::string& text, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) return error{errc::io, path + ": cannot create: " + std::strerror(errno)};
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int write_errno = errno;
+  if (::close(fd) != 0 || !ok)
+    return error{errc::io, path + ": cannot write: " + std::strerror(ok ? errno : write_errno)};
+  return {};
+}
+
 }  // namespace
 
 bool is_z85_key(std::string_view z85) {
@@ -56,14 +67,32 @@ result<std::string> public_key_of(std::string_view secret_z85) {
 }
 
 status<> write_key_file(const std::string& path, const key_pair& keys) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return error{errc::io, path + ": cannot create: " + std::strerror(errno)};
   const std::string text = "# hearth CURVE key pair (ZeroMQ Z85 text). Keep this file secret: it holds the secret key.\n"
                            "public = \"" + keys.public_key + "\"\nsecret = \"" + keys.secret_key + "\"\n";
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const int write_errno = errno;
-  if (::close(fd) != 0 || !ok) return error{errc::io, path + ": cannot write: " + std::strerror(ok ? errno : write_errno)};
-  return {};
+  return write_new_file(path, text, 0600);
+}
+
+status<> write_public_key_file(const std::string& path, const std::string& public_key) {
+  return write_new_file(path, public_key + "\n", 0644);
+}
+
+result<std::string> read_public_key(const std::string& text_or_path) {
+  if (is_z85_key(text_or_path)) return text_or_path;
+  std::ifstream in(text_or_path);
+  if (!in)
+    return error{errc::io, std::string(text_or_path)
+                               .append(": neither a Z85 key of 40 characters nor a file (")
+                               .append(std::strerror(errno))
+                               .append(")")};
+  std::string line, name, value;
+  while (std::getline(in, line)) {
+    const size_t a = line.find_first_not_of(" \t"), b = line.find_last_not_of(" \t\r");
+    if (a == std::string::npos || line[a] == '#') continue;
+    if (const std::string bare = line.substr(a, b - a + 1); is_z85_key(bare)) return bare;
+    if (read_assignment(line, name, value) && name == "public" && is_z85_key(value)) return value;
+  }
+  return error{errc::malformed,
+               text_or_path + ": holds no Z85 public key (a FILE.pub from `hearth keygen`, or its key file)"};
 }
 
 result<key_pair> read_key_file(const std::string& path) {

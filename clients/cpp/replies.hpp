@@ -28,8 +28,10 @@ namespace hearth::client {
 
 //! A failed call: a protocol error code (bad_request, too_long, unauthorized, over_quota,
 //! queue_full, shutting_down, cancelled, internal) or one of the client's own: `timeout`
-//! (nothing arrived in time), `transport` (the socket failed), `protocol` (the server's reply
-//! was not protocol v1).
+//! (nothing arrived in time), `unreachable` (connect: nothing listens at the endpoint, the
+//! connection was refused), `handshake` (connect: the ZMTP handshake failed), `transport` (the
+//! socket failed), `protocol` (the server's reply was not protocol v1); connect's `bad_request`
+//! is a bad endpoint or key, its `unauthorized` a CURVE key the server refused.
 struct error {
   std::string code;
   std::string message;

@@ -1,8 +1,10 @@
-# Shared by the CLI test scripts: a scratch folder removed on exit, failure reporting, and the
-# check that bad input ends with exit code 1 and exactly one line naming the problem.
+# Shared by the CLI test scripts: a scratch folder removed on exit (and the servers started
+# with start_serve killed), failure reporting, the check that bad input ends with exit code 1
+# and exactly one line naming the problem, and `hearth serve` in the background.
 set -euo pipefail
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
 fail() { echo "FAILED: $*" >&2; exit 1; }
 # The kernel tuner's plans are cached in the build's own file (beside `hearth`), never the user's.
 export HEARTH_KERNEL_CACHE=${HEARTH_KERNEL_CACHE:-$(dirname "$1")/kernel-plans.tsv}
@@ -16,4 +18,29 @@ expect_one_line_error() {
   [ "$rc" -eq 1 ] || fail "$what: exit code $rc, expected 1 ($err)"
   [ "$(wc -l <<<"$err")" -eq 1 ] || fail "$what: more than one line: $err"
   grep -q -- "$pattern" <<<"$err" || fail "$what: '$err' lacks '$pattern'"
+}
+
+# start_serve NAME ARGS...: runs `$hearth serve` in the background, its output in $dir/NAME.out
+# and .err; sets $endpoint once it listens and $serve_pid.
+start_serve() {
+  local name=$1
+  shift
+  "$hearth" serve --threads 1 --compute f32 --endpoint 'tcp://127.0.0.1:*' "$@" >"$dir/$name.out" 2>"$dir/$name.err" &
+  pids+=($!)
+  serve_pid=$!
+  for _ in $(seq 1 200); do
+    endpoint=$(grep -o 'on tcp://[0-9.:]*' "$dir/$name.out" | cut -c4- || true)
+    [ -n "$endpoint" ] && return 0
+    kill -0 "$serve_pid" 2>/dev/null || fail "serve $name exited: $(cat "$dir/$name.err")"
+    sleep 0.1
+  done
+  fail "serve $name did not start: $(cat "$dir/$name.err")"
+}
+
+# stop_serve LOG: SIGTERM to $serve_pid, which must exit 0 (else LOG is shown).
+stop_serve() {
+  kill -TERM "$serve_pid"
+  local rc=0
+  wait "$serve_pid" || rc=$?
+  [ "$rc" -eq 0 ] || fail "serve exited with $rc after SIGTERM: $(cat "$1")"
 }

@@ -4,38 +4,35 @@
 # tenants file, SIGHUP reload, SIGTERM shutdown. Usage: test_serve.sh PATH/TO/hearth
 source "$(dirname "$0")/lib.sh"
 hearth=$1
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
 
-# start_serve NAME ARGS...: runs serve in the background; sets $endpoint once it listens.
-start_serve() {
-  local name=$1
-  shift
-  "$hearth" serve --threads 1 --compute f32 --endpoint 'tcp://127.0.0.1:*' "$@" >"$dir/$name.out" 2>"$dir/$name.err" &
-  pids+=($!)
-  serve_pid=$!
-  for _ in $(seq 1 200); do
-    endpoint=$(grep -o 'on tcp://[0-9.:]*' "$dir/$name.out" | cut -c4- || true)
-    [ -n "$endpoint" ] && return 0
-    kill -0 "$serve_pid" 2>/dev/null || fail "serve $name exited: $(cat "$dir/$name.err")"
-    sleep 0.1
-  done
-  fail "serve $name did not start: $(cat "$dir/$name.err")"
-}
-
-stop_serve() {
-  kill -TERM "$serve_pid"
-  local rc=0
-  wait "$serve_pid" || rc=$?
-  [ "$rc" -eq 0 ] || fail "serve exited with $rc after SIGTERM: $(cat "$1")"
-}
-
-# Keys: a file only its owner can read, the public key on stdout, never overwritten.
+# Keys: a file only its owner can read, the public key on stdout and in NAME.pub beside it,
+# never overwritten.
 pub=$("$hearth" keygen -o "$dir/client.key" 2>/dev/null)
 [ ${#pub} -eq 40 ] || fail "keygen printed '$pub'"
 [ "$(stat -c %a "$dir/client.key")" = 600 ] || fail "key file mode $(stat -c %a "$dir/client.key")"
 grep -qxF "public = \"$pub\"" "$dir/client.key" || fail "key file lacks the public key"
+[ "$(cat "$dir/client.pub")" = "$pub" ] && [ "$(stat -c %a "$dir/client.pub")" = 644 ] ||
+  fail "client.pub: '$(cat "$dir/client.pub")', mode $(stat -c %a "$dir/client.pub")"
 expect_one_line_error "existing key file" "client.key" "$hearth" keygen -o "$dir/client.key"
+rm "$dir/client.pub"
+expect_one_line_error "a pair is never split" "client.key: exists" "$hearth" keygen -o "$dir/client.key"
+[ ! -e "$dir/client.pub" ] || fail "keygen wrote a .pub for an existing key file"
+touch "$dir/taken.pub"
+expect_one_line_error "an existing .pub" "taken.pub: exists" "$hearth" keygen -o "$dir/taken.key"
+[ ! -e "$dir/taken.key" ] && [ ! -s "$dir/taken.pub" ] || fail "keygen wrote half a pair beside taken.pub"
+"$hearth" keygen -o "$dir/other" >/dev/null 2>&1 && [ -e "$dir/other.pub" ] || fail "keygen -o other wrote no other.pub"
+
+# Option errors: one line and exit 1 (not CLI11's own codes), the valid values listed.
+expect_one_line_error "unknown option" "not expected: --bogus" "$hearth" chat --bogus
+expect_one_line_error "unknown policy" "nosuch not in {fcfs,priority,vtc,slo,household}" \
+  "$hearth" serve --policy nosuch
+expect_one_line_error "bad number" "--max-tokens" "$hearth" chat -n many hi
+expect_one_line_error "no subcommand" "subcommand" "$hearth"
+# An endpoint without a scheme: the one meant, in chat and in serve (before any model is read).
+expect_one_line_error "chat endpoint without a scheme" "did you mean tcp://localhost:5555?" \
+  "$hearth" chat -e localhost:5555 hi
+expect_one_line_error "serve endpoint without a scheme" "did you mean tcp://127.0.0.1:5555?" \
+  "$hearth" serve --model "$dir/none.gguf" -e 127.0.0.1:5555
 
 "$hearth" model make --preset tiny --dtype f32 --seed 5 -o "$dir/tiny.gguf" >/dev/null
 
@@ -64,8 +61,13 @@ http=$(grep -o 'APIs on http://[0-9.:]*' "$dir/dev.out" | cut -c9-)
 [ -n "$http" ] || fail "serve --http prints no http endpoint: $(cat "$dir/dev.out")"
 q="Tell me a story about a hearth."
 served=$("$hearth" chat -e "$endpoint" --temperature 0 -n 16 "$q")
-local_text=$("$hearth" generate -m "$dir/tiny.gguf" -p "$q" --chat --temperature 0 -n 16 --compute f32 --threads 1 2>/dev/null)
+local_text=$("$hearth" generate -m "$dir/tiny.gguf" -p "$q" --chat --temperature 0 -n 16 --compute f32 --threads 1 2>"$dir/generate.err")
+grep -q "tiny.gguf is a generated model (random weights" "$dir/generate.err" ||
+  fail "generate does not say the model is generated: $(cat "$dir/generate.err")"
 [ -n "$served" ] && [ "$served" = "$local_text" ] || fail "chat '$served' differs from generate '$local_text'"
+grep -q "tiny.gguf is a generated model (random weights" "$dir/dev.out" || fail "serve does not say the model is generated"
+notes=$("$hearth" chat -e "$endpoint" -n 1 hi 2>&1 >/dev/null)
+grep -q "model 'tiny' is a generated one (random weights)" <<<"$notes" || fail "chat does not say the model is generated: $notes"
 [ "$(curl -s "$http/")" = "Ollama is running" ] || fail "GET $http/ is not Ollama's greeting"
 body='{"model":"tiny","stream":false,"messages":[{"role":"user","content":"'"$q"'"}],
        "options":{"temperature":0,"repeat_penalty":1,"num_predict":16}}'
@@ -77,25 +79,32 @@ timing=$("$hearth" chat -e "$endpoint" -n 4 -v "hi" 2>&1 >/dev/null)
 grep -q "TTFT .* ms | .* tok/s" <<<"$timing" || fail "chat -v prints no timings: $timing"
 rc=0; "$hearth" chat -e "$endpoint" --tenant "not a name" hi >/dev/null 2>"$dir/refused.err" || rc=$?
 [ "$rc" -eq 3 ] && grep -q "bad_request" "$dir/refused.err" || fail "refused request: exit $rc, $(cat "$dir/refused.err")"
-# `hearth status`: every tenant that asked, the engine, the rates between two readings.
+# `hearth status`: every tenant that asked, the engine, the rates between two readings; one
+# more answer is one more `done`.
+"$hearth" status -e "$endpoint" --json --interval 0 >"$dir/status0.json"
+"$hearth" chat -e "$endpoint" -n 4 "one more" >/dev/null
 "$hearth" status -e "$endpoint" --json --interval 200 >"$dir/status.json"
-/usr/bin/python3 - "$dir/status.json" <<'PY' || fail "status --json: $(cat "$dir/status.json")"
+/usr/bin/python3 - "$dir/status0.json" "$dir/status.json" <<'PY' || fail "status --json: $(cat "$dir/status.json")"
 import json, sys
-s = json.load(open(sys.argv[1]))
+before, s = (json.load(open(f)) for f in sys.argv[1:3])
 names = [t["name"] for t in s["tenants"]]
 assert names == sorted(names) and "chat" in names, names
 chat = next(t for t in s["tenants"] if t["name"] == "chat")
-assert chat["done"] == 3 and chat["running"] == 0 and chat["waiting"] == 0, chat
+chat0 = next(t for t in before["tenants"] if t["name"] == "chat")
+assert chat["done"] == chat0["done"] + 1 and chat["running"] == 0 and chat["waiting"] == 0, (chat0, chat)
 assert s["rates"]["interval_s"] > 0.1 and s["engine"]["policy"] == "household", s["rates"]
 PY
 "$hearth" status -e "$endpoint" --interval 0 >"$dir/status.txt"
 grep -q "^engine: 0 running, 0 waiting" "$dir/status.txt" && grep -q "^chat " "$dir/status.txt" ||
   fail "status: $(cat "$dir/status.txt")"
 stop_serve "$dir/dev.err"
-rc=0; "$hearth" chat -e "$endpoint" --timeout 300 hi >/dev/null 2>&1 || rc=$?
-[ "$rc" -eq 2 ] || fail "chat to a stopped server: exit $rc, expected 2"
-rc=0; "$hearth" status -e "$endpoint" --timeout 300 >/dev/null 2>&1 || rc=$?
-[ "$rc" -eq 2 ] || fail "status of a stopped server: exit $rc, expected 2"
+# Nothing listens there now: refused at once (not after --timeout's 30 s), saying what to do.
+rc=0; timeout 5 "$hearth" chat -e "$endpoint" hi >/dev/null 2>"$dir/gone.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -qF "no server at $endpoint — start one with \`hearth serve\`" "$dir/gone.err" ||
+  fail "chat to a stopped server: exit $rc, expected 2: $(cat "$dir/gone.err")"
+rc=0; timeout 5 "$hearth" status -e "$endpoint" >/dev/null 2>"$dir/gone.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -qF "no server at $endpoint" "$dir/gone.err" ||
+  fail "status of a stopped server: exit $rc, expected 2: $(cat "$dir/gone.err")"
 
 # An engine that fails ends the process, non-zero, after every request got `internal`: a step
 # limit of 1 ms stands for a hung backend (a 200-token prefill takes far longer).
@@ -130,15 +139,36 @@ admin = true
 TOML
 start_serve curve --config "$dir/home.toml"
 grep -qF "server public key $server_pub" "$dir/curve.out" || fail "serve does not print its key: $(cat "$dir/curve.out")"
-curve_text=$("$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/client.key" --temperature 0 -n 16 "$q")
+# --server-key takes the server.pub keygen wrote as well as the key's text.
+curve_text=$("$hearth" chat -e "$endpoint" --server-key "$dir/server.pub" --key "$dir/client.key" --temperature 0 -n 16 "$q")
 [ "$curve_text" = "$served" ] || fail "CURVE chat '$curve_text' differs from '$served'"
-rc=0; "$hearth" chat -e "$endpoint" --timeout 1000 hi >/dev/null 2>&1 || rc=$?
-[ "$rc" -eq 2 ] || fail "chat without keys to a CURVE server: exit $rc, expected 2"
+# Refused at the handshake, each said at once (not after --timeout's 30 s).
+rc=0; timeout 10 "$hearth" chat -e "$endpoint" hi >/dev/null 2>"$dir/nokeys.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "handshake: the handshake with $endpoint failed" "$dir/nokeys.err" ||
+  fail "chat without keys to a CURVE server: exit $rc, expected 2: $(cat "$dir/nokeys.err")"
 "$hearth" keygen -o "$dir/stranger.key" >/dev/null 2>&1
-rc=0; "$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/stranger.key" --timeout 1000 hi >/dev/null 2>&1 || rc=$?
-[ "$rc" -eq 2 ] || fail "chat with an unknown key: exit $rc, expected 2"
+rc=0; timeout 10 "$hearth" chat -e "$endpoint" --server-key "$server_pub" --key "$dir/stranger.key" hi >/dev/null 2>"$dir/stranger.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -qF "unauthorized: the server at $endpoint refused this client's key: its tenants list no $(cat "$dir/stranger.pub")" "$dir/stranger.err" ||
+  fail "chat with an unknown key: exit $rc, expected 2: $(cat "$dir/stranger.err")"
+# The server logs each refused handshake: where from, and the key it does not know.
+stranger_pub=$(cat "$dir/stranger.pub")
+grep -qF "refused a handshake from 127.0.0.1: CURVE key $stranger_pub is listed for no tenant" "$dir/curve.err" ||
+  fail "no log line for the unknown key: $(cat "$dir/curve.err")"
+# ...and each admin action: who, what, how it ended.
+PYTHONPATH="$(dirname "$0")/../../clients/python" /usr/bin/python3 - "$endpoint" "$dir/server.pub" "$dir/client.key" <<'PY'
+import sys
+import hearth_client as hc
+endpoint, server_pub, client_key = sys.argv[1:4]
+mine = hc.load_keys(client_key)
+with hc.Client(endpoint, server_key=hc.load_keys(server_pub).public, public_key=mine.public,
+               secret_key=mine.secret) as c:
+    c.admin_set_policy("slo")
+    c.admin_set_policy("fcfs")
+PY
+grep -qF "admin set_policy slo by tenant 'kitchen': done (policy fcfs -> slo)" "$dir/curve.err" ||
+  fail "no log line for the admin action: $(cat "$dir/curve.err")"
 # status as the admin tenant (a tenant that is not one is refused: test_gateway).
-"$hearth" status -e "$endpoint" --server-key "$server_pub" --key "$dir/client.key" --interval 0 | grep -q "^kitchen " ||
+"$hearth" status -e "$endpoint" --server-key "$dir/server.pub" --key "$dir/client.key" --interval 0 | grep -q "^kitchen " ||
   fail "status as the admin tenant lists no kitchen"
 
 # hup_expect PATTERN WHAT: sends SIGHUP and waits for the log line PATTERN; then the server must
@@ -160,4 +190,10 @@ hup_expect "reload refused.*nonsense" "a bad policy was not refused"
 : >"$dir/home.toml"
 hup_expect "reload refused: .*home.toml lists no tenant" "an empty file was not refused"
 stop_serve "$dir/curve.err"
+
+# A server key and no tenant: nobody could ever connect, and the start says so.
+start_serve lonely --model "$dir/tiny.gguf" --key "$dir/server.key"
+grep -q "warning: a server key but no tenant with a key: no client can ever connect" "$dir/lonely.err" ||
+  fail "no warning for a CURVE server without tenants: $(cat "$dir/lonely.err")"
+stop_serve "$dir/lonely.err"
 echo "serve, chat, keygen: all checks passed"

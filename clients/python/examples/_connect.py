@@ -5,10 +5,16 @@ import sys
 from pathlib import Path
 
 try:
-    import hearth_client
-except ImportError:  # running from a checkout without installing: use the package next door
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import hearth_client
+    try:
+        import hearth_client
+    except ModuleNotFoundError as err:
+        if err.name != "hearth_client":
+            raise
+        # Running from a checkout without installing: use the package next door.
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        import hearth_client
+except ModuleNotFoundError as err:  # pyzmq: the message says what to install
+    sys.exit(f"hearth: {err}")
 
 
 def add_connection_args(parser: argparse.ArgumentParser) -> None:

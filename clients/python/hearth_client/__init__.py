@@ -1,6 +1,17 @@
 """Python client of Hearth's wire protocol v1 (docs/protocol.md): blocking (`Client`) and
 asyncio (`AsyncClient`), depending only on pyzmq."""
 
+import sys as _sys
+
+try:
+    import zmq as _zmq  # noqa: F401
+except ModuleNotFoundError as _err:
+    # Said once, here, instead of a traceback from the first module that needs it.
+    raise ModuleNotFoundError(
+        f"hearth_client needs pyzmq (the module zmq), which this Python ({_sys.executable}) lacks: "
+        "`apt install python3-zmq` for Debian's python3, or `pip install pyzmq` in a virtual environment "
+        "(clients/python/README.md, Install)", name="zmq") from None
+
 from .aio import AsyncClient, AsyncStream
 from .client import Client, Stream
 from .errors import (BadRequest, Cancelled, ClientClosed, ConnectTimeout, FirstTokenTimeout, HearthError,

@@ -34,6 +34,20 @@ def ms_until(deadline: float | None) -> int | None:
     return 0 if left <= 0 else max(1, int(left * 1000 + 0.999))
 
 
+def endpoint_mistake(endpoint: str) -> str | None:
+    """None for an endpoint with a scheme Hearth speaks; else the reason, with the endpoint meant
+    (the C++ client's words, clients/cpp/endpoint.hpp): libzmq alone says "Invalid argument"."""
+    if endpoint.startswith(("tcp://", "ipc://", "inproc://")):
+        return None
+    if not endpoint:
+        return "(empty): write tcp://HOST:PORT or ipc://PATH"
+    if "://" in endpoint:
+        hint = " (the HTTP APIs are `hearth serve --http HOST:PORT`)" if endpoint.startswith("http") else ""
+        return f"{endpoint}: ZeroMQ endpoints are tcp://HOST:PORT or ipc://PATH{hint}"
+    host = "127.0.0.1:" if endpoint.isdigit() else ""
+    return f"{endpoint} has no scheme: did you mean tcp://{host}{endpoint}?"
+
+
 class ClientBase:
     """Bookkeeping of requests in flight on one DEALER socket.
 
@@ -61,6 +75,8 @@ class ClientBase:
         keys = (server_key, public_key, secret_key)
         if any(k is not None for k in keys) and not all(k is not None for k in keys):
             raise ValueError("CURVE needs server_key, public_key and secret_key together")
+        if mistake := endpoint_mistake(endpoint):
+            raise ValueError(f"endpoint {mistake}")
         self.endpoint = endpoint
         self.tenant = tenant
         self.connect_timeout = connect_timeout

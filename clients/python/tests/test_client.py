@@ -103,6 +103,20 @@ class StreamingTest(ServerCase):
             self.client.generate("x", request_id="turn-1")
 
 
+class EndpointTest(unittest.TestCase):
+    def test_an_endpoint_without_a_scheme_gets_the_one_meant(self):
+        for endpoint, message in [
+                ("localhost:5555", "endpoint localhost:5555 has no scheme: did you mean tcp://localhost:5555?"),
+                ("5555", "endpoint 5555 has no scheme: did you mean tcp://127.0.0.1:5555?"),
+                ("http://127.0.0.1:11434", "endpoint http://127.0.0.1:11434: ZeroMQ endpoints are tcp://HOST:PORT "
+                                           "or ipc://PATH (the HTTP APIs are `hearth serve --http HOST:PORT`)")]:
+            for kind in (hc.Client, hc.AsyncClient):
+                with self.subTest(endpoint=endpoint, kind=kind.__name__):
+                    with self.assertRaises(ValueError) as caught:
+                        kind(endpoint, connect_timeout=None)
+                    self.assertEqual(str(caught.exception), message)
+
+
 class ThreadTest(ServerCase):
     def test_use_from_two_threads_at_once_is_refused(self):
         inside, leave = threading.Event(), threading.Event()
