@@ -5,7 +5,7 @@
 #include <random>
 #include <thread>
 
-#include <httplib.h>
+#include "server/http/listener.hpp"
 
 #include "actors/engine.hpp"
 #include "server/endpoint.hpp"
@@ -87,7 +87,7 @@ status<> check_http_endpoint(const gateway_options& opt) {
 struct gateway::impl {
   engine& eng;
   gateway_options opt;
-  httplib::Server svr;
+  http_server svr;
   std::thread listener;
   std::string endpoint;
   int port = 0;
@@ -219,7 +219,7 @@ struct gateway::impl {
     std::string text;
     for (;;) {
       for (const request_event& e : st.pending) {
-        if (e.kind == event_kind::token) text += e.text;
+        if (e.kind == event_kind::token || e.kind == event_kind::done) text += e.text;  // done: text held to the end
         if (e.kind == event_kind::done) return send_json(res, st.format->whole(text, e));
         if (e.terminal()) return refuse(res, error_from(e), openai);
       }
@@ -230,7 +230,9 @@ struct gateway::impl {
   // Appends what the pending events write; true once the request has ended.
   static bool write_pending(reply_state& st, std::string& out) {
     for (const request_event& e : st.pending) {
-      if (e.kind == event_kind::token && !e.text.empty()) out += st.format->token(e.text);
+      // `done` carries the text held back to the end (a partial character, a stop string's prefix).
+      if ((e.kind == event_kind::token || e.kind == event_kind::done) && !e.text.empty())
+        out += st.format->token(e.text);
       if (!e.terminal()) continue;
       out += e.kind == event_kind::done ? st.format->end(e) : st.format->failed(error_from(e));
       st.ended = true;
@@ -337,7 +339,7 @@ struct gateway::impl {
     svr.set_keep_alive_timeout(keep_alive_s);
     svr.set_tcp_nodelay(true);  // a token is a few bytes: never wait to fill a segment
     port = hp.port == 0 ? svr.bind_to_any_port(hp.host) : (svr.bind_to_port(hp.host, hp.port) ? hp.port : -1);
-    if (port <= 0) return error{errc::io, "cannot bind http endpoint " + opt.endpoint};
+    if (port <= 0 || !svr.widen_backlog()) return error{errc::io, "cannot bind http endpoint " + opt.endpoint};
     const bool v6 = hp.host.find(':') != std::string::npos;
     endpoint = (v6 ? "[" + hp.host + "]" : hp.host) + ":" + std::to_string(port);
     return {};
