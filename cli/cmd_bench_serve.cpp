@@ -1,5 +1,6 @@
 // hearth bench serve: replays a household workload (or a trace) in open loop against a server
-// (its own, or --server) through the ZeroMQ client, and reports TTFT (with its split), ITL, TPOT,
+// (its own, or --server) through the ZeroMQ client or over HTTP (--via, or an http:// --server),
+// and reports TTFT (with its split), ITL, TPOT,
 // E2E, throughput, goodput and SLO attainment per tenant, the iterations beside the configured
 // limits, and queue and KV gauges over time.
 #include <unistd.h>
@@ -8,6 +9,7 @@
 
 #include "bench/household/report.hpp"
 #include "bench/household/runner.hpp"
+#include "bench/household/transport_report.hpp"
 #include "cli/cmd_bench_household.hpp"
 #include "cli/commands.hpp"
 #include "common/text_file.hpp"
@@ -37,7 +39,7 @@ int run_bench_serve(const bench_serve_args& a) {
   auto s = trace.empty() ? builder.generate(a.rate_scale, w->duration_s) : builder.replay(trace);
   if (!s) return fail(s.error().message);
   const engine_config cfg = household_engine(a.h);
-  auto server = bench_server::open(a.h, cfg, *w, *m);
+  auto server = bench_server::open(a.h, cfg, *w, *m, s->cls);
   if (!server) return fail(server.error().message);
   std::fprintf(stderr, "hearth bench serve: %zu requests over %.0f s (%s), %s\n", s->requests.size(),
                s->requests.empty() ? 0.0 : s->requests.back().at_s,
@@ -46,9 +48,13 @@ int run_bench_serve(const bench_serve_args& a) {
   const bool bar = !a.h.no_progress && isatty(fileno(stderr));
   const auto run = household::run_open_loop((*server)->target(), s->requests, s->cls,
                                             {.drain_s = w->drain_s, .progress = bar ? stderr : nullptr});
+  const std::vector<uint8_t> lanes = (*server)->lanes();
   server->reset();
   const auto report = household::make_report(*w, *s, run);
   household::print_report(report, stdout);
+  const auto gateways = lanes.empty() ? std::vector<household::transport_figures>{}
+                                      : household::compare_transports(run, lanes, {"zmq", "http"});
+  if (!gateways.empty()) household::print_transports(gateways, stdout);
   if (a.json_path.empty()) return 0;
   nlohmann::json config = household_config_json(a.h, *w);
   config["command"] = "serve";
@@ -56,7 +62,9 @@ int run_bench_serve(const bench_serve_args& a) {
   config["rate_scale"] = a.rate_scale;
   config["trace"] = a.trace;
   config["requests"] = s->requests.size();
-  const nlohmann::json j = {{"config", config}, {"report", household::to_json(report, *w, run)}};
+  config["via"] = a.h.via;
+  nlohmann::json j = {{"config", config}, {"report", household::to_json(report, *w, run)}};
+  if (!gateways.empty()) j["gateways"] = household::to_json(gateways);
   if (auto st = write_text_file(a.json_path, j.dump(1) + '\n'); !st) return fail(st.error().message);
   return 0;
 }
