@@ -5,7 +5,7 @@
 #include <random>
 #include <thread>
 
-#include "server/http/listener.hpp"
+#include "server/http/front_door.hpp"
 
 #include "actors/engine.hpp"
 #include "server/endpoint.hpp"
@@ -291,30 +291,28 @@ struct gateway::impl {
     info("/v1/models", true, [this](const httplib::Request&) {
       return result<std::string, api_error>(openai_models(opt.model));
     });
-    svr.Post("/api/show", [this](const httplib::Request& req, httplib::Response& res) {
+    svr.Post("/api/show", limited_body(opt.max_body_bytes, [this](const httplib::Request& req, httplib::Response& res) {
       auto tenant = tenant_of(req);
       if (!tenant) return refuse(res, tenant.error(), false);
       auto body = ollama_show(req.body, opt.model);
       if (!body) return refuse(res, body.error(), false);
       send_json(res, *body);
-    });
+    }));
     const std::pair<const char*, route> generations[] = {{"/api/chat", route::ollama_chat},
                                                          {"/api/generate", route::ollama_generate},
                                                          {"/v1/chat/completions", route::openai_chat},
                                                          {"/v1/completions", route::openai_completion}};
     for (const auto& [path, which] : generations)
-      svr.Post(path, [this, which = which](const httplib::Request& req, httplib::Response& res) {
-        generate(which, req, res);
-      });
+      svr.Post(path, limited_body(opt.max_body_bytes, [this, which = which](const httplib::Request& req,
+                                                                             httplib::Response& res) {
+                 generate(which, req, res);
+               }));
     // cpp-httplib calls this for every status >= 400, also those a route answered with a body.
     svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
-      const bool openai = req.path.starts_with("/v1/");
-      const api_error e{res.status,
-                        {res.status == 413 ? "too_long" : "not_found",
-                         res.status == 413 ? "the body is larger than the server's limit"
-                                           : "no route " + req.method + " " + req.path.substr(0, 128)}};
-      res.set_content(openai ? openai_error(e) : dump({{"error", e.err.message}}), "application/json");
+      const api_error e = front_door_error(res.status, req.method, req.path);
+      res.set_content(req.path.starts_with("/v1/") ? openai_error(e) : dump({{"error", e.err.message}}),
+                      "application/json");
     });
   }
 

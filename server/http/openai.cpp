@@ -115,6 +115,8 @@ const char* error_type(int status) {
     case 400:
     case 404:
     case 413:
+    case 414:
+    case 415:
       return "invalid_request_error";
     default:
       return "server_error";

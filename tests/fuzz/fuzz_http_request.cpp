@@ -1,7 +1,8 @@
 // Feeds arbitrary bytes, as a client would send them, to cpp-httplib's request parser in front of
 // the HTTP APIs' readers: a server (httplib::Server, through its protected process_request, as
 // cpp-httplib's own fuzzer does) with the gateway's four generation routes, which read their
-// bodies with the same functions the gateway calls, and the gateway's body limit. Request line,
+// bodies as the gateway does (server/http/front_door.hpp: within the limit, decoded) with the same
+// readers, and name refusals with the gateway's error handler. Request line,
 // headers (oversized ones too), Content-Length and chunked bodies, compressed bodies, invalid
 // UTF-8: whatever comes in, the server answers one HTTP response whose status is not a 5xx (a
 // malformed request is the client's error), or closes without one; never a crash.
@@ -10,9 +11,8 @@
 #include <cstring>
 #include <string>
 
-#include <httplib.h>
-
 #include "fuzz_support.hpp"
+#include "server/http/front_door.hpp"
 #include "server/http/ollama.hpp"
 #include "server/http/openai.hpp"
 
@@ -54,14 +54,18 @@ class fuzz_server final : public httplib::Server {
                                                      {"/api/generate", http::parse_ollama_generate},
                                                      {"/v1/chat/completions", http::parse_openai_chat},
                                                      {"/v1/completions", http::parse_openai_completion}};
+    // As the gateway's routes: the body read within the limit, then its reader; refusals named.
     for (const auto& [path, parse] : routes)
-      Post(path, [parse = parse](const httplib::Request& req, httplib::Response& res) {
-        const auto r = parse(req.body, {"micro", 1000, 512});
-        if (r) return res.set_content("{}", "application/json");
-        res.status = r.error().status;
-        res.set_content(http::openai_error(r.error()), "application/json");
-      });
-    set_payload_max_length(64 << 10);  // the gateway's limit is [http].max_body_bytes
+      Post(path, http::limited_body(64 << 10, [parse = parse](const httplib::Request& req, httplib::Response& res) {
+             const auto r = parse(req.body, {"micro", 1000, 512});
+             if (r) return res.set_content("{}", "application/json");
+             res.status = r.error().status;
+             res.set_content(http::openai_error(r.error()), "application/json");
+           }));
+    set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (res.body.empty()) res.set_content(http::openai_error(http::front_door_error(res.status, req.method, req.path)), "application/json");
+    });
+    set_payload_max_length(64 << 10);
   }
   //! The response to the request in `in` (empty when the server closes without one).
   std::string serve(std::string_view in) {
@@ -84,6 +88,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       "{\"model\":\"micro\",\"messages\":[",
       "GET /v1/models?x=%ff%fe HTTP/1.1\r\nHost: x\r\nX-Long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n",
       "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n{}",
+      "POST /v1/completions HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\n\x1f\x8b\x08",
+      "POST /api/chat HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 8\r\n\r\n--b--\r\n",
   });
   return 0;
 }
