@@ -129,11 +129,13 @@ result<std::unique_ptr<household::bench_target>> as_target(result<std::unique_pt
 }  // namespace
 
 result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a, const engine_config& cfg,
-                                                         const household::workload& w, const household_model& m,
+                                                         const household::workload& w,
+                                                         const household_model& m,
                                                          const std::vector<uint32_t>& cls) {
   std::unique_ptr<bench_server> s(new bench_server());
   if (a.via != "zmq" && !a.server.empty())
-    return error{errc::invalid_argument, "--via is for the bench's own server: --server's scheme says the gateway"};
+    return error{errc::invalid_argument,
+                 "--via is for the bench's own server: --server's scheme says the gateway"};
   if (!a.http_keys.empty() && !a.server.starts_with("http://"))
     return error{errc::invalid_argument, "--http-keys needs --server http://HOST:PORT"};
   if (a.server.empty()) {
@@ -142,7 +144,8 @@ result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a
   }
   if (a.server.starts_with("http://")) {
     if (!a.server_key.empty() || !a.key_file.empty())
-      return error{errc::invalid_argument, "--server-key and --key are CURVE's: an http:// server takes --http-keys"};
+      return error{errc::invalid_argument,
+                   "--server-key and --key are CURVE's: an http:// server takes --http-keys"};
     household::http_target_options opt{.endpoint = a.server, .keys = {}};
     if (!a.http_keys.empty()) {
       auto keys = household::read_http_keys(a.http_keys);
@@ -162,14 +165,18 @@ result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a
   return s;
 }
 
-status<> bench_server::start_own(const household_args& a, const engine_config& cfg, const household::workload& w,
-                                 const household_model& m, const std::vector<uint32_t>& cls) {
+status<> bench_server::start_own(const household_args& a, const engine_config& cfg,
+                                 const household::workload& w, const household_model& m,
+                                 const std::vector<uint32_t>& cls) {
   const bool http = a.via != "zmq";
   engine_config c = cfg;
   c.tenants.clear();
   std::map<std::string, std::string> keys;
   for (const household::workload_class& k : w.classes) {
-    c.tenants.push_back({.name = k.name, .cls = k.priority, .weight = k.weight, .slo = {k.ttft_ms, k.itl_ms, w.itl_quantile}});
+    c.tenants.push_back({.name = k.name,
+                         .cls = k.priority,
+                         .weight = k.weight,
+                         .slo = {k.ttft_ms, k.itl_ms, w.itl_quantile}});
     if (!http) continue;
     keys[k.name] = random_key();
     c.tenants.back().http_key_sha256 = http::sha256_hex(keys[k.name]);
@@ -178,13 +185,16 @@ status<> bench_server::start_own(const household_args& a, const engine_config& c
   if (!e) return e.error();
   engine_ = std::move(*e);
   std::string dir = (std::filesystem::temp_directory_path() / "hearth-bench-XXXXXX").string();
-  if (!mkdtemp(dir.data())) return error{errc::io, "cannot create a temporary folder for the ipc:// endpoint"};
+  if (!mkdtemp(dir.data()))
+    return error{errc::io, "cannot create a temporary folder for the ipc:// endpoint"};
   dir_ = dir;
   const server::model_card card{std::filesystem::path(a.model).stem().string(), "", "", m.n_ctx,
                                 static_cast<uint32_t>(m.tok->n_vocab())};
   // The ZeroMQ gateway always runs: the gauges and figures come from its `stats`.
-  auto g = server::gateway::start(
-      *engine_, {.endpoint = "ipc://" + (dir_ / "hearth.sock").string(), .tenants = c.tenants, .model = card, .policy = c.policy});
+  auto g = server::gateway::start(*engine_, {.endpoint = "ipc://" + (dir_ / "hearth.sock").string(),
+                                             .tenants = c.tenants,
+                                             .model = card,
+                                             .policy = c.policy});
   if (!g) return g.error();
   gateway_ = std::move(*g);
   auto zmq = as_target(household::zmq_target::connect({.endpoint = gateway_->endpoint()}));
@@ -194,10 +204,12 @@ status<> bench_server::start_own(const household_args& a, const engine_config& c
     return {};
   }
   // More threads than the engine runs sequences: a stream waiting in the queue holds one too.
-  auto h = http::gateway::start(*engine_, {.endpoint = "127.0.0.1:0", .tenants = c.tenants, .model = card, .threads = 256});
+  auto h = http::gateway::start(
+      *engine_, {.endpoint = "127.0.0.1:0", .tenants = c.tenants, .model = card, .threads = 256});
   if (!h) return h.error();
   http_gateway_ = std::move(*h);
-  auto ht = as_target(household::http_target::connect({.endpoint = "http://" + http_gateway_->endpoint(), .keys = keys}));
+  auto ht = as_target(
+      household::http_target::connect({.endpoint = "http://" + http_gateway_->endpoint(), .keys = keys}));
   if (!ht) return ht.error();
   const bool both = a.via == "both";
   std::vector<uint8_t> lanes = both ? household::alternate_lanes(cls) : std::vector<uint8_t>(cls.size(), 1);
@@ -225,9 +237,9 @@ bench_server::~bench_server() {
 nlohmann::json household_config_json(const household_args& a, const household::workload& w) {
   return {{"model", a.model},
           {"target", !a.server.empty() ? a.server
-             : a.via == "zmq"   ? "its own server (engine and gateway), over ipc://"
-             : a.via == "http"  ? "its own server (engine and gateways), over HTTP on loopback"
-                                : "its own server (engine and gateways), alternating ipc:// and HTTP"},
+                     : a.via == "zmq"  ? "its own server (engine and gateway), over ipc://"
+                     : a.via == "http" ? "its own server (engine and gateways), over HTTP on loopback"
+                                       : "its own server (engine and gateways), alternating ipc:// and HTTP"},
           {"workload_file", a.workload.empty() ? "(built in)" : a.workload},
           {"workload", household::to_json(w)},
           {"kv_tokens", a.kv_tokens},

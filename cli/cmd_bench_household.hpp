@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/worker.hpp"
-#include "bench/household/target.hpp"
 #include "bench/household/report.hpp"
 #include "bench/household/schedule.hpp"
+#include "bench/household/target.hpp"
 #include "cli/common_options.hpp"
 #include "server/gateway.hpp"
 #include "server/http/gateway.hpp"
@@ -30,8 +30,8 @@ struct household_args {
   std::string model;
   std::string server;  //!< a running server's endpoint; empty: start one per run
   std::string server_key, key_file;  //!< CURVE, with --server
-  std::string http_keys;  //!< with --server http://: a file of `CLASS KEY` lines
-  std::string via = "zmq";  //!< the bench's own server: zmq, http, or both (alternate requests)
+  std::string http_keys;             //!< with --server http://: a file of `CLASS KEY` lines
+  std::string via = "zmq";           //!< the bench's own server: zmq, http, or both (alternate requests)
   std::string workload;  //!< empty: the shipped household mix
   std::string mode = "colocated";
   compute_args compute;
@@ -65,8 +65,8 @@ class bench_server {
   //! key of its own, made for the run), and its gateways. `cls`: each request's class, for
   //! --via both.
   static result<std::unique_ptr<bench_server>> open(const household_args& a, const engine_config& cfg,
-                                                     const household::workload& w, const household_model& m,
-                                                     const std::vector<uint32_t>& cls = {});
+                                                    const household::workload& w, const household_model& m,
+                                                    const std::vector<uint32_t>& cls = {});
   ~bench_server();
   household::bench_target& target() { return *target_; }
   //! --via both: each request's gateway (0 ZeroMQ, 1 HTTP); empty otherwise.

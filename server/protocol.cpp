@@ -130,8 +130,9 @@ std::string encode_token(std::string_view id, uint32_t index, token_id token, st
 }
 
 json encode_timings(const timings& time) {
-  return {{"queue_ms", time.queue_ms},       {"ttft_ms", time.ttft_ms},         {"prefill_ms", time.prefill_ms},
-          {"first_step_ms", time.first_step_ms}, {"mean_itl_ms", time.mean_itl_ms}, {"e2e_ms", time.e2e_ms}};
+  return {{"queue_ms", time.queue_ms},       {"ttft_ms", time.ttft_ms},
+          {"prefill_ms", time.prefill_ms},   {"first_step_ms", time.first_step_ms},
+          {"mean_itl_ms", time.mean_itl_ms}, {"e2e_ms", time.e2e_ms}};
 }
 
 std::string encode_done(std::string_view id, std::string_view finish, const usage& use, const timings& time,

@@ -124,7 +124,8 @@ TEST_CASE("http bad input: oversized headers and URIs, broken requests are 4xx n
   auto s = http_served::start();
   const uint16_t port = s.gw->port();
   const std::string ok = completion("the kitchen light");
-  auto big_header = raw_exchange(port, with_length("/v1/completions", ok, "X-Big: " + std::string(100000, 'a') + "\r\n"));
+  auto big_header =
+      raw_exchange(port, with_length("/v1/completions", ok, "X-Big: " + std::string(100000, 'a') + "\r\n"));
   CHECK(big_header.status == 400);
   CHECK_THAT(openai_message(big_header), Contains("could not be read"));
   auto long_uri = raw_exchange(port, "GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -150,16 +151,19 @@ TEST_CASE("http bad input: chunked bodies are read, refused when broken or over 
   const std::string body = completion("the kitchen light number 3");
   auto plain = raw_exchange(port, with_length("/v1/completions", body));
   REQUIRE(plain.status == 200);
-  auto pieces = raw_exchange(port, post("/v1/completions", "Transfer-Encoding: chunked\r\n", chunked(body, 7)));
+  auto pieces =
+      raw_exchange(port, post("/v1/completions", "Transfer-Encoding: chunked\r\n", chunked(body, 7)));
   REQUIRE(pieces.status == 200);
   CHECK(json::parse(pieces.body)["choices"][0]["text"] == json::parse(plain.body)["choices"][0]["text"]);
-  auto broken = raw_exchange(port, post("/api/generate", "Transfer-Encoding: chunked\r\n", "zz\r\nabc\r\n0\r\n\r\n"));
+  auto broken =
+      raw_exchange(port, post("/api/generate", "Transfer-Encoding: chunked\r\n", "zz\r\nabc\r\n0\r\n\r\n"));
   CHECK(broken.status == 400);
   CHECK_THAT(json::parse(broken.body)["error"].get<std::string>(), Contains("could not be read"));
   // 2 MiB in 4 KiB chunks, over the default limit of 1 MiB: cpp-httplib's own limit reads only
   // Content-Length, so the gateway counts what it reads.
   const std::string large = completion(std::string(2 << 20, 'a'));
-  auto over = raw_exchange(port, post("/v1/completions", "Transfer-Encoding: chunked\r\n", chunked(large, 4096)));
+  auto over =
+      raw_exchange(port, post("/v1/completions", "Transfer-Encoding: chunked\r\n", chunked(large, 4096)));
   CHECK(over.status == 413);
   CHECK_THAT(openai_message(over), Contains("larger than the server's limit"));
   CHECK(raw_exchange(port, with_length("/v1/completions", body)).status == 200);
@@ -187,7 +191,8 @@ TEST_CASE("http bad input: invalid UTF-8, a 10 MB body and a gzip bomb are refus
   auto inflated = raw_exchange(port, with_length("/v1/completions", bomb, "Content-Encoding: gzip\r\n"));
   CHECK(inflated.status == 413);
   // A small gzip body is read as the JSON it holds.
-  auto small = raw_exchange(port, with_length("/v1/completions", gzip(completion("lights")), "Content-Encoding: gzip\r\n"));
+  auto small = raw_exchange(
+      port, with_length("/v1/completions", gzip(completion("lights")), "Content-Encoding: gzip\r\n"));
   CHECK(small.status == 200);
   CHECK(engine_idle(*s.eng));
 }

@@ -76,7 +76,10 @@ TEST_CASE("http bench target: 64 concurrent streams lose no token and each ends 
   constexpr uint32_t max_tokens = 32;
   const char* tenants[] = {"voice", "chat"};
   for (size_t i = 0; i < n; ++i)
-    (*t)->submit({.index = i, .tenant = tenants[i % 2], .prompt = "request " + std::to_string(i), .max_tokens = max_tokens},
+    (*t)->submit({.index = i,
+                  .tenant = tenants[i % 2],
+                  .prompt = "request " + std::to_string(i),
+                  .max_tokens = max_tokens},
                  sink);
   REQUIRE(sink->wait_for(n, 60s));
   std::this_thread::sleep_for(100ms);  // a second terminal, were there one, would come now
@@ -116,11 +119,13 @@ TEST_CASE("http bench target: refusals reach the bench with their reason", "[htt
   engine_config cfg;
   cfg.tenants = {{.name = "voice", .http_key_sha256 = http::sha256_hex("voice-key")}};
   auto s = http_served::start({.tenants = cfg.tenants}, cfg);
-  auto t = household::http_target::connect({.endpoint = "http://" + s.gw->endpoint(), .keys = {{"voice", "voice-key"}}});
+  auto t = household::http_target::connect(
+      {.endpoint = "http://" + s.gw->endpoint(), .keys = {{"voice", "voice-key"}}});
   REQUIRE(t.ok());
   auto sink = std::make_shared<counting_sink>();
-  (*t)->submit({.index = 0, .tenant = "voice", .prompt = "too long", .max_tokens = 600}, sink);  // > n_ctx 512
-  (*t)->submit({.index = 1, .tenant = "nobody", .prompt = "no key", .max_tokens = 4}, sink);     // no key: 401
+  (*t)->submit({.index = 0, .tenant = "voice", .prompt = "too long", .max_tokens = 600},
+               sink);                                                                         // > n_ctx 512
+  (*t)->submit({.index = 1, .tenant = "nobody", .prompt = "no key", .max_tokens = 4}, sink);  // no key: 401
   REQUIRE(sink->wait_for(2, 20s));
   std::lock_guard lock(sink->mu);
   CHECK(sink->outcome[0].kind == event_kind::rejected);

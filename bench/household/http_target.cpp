@@ -84,7 +84,8 @@ class completion_reader {
                   client::field<std::string>(err, "message").value_or(""));
     }
     const json& choices = j.contains("choices") && j["choices"].is_array() ? j["choices"] : json::array();
-    const std::string text = choices.empty() ? "" : client::field<std::string>(choices[0], "text").value_or("");
+    const std::string text =
+        choices.empty() ? "" : client::field<std::string>(choices[0], "text").value_or("");
     if (!text.empty()) on_token(text);
     if (j.contains("usage") && j["usage"].is_object()) read_usage(j);
   }
@@ -97,7 +98,7 @@ class completion_reader {
                     client::field<uint32_t>(u, "completion_tokens").value_or(0),
                     client::field<uint32_t>(client::object_field(u, "prompt_tokens_details"), "cached_tokens")
                         .value_or(0)};
-    outcome_.time = {ms("queue_ms"), ms("ttft_ms"),     ms("prefill_ms"),
+    outcome_.time = {ms("queue_ms"),      ms("ttft_ms"),     ms("prefill_ms"),
                      ms("first_step_ms"), ms("mean_itl_ms"), ms("e2e_ms")};
   }
 
@@ -197,8 +198,9 @@ struct http_target::impl {
     if (status != 0 && status != 200) return j.sink->on_end(j.index, refused(status, error_body));
     if (!res && !rd.ended()) {
       const bool started = status == 200;
-      return j.sink->on_end(j.index, started ? rd.outcome(httplib::to_string(res.error()))
-                                             : failed_outcome("transport", httplib::to_string(res.error()), false));
+      return j.sink->on_end(j.index,
+                            started ? rd.outcome(httplib::to_string(res.error()))
+                                    : failed_outcome("transport", httplib::to_string(res.error()), false));
     }
     j.sink->on_end(j.index, rd.outcome("the connection closed before data: [DONE]"));
   }

@@ -21,7 +21,7 @@
 namespace hearth::household {
 
 struct http_target_options {
-  std::string endpoint;                    //!< http://HOST:PORT
+  std::string endpoint;                     //!< http://HOST:PORT
   std::map<std::string, std::string> keys;  //!< a class's HTTP key; a class without one sends none
 };
 

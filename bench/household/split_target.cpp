@@ -11,7 +11,8 @@ split_target::split_target(std::vector<std::unique_ptr<bench_target>> lanes, std
 }
 
 void split_target::submit(const bench_request& r, std::shared_ptr<bench_sink> sink) {
-  assert(r.index < lane_of_.size() && lane_of_[r.index] < lanes_.size() && "split_target: no lane for a request");
+  assert(r.index < lane_of_.size() && lane_of_[r.index] < lanes_.size() &&
+         "split_target: no lane for a request");
   lanes_[lane_of_[r.index]]->submit(r, std::move(sink));
 }
 

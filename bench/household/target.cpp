@@ -3,7 +3,8 @@
 namespace hearth::household {
 
 reject_reason reject_reason_of(std::string_view code) {
-  for (auto r = static_cast<uint8_t>(reject_reason::bad_request); r <= static_cast<uint8_t>(reject_reason::internal); ++r)
+  for (auto r = static_cast<uint8_t>(reject_reason::bad_request);
+       r <= static_cast<uint8_t>(reject_reason::internal); ++r)
     if (code == to_string(static_cast<reject_reason>(r))) return static_cast<reject_reason>(r);
   return reject_reason::none;
 }

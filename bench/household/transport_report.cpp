@@ -32,7 +32,8 @@ void print_transports(const std::vector<transport_figures>& t, std::FILE* out) {
                  f.outside_ms.p50, f.outside_ms.p90);
   for (size_t i = 1; i < t.size(); ++i)
     std::fprintf(out, "  %s - %s: TTFT p50 %+.2f ms; outside the engine p50 %+.3f ms\n", t[i].name.c_str(),
-                 t[0].name.c_str(), t[i].ttft_ms.p50 - t[0].ttft_ms.p50, t[i].outside_ms.p50 - t[0].outside_ms.p50);
+                 t[0].name.c_str(), t[i].ttft_ms.p50 - t[0].ttft_ms.p50,
+                 t[i].outside_ms.p50 - t[0].outside_ms.p50);
 }
 
 nlohmann::json to_json(const std::vector<transport_figures>& t) {

@@ -18,10 +18,10 @@ namespace hearth::household {
 
 struct transport_figures {
   std::string name;
-  uint64_t done = 0;          //!< requests that ended `done` with a token
-  dist_summary ttft_ms;       //!< the client's TTFT (from the scheduled arrival, as the report's)
+  uint64_t done = 0;            //!< requests that ended `done` with a token
+  dist_summary ttft_ms;         //!< the client's TTFT (from the scheduled arrival, as the report's)
   dist_summary server_ttft_ms;  //!< the server's (from its arrival at the engine)
-  dist_summary outside_ms;    //!< client TTFT - server TTFT, per request
+  dist_summary outside_ms;      //!< client TTFT - server TTFT, per request
 };
 
 //! One entry per name: lane i's requests (`lane_of[index] == i`).

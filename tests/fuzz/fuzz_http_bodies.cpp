@@ -36,7 +36,8 @@ void check_request(const http::api_request& r, size_t route) {
   check(g.sampling.temperature >= 0 && g.sampling.temperature <= 100, "temperature out of range");
   check(g.stop.size() <= 8, "too many stop strings");
   check(g.messages.size() <= 256 + 1, "too many messages");  // + generate's system turn
-  if (!r.load_only) check(g.prompt.has_value() != !g.messages.empty(), "not exactly one of prompt and messages");
+  if (!r.load_only)
+    check(g.prompt.has_value() != !g.messages.empty(), "not exactly one of prompt and messages");
   // OpenAI's routes draw from 0 to 2 and need a max_tokens of at least 1 or none (0).
   if (route >= 2) check(g.sampling.temperature <= 2, "an OpenAI temperature above 2");
 }
@@ -58,7 +59,8 @@ void check_lines(const std::string& out, bool openai) {
 
 void check_formats(const http::api_request& r, size_t route, std::string_view text) {
   const bool openai = route >= 2, chat = route % 2 == 0;
-  auto f = openai ? http::openai_format(chat, r.model, "cmpl-1", r.include_usage) : http::ollama_format(chat, r.model);
+  auto f = openai ? http::openai_format(chat, r.model, "cmpl-1", r.include_usage)
+                  : http::ollama_format(chat, r.model);
   request_event done;
   done.kind = event_kind::done;
   std::string out = f->start() + f->token(text) + f->end(done);

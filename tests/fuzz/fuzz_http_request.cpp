@@ -56,14 +56,17 @@ class fuzz_server final : public httplib::Server {
                                                      {"/v1/completions", http::parse_openai_completion}};
     // As the gateway's routes: the body read within the limit, then its reader; refusals named.
     for (const auto& [path, parse] : routes)
-      Post(path, http::limited_body(64 << 10, [parse = parse](const httplib::Request& req, httplib::Response& res) {
+      Post(path,
+           http::limited_body(64 << 10, [parse = parse](const httplib::Request& req, httplib::Response& res) {
              const auto r = parse(req.body, {"micro", 1000, 512});
              if (r) return res.set_content("{}", "application/json");
              res.status = r.error().status;
              res.set_content(http::openai_error(r.error()), "application/json");
            }));
     set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-      if (res.body.empty()) res.set_content(http::openai_error(http::front_door_error(res.status, req.method, req.path)), "application/json");
+      if (res.body.empty())
+        res.set_content(http::openai_error(http::front_door_error(res.status, req.method, req.path)),
+                        "application/json");
     });
     set_payload_max_length(64 << 10);
   }
@@ -80,7 +83,8 @@ class fuzz_server final : public httplib::Server {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fuzz::write_seeds({
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 48\r\n\r\n"
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+      "48\r\n\r\n"
       "{\"model\":\"micro\",\"prompt\":\"hi\",\"max_tokens\":4}",
       "POST /api/generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
       "10\r\n{\"model\":\"micro\"\r\n14\r\n,\"prompt\":\"lights\"}\r\n0\r\n\r\n",
@@ -89,7 +93,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       "GET /v1/models?x=%ff%fe HTTP/1.1\r\nHost: x\r\nX-Long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n",
       "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n{}",
       "POST /v1/completions HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\n\x1f\x8b\x08",
-      "POST /api/chat HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 8\r\n\r\n--b--\r\n",
+      "POST /api/chat HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: "
+      "8\r\n\r\n--b--\r\n",
   });
   return 0;
 }
