@@ -2,13 +2,17 @@
 // model: 64 streams opened at once lose no token (each one's text is that of the request run
 // alone), each request ends exactly once, each runs as the tenant its key names, and refusals
 // reach the bench with their reason.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <condition_variable>
+#include <filesystem>
 #include <map>
 #include <mutex>
 
 #include "bench/household/http_target.hpp"
+#include "common/text_file.hpp"
 #include "http_fixture.hpp"
 #include "server/http/keys.hpp"
 
@@ -142,4 +146,17 @@ TEST_CASE("http bench target: a bad endpoint or no server is an error naming it"
   auto none = household::http_target::connect({.endpoint = "http://127.0.0.1:1", .keys = {}});
   REQUIRE_FALSE(none.ok());
   CHECK_THAT(none.error().message, Catch::Matchers::Contains("127.0.0.1:1"));
+}
+
+TEST_CASE("http bench target: --http-keys reads CLASS KEY lines, and names the line it cannot", "[http]") {
+  const std::string path = std::filesystem::temp_directory_path() / ("hearth-http-keys-" + std::to_string(getpid()));
+  REQUIRE(write_text_file(path, "# keys for the bench\nvoice  k1\n\nchat k2\n").ok());
+  auto keys = household::read_http_keys(path);
+  REQUIRE(keys.ok());
+  CHECK(*keys == std::map<std::string, std::string>{{"voice", "k1"}, {"chat", "k2"}});
+  REQUIRE(write_text_file(path, "voice k1\nchat\n").ok());
+  auto bad = household::read_http_keys(path);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message, Catch::Matchers::Contains(path + ":2: expected CLASS KEY"));
+  std::filesystem::remove(path);
 }
