@@ -149,7 +149,8 @@ TEST_CASE("http bench target: a bad endpoint or no server is an error naming it"
 }
 
 TEST_CASE("http bench target: --http-keys reads CLASS KEY lines, and names the line it cannot", "[http]") {
-  const std::string path = std::filesystem::temp_directory_path() / ("hearth-http-keys-" + std::to_string(getpid()));
+  const std::string path =
+      std::filesystem::temp_directory_path() / ("hearth-http-keys-" + std::to_string(getpid()));
   REQUIRE(write_text_file(path, "# keys for the bench\nvoice  k1\n\nchat k2\n").ok());
   auto keys = household::read_http_keys(path);
   REQUIRE(keys.ok());
