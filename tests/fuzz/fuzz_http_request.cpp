@@ -29,7 +29,7 @@ class memory_stream final : public httplib::Stream {
   bool is_writable() const override { return true; }
   ssize_t read(char* ptr, size_t size) override {
     const size_t n = std::min(size, in_.size());
-    std::memcpy(ptr, in_.data(), n);
+    if (n > 0) std::memcpy(ptr, in_.data(), n);  // an empty input's data() may be null
     in_.remove_prefix(n);
     return static_cast<ssize_t>(n);
   }
