@@ -42,9 +42,11 @@ void add_server_options(CLI::App* cmd, household_args& a) {
   cmd->add_option("--key", a.key_file, "This client's key file from `hearth keygen` (CURVE)");
   cmd->add_option("--http-keys", a.http_keys,
                   "With --server http://: a file of `CLASS KEY` lines, each class's Bearer key (its tenant)");
-  cmd->add_option("--via", a.via,
-                  "The bench's own server: requests through its ZeroMQ gateway, its HTTP gateway, or both "
-                  "(alternate requests of each class, and a table of what each gateway costs)")
+  cmd->add_option(
+         "--via", a.via,
+         "The bench's own server: requests through its ZeroMQ gateway, its HTTP gateway, or both "
+         "(alternate requests of each class, twice with the gateways swapped, and a table of what each "
+         "gateway costs)")
       ->check(CLI::IsMember({"zmq", "http", "both"}))
       ->capture_default_str();
 }
@@ -128,18 +130,22 @@ result<std::unique_ptr<household::bench_target>> as_target(result<std::unique_pt
 
 }  // namespace
 
-result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a, const engine_config& cfg,
-                                                         const household::workload& w,
-                                                         const household_model& m,
-                                                         const std::vector<uint32_t>& cls) {
-  std::unique_ptr<bench_server> s(new bench_server());
+status<> check_server_options(const household_args& a) {
   if (a.via != "zmq" && !a.server.empty())
     return error{errc::invalid_argument,
                  "--via is for the bench's own server: --server's scheme says the gateway"};
   if (!a.http_keys.empty() && !a.server.starts_with("http://"))
     return error{errc::invalid_argument, "--http-keys needs --server http://HOST:PORT"};
+  return {};
+}
+
+result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a, const engine_config& cfg,
+                                                         const household::workload& w,
+                                                         const household_model& m,
+                                                         const std::vector<uint8_t>& lanes) {
+  std::unique_ptr<bench_server> s(new bench_server());
   if (a.server.empty()) {
-    if (auto st = s->start_own(a, cfg, w, m, cls); !st) return st.error();
+    if (auto st = s->start_own(a, cfg, w, m, lanes); !st) return st.error();
     return s;
   }
   if (a.server.starts_with("http://")) {
@@ -167,7 +173,7 @@ result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a
 
 status<> bench_server::start_own(const household_args& a, const engine_config& cfg,
                                  const household::workload& w, const household_model& m,
-                                 const std::vector<uint32_t>& cls) {
+                                 const std::vector<uint8_t>& lanes) {
   const bool http = a.via != "zmq";
   engine_config c = cfg;
   c.tenants.clear();
@@ -211,13 +217,11 @@ status<> bench_server::start_own(const household_args& a, const engine_config& c
   auto ht = as_target(
       household::http_target::connect({.endpoint = "http://" + http_gateway_->endpoint(), .keys = keys}));
   if (!ht) return ht.error();
-  const bool both = a.via == "both";
-  std::vector<uint8_t> lanes = both ? household::alternate_lanes(cls) : std::vector<uint8_t>(cls.size(), 1);
-  if (both) lanes_ = lanes;
+  // --via http too: every lane 1, and the gauges from the ZeroMQ gateway's `stats`.
   std::vector<std::unique_ptr<household::bench_target>> targets;
   targets.push_back(std::move(*zmq));
   targets.push_back(std::move(*ht));
-  target_ = std::make_unique<household::split_target>(std::move(targets), std::move(lanes));
+  target_ = std::make_unique<household::split_target>(std::move(targets), lanes);
   return {};
 }
 

@@ -46,6 +46,8 @@ void add_household_options(CLI::App* cmd, household_args& a);
 //! --server, --server-key, --key, --http-keys, --via: `bench serve` only (a sweep changes the
 //! server's configuration).
 void add_server_options(CLI::App* cmd, household_args& a);
+//! Whether those options go together (--via only without --server, --http-keys only with http://).
+status<> check_server_options(const household_args& a);
 
 //! The model, loaded once: every engine of a sweep shares its converted weights and KV pool.
 //! With --server only its tokenizer and context (prompts are synthesized to token counts).
@@ -62,27 +64,24 @@ class bench_server {
  public:
   //! --server: connects to it. Otherwise starts an engine with `cfg`, whose tenants are the
   //! workload's classes (priority, weight, SLOs, so the policies see them; over HTTP each with a
-  //! key of its own, made for the run), and its gateways. `cls`: each request's class, for
-  //! --via both.
+  //! key of its own, made for the run), and its gateways. `lanes`: with --via http or both,
+  //! each request's gateway (0 ZeroMQ, 1 HTTP).
   static result<std::unique_ptr<bench_server>> open(const household_args& a, const engine_config& cfg,
                                                     const household::workload& w, const household_model& m,
-                                                    const std::vector<uint32_t>& cls = {});
+                                                    const std::vector<uint8_t>& lanes = {});
   ~bench_server();
   household::bench_target& target() { return *target_; }
-  //! --via both: each request's gateway (0 ZeroMQ, 1 HTTP); empty otherwise.
-  const std::vector<uint8_t>& lanes() const { return lanes_; }
 
  private:
   bench_server();
   //! Starts the engine and its gateways (the HTTP one unless --via zmq), and the target.
   status<> start_own(const household_args& a, const engine_config& cfg, const household::workload& w,
-                     const household_model& m, const std::vector<uint32_t>& cls);
+                     const household_model& m, const std::vector<uint8_t>& lanes);
   std::filesystem::path dir_;
   std::unique_ptr<engine> engine_;
   std::unique_ptr<server::gateway> gateway_;
   std::unique_ptr<http::gateway> http_gateway_;
   std::unique_ptr<household::bench_target> target_;
-  std::vector<uint8_t> lanes_;
 };
 
 result<household::workload> load_household_workload(const household_args& a);

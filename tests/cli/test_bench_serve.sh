@@ -55,7 +55,8 @@ assert [q['tenant'] for q in r['requests']] == ['chat', 'rag'], r['requests']
 assert r['requests'][1]['prompt_tokens'] == 300 and r['overall']['done'] == 2, r['overall']
 " "$dir/trace.json"
 
-# --via both: alternate requests over the bench's own ZeroMQ and HTTP gateways, and what each costs.
+# --via both: alternate requests over the bench's own ZeroMQ and HTTP gateways, twice with the
+# gateways swapped (each carries every request once), and what each costs.
 "$hearth" bench serve --model "$dir/tiny.gguf" "${common[@]}" --duration 3 --drain 60 --rate-scale 4 --via both \
   --json "$dir/both.json" >"$dir/both.txt"
 grep -q "outside the engine" "$dir/both.txt" || fail "no gateway table: $(cat "$dir/both.txt")"
@@ -64,10 +65,11 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 o, g = j["report"]["overall"], j["gateways"]
 assert j["config"]["via"] == "both" and [x["name"] for x in g] == ["zmq", "http"], g
-assert o["done"] == o["issued"] and sum(x["done"] for x in g) == o["done"], (o, g)
-for x in g:  # each gateway carried requests, and its part outside the engine is measured
-    assert x["done"] >= 1 and x["outside_engine_ms"]["count"] == x["done"], x
+assert o["done"] == o["issued"] and j["report_swapped"]["overall"]["done"] == o["done"], j["report_swapped"]
+for x in g:  # each gateway carried every request, and its part outside the engine is measured
+    assert x["done"] == o["done"] and x["outside_engine_ms"]["count"] == x["done"], x
     assert 0 < x["outside_engine_ms"]["p50"] < x["ttft_ms"]["p50"], x
+assert g[1]["ttft_minus_first_ms"]["count"] == o["done"], g[1]  # every request paired
 # The requests over HTTP have the server's split of their TTFT too (the usage chunk's timings).
 for q in j["report"]["requests"]:
     assert q["server_ms"]["first_step"] > 0, q
