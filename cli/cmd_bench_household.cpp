@@ -1,12 +1,19 @@
 #include "cli/cmd_bench_household.hpp"
 
+#include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <random>
 
 #include "actors/engine.hpp"
+#include "bench/household/http_target.hpp"
+#include "bench/household/split_target.hpp"
+#include "bench/household/zmq_target.hpp"
 #include "clients/cpp/keys.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "model/gguf.hpp"
 #include "model/hparams.hpp"
+#include "server/http/keys.hpp"
 
 namespace hearth::cli {
 
@@ -33,6 +40,15 @@ void add_server_options(CLI::App* cmd, household_args& a) {
   cmd->add_option("--server", a.server, "Drive the `hearth serve` at this endpoint instead of starting one");
   cmd->add_option("--server-key", a.server_key, "--server's public key (Z85), as `hearth serve` prints it (CURVE)");
   cmd->add_option("--key", a.key_file, "This client's key file from `hearth keygen` (CURVE)");
+  cmd->add_option("--http-keys", a.http_keys,
+                  "With --server http://: a file of `CLASS KEY` lines, each class's Bearer key (its tenant)");
+  cmd->add_option(
+         "--via", a.via,
+         "The bench's own server: requests through its ZeroMQ gateway, its HTTP gateway, or both "
+         "(alternate requests of each class, twice with the gateways swapped, and a table of what each "
+         "gateway costs)")
+      ->check(CLI::IsMember({"zmq", "http", "both"}))
+      ->capture_default_str();
 }
 
 backend_factory household_model::factory() const {
@@ -80,49 +96,141 @@ engine_config household_engine(const household_args& a) {
   return c;
 }
 
-result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a, const engine_config& cfg,
-                                                         const household::workload& w, const household_model& m) {
-  std::unique_ptr<bench_server> s(new bench_server());
+namespace {
+
+// A key for one class of the bench's own server: 24 random bytes as hex.
+std::string random_key() {
+  std::random_device rd;
+  std::string key;
+  char hex[9];
+  for (int i = 0; i < 6; ++i) {
+    std::snprintf(hex, sizeof hex, "%08x", rd());
+    key += hex;
+  }
+  return key;
+}
+
+result<client::options> zmq_options(const household_args& a) {
   client::options opt{.endpoint = a.server};
-  if (!a.server_key.empty() || !a.key_file.empty()) {
-    if (a.server.empty() || a.server_key.empty() || a.key_file.empty())
-      return error{errc::invalid_argument, "CURVE needs --server, --server-key and --key"};
-    auto keys = client::read_key_file(a.key_file);
-    if (!keys) return keys.error();
-    opt.server_key = a.server_key;
-    opt.keys = *keys;
-  }
+  if (a.server_key.empty() && a.key_file.empty()) return opt;
+  if (a.server.empty() || a.server_key.empty() || a.key_file.empty())
+    return error{errc::invalid_argument, "CURVE needs --server, --server-key and --key"};
+  auto keys = client::read_key_file(a.key_file);
+  if (!keys) return keys.error();
+  opt.server_key = a.server_key;
+  opt.keys = *keys;
+  return opt;
+}
+
+template <class T>
+result<std::unique_ptr<household::bench_target>> as_target(result<std::unique_ptr<T>> t) {
+  if (!t) return t.error();
+  return std::unique_ptr<household::bench_target>(std::move(*t));
+}
+
+}  // namespace
+
+status<> check_server_options(const household_args& a) {
+  if (a.via != "zmq" && !a.server.empty())
+    return error{errc::invalid_argument,
+                 "--via is for the bench's own server: --server's scheme says the gateway"};
+  if (!a.http_keys.empty() && !a.server.starts_with("http://"))
+    return error{errc::invalid_argument, "--http-keys needs --server http://HOST:PORT"};
+  return {};
+}
+
+result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a, const engine_config& cfg,
+                                                         const household::workload& w,
+                                                         const household_model& m,
+                                                         const std::vector<uint8_t>& lanes) {
+  std::unique_ptr<bench_server> s(new bench_server());
   if (a.server.empty()) {
-    engine_config c = cfg;
-    c.tenants.clear();
-    for (const household::workload_class& k : w.classes)
-      c.tenants.push_back({.name = k.name, .cls = k.priority, .weight = k.weight, .slo = {k.ttft_ms, k.itl_ms, w.itl_quantile}});
-    auto e = engine::start(c, m.tok, m.factory());
-    if (!e) return e.error();
-    s->engine_ = std::move(*e);
-    std::string dir = (std::filesystem::temp_directory_path() / "hearth-bench-XXXXXX").string();
-    if (!mkdtemp(dir.data())) return error{errc::io, "cannot create a temporary folder for the ipc:// endpoint"};
-    s->dir_ = dir;
-    auto g = server::gateway::start(
-        *s->engine_, {.endpoint = "ipc://" + (s->dir_ / "hearth.sock").string(),
-                      .tenants = c.tenants,
-                      .model = {std::filesystem::path(a.model).stem().string(), "", "", m.n_ctx,
-                                static_cast<uint32_t>(m.tok->n_vocab())},
-                      .policy = c.policy});
-    if (!g) return g.error();
-    s->gateway_ = std::move(*g);
-    opt.endpoint = s->gateway_->endpoint();
+    if (auto st = s->start_own(a, cfg, w, m, lanes); !st) return st.error();
+    return s;
   }
-  auto t = household::zmq_target::connect(opt);
+  if (a.server.starts_with("http://")) {
+    if (!a.server_key.empty() || !a.key_file.empty())
+      return error{errc::invalid_argument,
+                   "--server-key and --key are CURVE's: an http:// server takes --http-keys"};
+    household::http_target_options opt{.endpoint = a.server, .keys = {}};
+    if (!a.http_keys.empty()) {
+      auto keys = household::read_http_keys(a.http_keys);
+      if (!keys) return keys.error();
+      opt.keys = std::move(*keys);
+    }
+    auto t = as_target(household::http_target::connect(std::move(opt)));
+    if (!t) return t.error();
+    s->target_ = std::move(*t);
+    return s;
+  }
+  auto opt = zmq_options(a);
+  if (!opt) return opt.error();
+  auto t = as_target(household::zmq_target::connect(*opt));
   if (!t) return t.error();
   s->target_ = std::move(*t);
   return s;
+}
+
+status<> bench_server::start_own(const household_args& a, const engine_config& cfg,
+                                 const household::workload& w, const household_model& m,
+                                 const std::vector<uint8_t>& lanes) {
+  const bool http = a.via != "zmq";
+  engine_config c = cfg;
+  c.tenants.clear();
+  std::map<std::string, std::string> keys;
+  for (const household::workload_class& k : w.classes) {
+    c.tenants.push_back({.name = k.name,
+                         .cls = k.priority,
+                         .weight = k.weight,
+                         .slo = {k.ttft_ms, k.itl_ms, w.itl_quantile}});
+    if (!http) continue;
+    keys[k.name] = random_key();
+    c.tenants.back().http_key_sha256 = http::sha256_hex(keys[k.name]);
+  }
+  auto e = engine::start(c, m.tok, m.factory());
+  if (!e) return e.error();
+  engine_ = std::move(*e);
+  std::string dir = (std::filesystem::temp_directory_path() / "hearth-bench-XXXXXX").string();
+  if (!mkdtemp(dir.data()))
+    return error{errc::io, "cannot create a temporary folder for the ipc:// endpoint"};
+  dir_ = dir;
+  const server::model_card card{std::filesystem::path(a.model).stem().string(), "", "", m.n_ctx,
+                                static_cast<uint32_t>(m.tok->n_vocab())};
+  // The ZeroMQ gateway always runs: the gauges and figures come from its `stats`.
+  auto g = server::gateway::start(*engine_, {.endpoint = "ipc://" + (dir_ / "hearth.sock").string(),
+                                             .tenants = c.tenants,
+                                             .model = card,
+                                             .policy = c.policy});
+  if (!g) return g.error();
+  gateway_ = std::move(*g);
+  auto zmq = as_target(household::zmq_target::connect({.endpoint = gateway_->endpoint()}));
+  if (!zmq) return zmq.error();
+  if (!http) {
+    target_ = std::move(*zmq);
+    return {};
+  }
+  // More threads than the engine runs sequences: a stream waiting in the queue holds one too.
+  auto h = http::gateway::start(
+      *engine_, {.endpoint = "127.0.0.1:0", .tenants = c.tenants, .model = card, .threads = 256});
+  if (!h) return h.error();
+  http_gateway_ = std::move(*h);
+  auto ht = as_target(
+      household::http_target::connect({.endpoint = "http://" + http_gateway_->endpoint(), .keys = keys}));
+  if (!ht) return ht.error();
+  // --via http too: every lane 1, and the gauges from the ZeroMQ gateway's `stats`.
+  std::vector<std::unique_ptr<household::bench_target>> targets;
+  targets.push_back(std::move(*zmq));
+  targets.push_back(std::move(*ht));
+  target_ = std::make_unique<household::split_target>(std::move(targets), lanes);
+  return {};
 }
 
 bench_server::bench_server() = default;
 
 bench_server::~bench_server() {
   target_.reset();
+  if (http_gateway_) http_gateway_->stop(std::chrono::milliseconds(0));
+  http_gateway_.reset();
   if (gateway_) gateway_->stop(std::chrono::milliseconds(0));
   gateway_.reset();
   engine_.reset();  // requests left unfinished end, unrecorded
@@ -132,7 +240,10 @@ bench_server::~bench_server() {
 
 nlohmann::json household_config_json(const household_args& a, const household::workload& w) {
   return {{"model", a.model},
-          {"target", a.server.empty() ? "its own server (engine and gateway), over ipc://" : a.server},
+          {"target", !a.server.empty() ? a.server
+                     : a.via == "zmq"  ? "its own server (engine and gateway), over ipc://"
+                     : a.via == "http" ? "its own server (engine and gateways), over HTTP on loopback"
+                                       : "its own server (engine and gateways), alternating ipc:// and HTTP"},
           {"workload_file", a.workload.empty() ? "(built in)" : a.workload},
           {"workload", household::to_json(w)},
           {"kv_tokens", a.kv_tokens},

@@ -1,8 +1,9 @@
 #pragma once
 // What `hearth bench serve` and `hearth bench sweep` share: the workload (file or the shipped
-// household mix) and trace, the model loaded once, and the server each run drives through the
-// ZeroMQ client: a running one (--server), or an engine and gateway started here on an ipc://
-// endpoint in a temporary folder.
+// household mix) and trace, the model loaded once, and the server each run drives: a running one
+// (--server: through the ZeroMQ client, or over HTTP for an http:// endpoint), or an engine
+// started here with a ZeroMQ gateway on an ipc:// endpoint in a temporary folder, and with
+// --via http or both an HTTP gateway on loopback beside it.
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
@@ -14,9 +15,10 @@
 #include "actors/worker_info.hpp"
 #include "bench/household/report.hpp"
 #include "bench/household/schedule.hpp"
-#include "bench/household/zmq_target.hpp"
+#include "bench/household/target.hpp"
 #include "cli/common_options.hpp"
 #include "server/gateway.hpp"
+#include "server/http/gateway.hpp"
 
 namespace hearth {
 class engine;  // (not actors/engine.hpp here: <caf/all.hpp> is slow to compile)
@@ -28,6 +30,8 @@ struct household_args {
   std::string model;
   std::string server;  //!< a running server's endpoint; empty: start one per run
   std::string server_key, key_file;  //!< CURVE, with --server
+  std::string http_keys;             //!< with --server http://: a file of `CLASS KEY` lines
+  std::string via = "zmq";           //!< the bench's own server: zmq, http, or both (alternate requests)
   std::string workload;  //!< empty: the shipped household mix
   std::string mode = "colocated";
   compute_args compute;
@@ -39,8 +43,11 @@ struct household_args {
 };
 
 void add_household_options(CLI::App* cmd, household_args& a);
-//! --server, --server-key, --key: `bench serve` only (a sweep changes the server's configuration).
+//! --server, --server-key, --key, --http-keys, --via: `bench serve` only (a sweep changes the
+//! server's configuration).
 void add_server_options(CLI::App* cmd, household_args& a);
+//! Whether those options go together (--via only without --server, --http-keys only with http://).
+status<> check_server_options(const household_args& a);
 
 //! The model, loaded once: every engine of a sweep shares its converted weights and KV pool.
 //! With --server only its tokenizer and context (prompts are synthesized to token counts).
@@ -52,22 +59,29 @@ struct household_model {
 };
 
 //! What one run drives. Destroyed in order: the target (cancelling what is in flight), the
-//! gateway, the engine, then the temporary folder of the ipc:// endpoint.
+//! gateways, the engine, then the temporary folder of the ipc:// endpoint.
 class bench_server {
  public:
   //! --server: connects to it. Otherwise starts an engine with `cfg`, whose tenants are the
-  //! workload's classes (priority, weight, SLOs, so the policies see them), and a gateway.
+  //! workload's classes (priority, weight, SLOs, so the policies see them; over HTTP each with a
+  //! key of its own, made for the run), and its gateways. `lanes`: with --via http or both,
+  //! each request's gateway (0 ZeroMQ, 1 HTTP).
   static result<std::unique_ptr<bench_server>> open(const household_args& a, const engine_config& cfg,
-                                                     const household::workload& w, const household_model& m);
+                                                    const household::workload& w, const household_model& m,
+                                                    const std::vector<uint8_t>& lanes = {});
   ~bench_server();
   household::bench_target& target() { return *target_; }
 
  private:
   bench_server();
+  //! Starts the engine and its gateways (the HTTP one unless --via zmq), and the target.
+  status<> start_own(const household_args& a, const engine_config& cfg, const household::workload& w,
+                     const household_model& m, const std::vector<uint8_t>& lanes);
   std::filesystem::path dir_;
   std::unique_ptr<engine> engine_;
   std::unique_ptr<server::gateway> gateway_;
-  std::unique_ptr<household::zmq_target> target_;
+  std::unique_ptr<http::gateway> http_gateway_;
+  std::unique_ptr<household::bench_target> target_;
 };
 
 result<household::workload> load_household_workload(const household_args& a);

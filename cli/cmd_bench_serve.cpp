@@ -1,5 +1,6 @@
 // hearth bench serve: replays a household workload (or a trace) in open loop against a server
-// (its own, or --server) through the ZeroMQ client, and reports TTFT (with its split), ITL, TPOT,
+// (its own, or --server) through the ZeroMQ client or over HTTP (--via, or an http:// --server),
+// and reports TTFT (with its split), ITL, TPOT,
 // E2E, throughput, goodput and SLO attainment per tenant, the iterations beside the configured
 // limits, and queue and KV gauges over time.
 #include <unistd.h>
@@ -8,6 +9,8 @@
 
 #include "bench/household/report.hpp"
 #include "bench/household/runner.hpp"
+#include "bench/household/split_target.hpp"
+#include "bench/household/transport_report.hpp"
 #include "cli/cmd_bench_household.hpp"
 #include "cli/commands.hpp"
 #include "common/text_file.hpp"
@@ -24,6 +27,7 @@ struct bench_serve_args {
 };
 
 int run_bench_serve(const bench_serve_args& a) {
+  if (auto st = check_server_options(a.h); !st) return fail(st.error().message);
   auto w = load_household_workload(a.h);
   if (!w) return fail(w.error().message);
   std::vector<household::trace_entry> trace;
@@ -38,18 +42,36 @@ int run_bench_serve(const bench_serve_args& a) {
   auto s = trace.empty() ? builder.generate(a.rate_scale, w->duration_s) : builder.replay(trace);
   if (!s) return fail(s.error().message);
   const engine_config cfg = household_engine(a.h);
-  auto server = bench_server::open(a.h, cfg, *w, *m);
-  if (!server) return fail(server.error().message);
-  std::fprintf(stderr, "hearth bench serve: %zu requests over %.0f s (%s), %s\n", s->requests.size(),
-               s->requests.empty() ? 0.0 : s->requests.back().at_s,
-               a.trace.empty() ? w->name.c_str() : a.trace.c_str(),
-               a.h.server.empty() ? household::describe(cfg).c_str() : a.h.server.c_str());
+  // --via both: alternate requests of each class over the two gateways, then the same schedule
+  // again on a fresh server with the gateways swapped, so each carries every request once.
+  std::vector<std::vector<uint8_t>> lanes;
+  if (a.h.via == "both") {
+    lanes.push_back(household::alternate_lanes(s->cls));
+    lanes.push_back(lanes[0]);
+    for (uint8_t& l : lanes[1]) l = 1 - l;
+  } else {
+    lanes.push_back(a.h.via == "http" ? std::vector<uint8_t>(s->requests.size(), 1) : std::vector<uint8_t>{});
+  }
   const bool bar = !a.h.no_progress && isatty(fileno(stderr));
-  const auto run = household::run_open_loop((*server)->target(), s->requests, s->cls,
-                                            {.drain_s = w->drain_s, .progress = bar ? stderr : nullptr});
-  server->reset();
-  const auto report = household::make_report(*w, *s, run);
+  std::vector<household::run_result> runs;
+  for (const std::vector<uint8_t>& pass : lanes) {
+    auto server = bench_server::open(a.h, cfg, *w, *m, pass);
+    if (!server) return fail(server.error().message);
+    // Once the first server answers: an error before it is the one line printed.
+    if (runs.empty())
+      std::fprintf(stderr, "hearth bench serve: %zu requests over %.0f s (%s), %s%s\n", s->requests.size(),
+                   s->requests.empty() ? 0.0 : s->requests.back().at_s,
+                   a.trace.empty() ? w->name.c_str() : a.trace.c_str(),
+                   a.h.server.empty() ? household::describe(cfg).c_str() : a.h.server.c_str(),
+                   a.h.via == "both" ? ", twice (the gateways swapped)" : "");
+    runs.push_back(household::run_open_loop((*server)->target(), s->requests, s->cls,
+                                            {.drain_s = w->drain_s, .progress = bar ? stderr : nullptr}));
+  }
+  const auto report = household::make_report(*w, *s, runs[0]);
   household::print_report(report, stdout);
+  const auto gateways = runs.size() < 2 ? std::vector<household::transport_figures>{}
+                                        : household::compare_transports(runs, lanes, {"zmq", "http"});
+  if (!gateways.empty()) household::print_transports(gateways, stdout);
   if (a.json_path.empty()) return 0;
   nlohmann::json config = household_config_json(a.h, *w);
   config["command"] = "serve";
@@ -57,7 +79,12 @@ int run_bench_serve(const bench_serve_args& a) {
   config["rate_scale"] = a.rate_scale;
   config["trace"] = a.trace;
   config["requests"] = s->requests.size();
-  const nlohmann::json j = {{"config", config}, {"report", household::to_json(report, *w, run)}};
+  config["via"] = a.h.via;
+  nlohmann::json j = {{"config", config}, {"report", household::to_json(report, *w, runs[0])}};
+  if (!gateways.empty()) {
+    j["report_swapped"] = household::to_json(household::make_report(*w, *s, runs[1]), *w, runs[1]);
+    j["gateways"] = household::to_json(gateways);
+  }
   if (auto st = write_text_file(a.json_path, j.dump(1) + '\n'); !st) return fail(st.error().message);
   return 0;
 }

@@ -48,7 +48,7 @@ rooms = {
     "caf/": {"actors"},
     "oneapi/dnnl/": {"kernels"}, "dnnl": {"kernels"},
     "zmq": {"server", "clients/cpp"},
-    "httplib.h": {"server/http"},
+    "httplib.h": {"server/http", "bench"},  # and the bench's HTTP target (bench/household/http_target.cpp)
     "hwloc": {"actors"},
     "toml++/": {"tenants", "server", "bench"},
 }

@@ -129,6 +129,12 @@ std::string encode_token(std::string_view id, uint32_t index, token_id token, st
   return encode({{"type", "token"}, {"id", id}, {"index", index}, {"token", token}, {"text", text}});
 }
 
+json encode_timings(const timings& time) {
+  return {{"queue_ms", time.queue_ms},       {"ttft_ms", time.ttft_ms},
+          {"prefill_ms", time.prefill_ms},   {"first_step_ms", time.first_step_ms},
+          {"mean_itl_ms", time.mean_itl_ms}, {"e2e_ms", time.e2e_ms}};
+}
+
 std::string encode_done(std::string_view id, std::string_view finish, const usage& use, const timings& time,
                         uint32_t preemptions, const std::string* text) {
   json j = {{"type", "done"},
@@ -138,13 +144,7 @@ std::string encode_done(std::string_view id, std::string_view finish, const usag
              {{"prompt_tokens", use.prompt_tokens},
               {"completion_tokens", use.completion_tokens},
               {"cached_tokens", use.cached_tokens}}},
-            {"timings",
-             {{"queue_ms", time.queue_ms},
-              {"ttft_ms", time.ttft_ms},
-              {"prefill_ms", time.prefill_ms},
-              {"first_step_ms", time.first_step_ms},
-              {"mean_itl_ms", time.mean_itl_ms},
-              {"e2e_ms", time.e2e_ms}}},
+            {"timings", encode_timings(time)},
             {"preemptions", preemptions}};
   if (text) j["text"] = *text;
   return encode(j);

@@ -87,6 +87,9 @@ bool is_tenant_name(std::string_view name);
 // replaced (U+FFFD), so a model's odd bytes never break a message.
 std::string encode_accepted(std::string_view id, uint32_t prompt_tokens);
 std::string encode_token(std::string_view id, uint32_t index, token_id token, std::string_view text);
+//! A request's timings as `done` carries them (queue_ms, ttft_ms, prefill_ms, first_step_ms,
+//! mean_itl_ms, e2e_ms); the HTTP gateway sends the same object as an extension.
+nlohmann::json encode_timings(const timings& time);
 //! `finish`: eos, stop or length. `text`: the whole completion of a non-streaming request
 //! (nullptr when streaming).
 std::string encode_done(std::string_view id, std::string_view finish, const usage& use, const timings& time,

@@ -1,12 +1,14 @@
 #pragma once
 // What the bench drives: a server it sends requests to and reads gauges from. Implemented over
-// ZeroMQ through the C++ client (zmq_target.hpp); tests may implement it in process. The bench
+// ZeroMQ through the C++ client (zmq_target.hpp) and over HTTP (http_target.hpp); tests may
+// implement it in process. The bench
 // takes every timestamp itself, when the target reports a token or an end (client-side times).
 
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/household/stats.hpp"
@@ -35,12 +37,23 @@ struct bench_outcome {
   uint32_t preemptions = 0;
 };
 
+//! The protocol's error `code` (docs/protocol.md) as the engine's reason; none for a code that
+//! is not one (the client's own: timeout, transport, protocol; or unauthorized).
+reject_reason reject_reason_of(std::string_view code);
+
+//! A request that ended without `done`, as the server said: `cancelled`, an error once it was
+//! `accepted`, else a refusal.
+bench_outcome failed_outcome(std::string_view code, std::string_view message, bool accepted);
+
 //! Where a target reports; called from the target's threads, in order for each request.
 class bench_sink {
  public:
   virtual ~bench_sink() = default;
   //! One streamed token of request `index` (the bench stamps the time).
   virtual void on_token(size_t index) = 0;
+  //! The text of the token on_token is told next, from a target that streams text (HTTP): what
+  //! a test checks the stream against; the bench's figures need only the times.
+  virtual void on_text(size_t /*index*/, std::string_view /*text*/) {}
   //! Its one terminal message; nothing about it comes after.
   virtual void on_end(size_t index, const bench_outcome& outcome) = 0;
 };

@@ -27,12 +27,6 @@ struct live {
   client::stream s;
 };
 
-reject_reason reason_of(const std::string& code) {
-  for (auto r = static_cast<uint8_t>(reject_reason::bad_request); r <= static_cast<uint8_t>(reject_reason::internal); ++r)
-    if (code == to_string(static_cast<reject_reason>(r))) return static_cast<reject_reason>(r);
-  return reject_reason::none;  // the client's own (timeout, transport, protocol) or unauthorized
-}
-
 // The wire's terminal message as target.hpp's outcome: an error before `accepted` is a refusal.
 bench_outcome outcome_of(const client::outcome<client::completion>& r, bool accepted) {
   if (r) {
@@ -44,11 +38,7 @@ bench_outcome outcome_of(const client::outcome<client::completion>& r, bool acce
             {d.queue_ms, d.ttft_ms, d.prefill_ms, d.first_step_ms, d.mean_itl_ms, d.e2e_ms},
             d.preemptions};
   }
-  const client::error& e = r.error();
-  const event_kind kind = e.code == "cancelled" ? event_kind::cancelled
-                          : accepted            ? event_kind::error
-                                                : event_kind::rejected;
-  return {kind, reason_of(e.code), e.code + ": " + e.message};
+  return failed_outcome(r.error().code, r.error().message, accepted);
 }
 
 // The server's stats are read with client::field: a missing or mistyped figure reads as 0.

@@ -6,7 +6,7 @@
 #include <random>
 #include <thread>
 
-#include <httplib.h>
+#include "server/http/front_door.hpp"
 
 #include "actors/engine.hpp"
 #include "server/endpoint.hpp"
@@ -261,7 +261,8 @@ struct gateway::impl {
     std::string text;
     for (;;) {
       for (const request_event& e : st.pending) {
-        if (e.kind == event_kind::token) text += e.text;
+        // `done` carries the text held back to the end (a partial character, a stop string's prefix).
+        if (e.kind == event_kind::token || e.kind == event_kind::done) text += e.text;
         if (e.kind == event_kind::done)
           return send_json(
               res, st.format->whole(st.calls ? parse_tool_calls(chat, text) : assistant_reply{text}, e));
@@ -274,7 +275,8 @@ struct gateway::impl {
   // Appends what the pending events write; true once the request has ended.
   static bool write_pending(reply_state& st, std::string& out) {
     for (const request_event& e : st.pending) {
-      if (e.kind == event_kind::token && !e.text.empty())
+      // `done` carries the text held back to the end (a partial character, a stop string's prefix).
+      if ((e.kind == event_kind::token || e.kind == event_kind::done) && !e.text.empty())
         write_piece(*st.format, st.calls ? st.calls->push(e.text) : assistant_reply{e.text}, out);
       if (!e.terminal()) continue;
       if (e.kind == event_kind::done && st.calls) write_piece(*st.format, st.calls->finish(), out);
@@ -342,30 +344,29 @@ struct gateway::impl {
     info("/v1/models", true, [this](const httplib::Request&) {
       return result<std::string, api_error>(openai_models(opt.model));
     });
-    svr.Post("/api/show", [this](const httplib::Request& req, httplib::Response& res) {
+    const auto show = [this](const httplib::Request& req, httplib::Response& res) {
       auto tenant = tenant_of(req);
       if (!tenant) return refuse(res, tenant.error(), false);
       auto body = ollama_show(req.body, opt.model);
       if (!body) return refuse(res, body.error(), false);
       send_json(res, *body);
-    });
+    };
+    svr.Post("/api/show", limited_body(opt.max_body_bytes, show));
     const std::pair<const char*, route> generations[] = {{"/api/chat", route::ollama_chat},
                                                          {"/api/generate", route::ollama_generate},
                                                          {"/v1/chat/completions", route::openai_chat},
                                                          {"/v1/completions", route::openai_completion}};
     for (const auto& [path, which] : generations)
-      svr.Post(path, [this, which = which](const httplib::Request& req, httplib::Response& res) {
-        generate(which, req, res);
-      });
+      svr.Post(path, limited_body(opt.max_body_bytes,
+                                  [this, which = which](const httplib::Request& req, httplib::Response& res) {
+                                    generate(which, req, res);
+                                  }));
     // cpp-httplib calls this for every status >= 400, also those a route answered with a body.
     svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
-      const bool openai = req.path.starts_with("/v1/");
-      const api_error e{res.status,
-                        {res.status == 413 ? "too_long" : "not_found",
-                         res.status == 413 ? "the body is larger than the server's limit"
-                                           : "no route " + req.method + " " + req.path.substr(0, 128)}};
-      res.set_content(openai ? openai_error(e) : dump({{"error", e.err.message}}), "application/json");
+      const api_error e = front_door_error(res.status, req.method, req.path);
+      res.set_content(req.path.starts_with("/v1/") ? openai_error(e) : dump({{"error", e.err.message}}),
+                      "application/json");
     });
   }
 
@@ -394,7 +395,8 @@ struct gateway::impl {
     svr.set_keep_alive_timeout(keep_alive_s);
     svr.set_tcp_nodelay(true);  // a token is a few bytes: never wait to fill a segment
     port = hp.port == 0 ? svr.bind_to_any_port(hp.host) : (svr.bind_to_port(hp.host, hp.port) ? hp.port : -1);
-    if (port <= 0) return error{errc::io, "cannot bind http endpoint " + opt.endpoint};
+    if (port <= 0 || !widen_backlog(svr))
+      return error{errc::io, "cannot bind http endpoint " + opt.endpoint};
     const bool v6 = hp.host.find(':') != std::string::npos;
     endpoint = (v6 ? "[" + hp.host + "]" : hp.host) + ":" + std::to_string(port);
     return {};

@@ -33,7 +33,8 @@ constexpr std::string_view sampling_fields[] = {"model",
                                                 "frequency_penalty",
                                                 "presence_penalty",
                                                 "logit_bias",
-                                                "logprobs"};
+                                                "logprobs",
+                                                "ignore_eos"};
 
 // Fields that must keep their neutral value: the sampler has no frequency or presence penalty,
 // and nothing here returns log-probabilities.
@@ -62,6 +63,7 @@ void read_sampling(const fields& f, api_request& r, const api_limits& lim, uint3
                        : default_max;
   r.g.stop = wire::read_stops(f, "stop", true);
   r.g.stream = f.flag("stream", false);
+  r.g.ignore_eos = f.flag("ignore_eos", false);  // vLLM's extension: benchmarks run to max_tokens
   if (f.has("stream_options") && !f.get("stream_options").is_null()) {
     if (!f.get("stream_options").is_object()) f.fail("stream_options", "must be an object");
     const fields o(f.get("stream_options"), "stream_options.");
@@ -144,6 +146,8 @@ const char* error_type(int status) {
     case 400:
     case 404:
     case 413:
+    case 414:
+    case 415:
       return "invalid_request_error";
     default:
       return "server_error";
@@ -175,6 +179,7 @@ class openai_reply final : public reply_format {
       json last = head(chat_ ? "chat.completion.chunk" : "text_completion");
       last["choices"] = json::array();
       last["usage"] = usage(e);
+      last["timings"] = wire::encode_timings(e.time);  // an extension, as llama.cpp's server sends
       out += sse(last);
     }
     return out + "data: [DONE]\n\n";
@@ -195,6 +200,7 @@ class openai_reply final : public reply_format {
     choice["finish_reason"] = finish(e);
     j["choices"] = json::array({choice});
     j["usage"] = usage(e);
+    j["timings"] = wire::encode_timings(e.time);
     return dump(j);
   }
   std::string error_body(const api_error& e) const override { return openai_error(e); }

@@ -55,9 +55,29 @@ assert [q['tenant'] for q in r['requests']] == ['chat', 'rag'], r['requests']
 assert r['requests'][1]['prompt_tokens'] == 300 and r['overall']['done'] == 2, r['overall']
 " "$dir/trace.json"
 
-# --server: a running `hearth serve`, driven over its ipc:// endpoint.
+# --via both: alternate requests over the bench's own ZeroMQ and HTTP gateways, twice with the
+# gateways swapped (each carries every request once), and what each costs.
+"$hearth" bench serve --model "$dir/tiny.gguf" "${common[@]}" --duration 3 --drain 60 --rate-scale 4 --via both \
+  --json "$dir/both.json" >"$dir/both.txt"
+grep -q "outside the engine" "$dir/both.txt" || fail "no gateway table: $(cat "$dir/both.txt")"
+python3 - "$dir/both.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+o, g = j["report"]["overall"], j["gateways"]
+assert j["config"]["via"] == "both" and [x["name"] for x in g] == ["zmq", "http"], g
+assert o["done"] == o["issued"] and j["report_swapped"]["overall"]["done"] == o["done"], j["report_swapped"]
+for x in g:  # each gateway carried every request, and its part outside the engine is measured
+    assert x["done"] == o["done"] and x["outside_engine_ms"]["count"] == x["done"], x
+    assert 0 < x["outside_engine_ms"]["p50"] < x["ttft_ms"]["p50"], x
+assert g[1]["ttft_minus_first_ms"]["count"] == o["done"], g[1]  # every request paired
+# The requests over HTTP have the server's split of their TTFT too (the usage chunk's timings).
+for q in j["report"]["requests"]:
+    assert q["server_ms"]["first_step"] > 0, q
+PY
+
+# --server: a running `hearth serve`, driven over its ipc:// endpoint, then over HTTP.
 "$hearth" serve --model "$dir/tiny.gguf" --threads 1 --compute f32 --endpoint "ipc://$dir/serve.sock" \
-  --policy household >"$dir/serve.out" 2>"$dir/serve.err" &
+  --http 127.0.0.1:0 --policy household >"$dir/serve.out" 2>"$dir/serve.err" &
 serve_pid=$!
 trap 'kill -9 "$serve_pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
 for _ in $(seq 1 200); do
@@ -78,8 +98,22 @@ limits = r["server"]["limits"]
 assert limits["max_seqs"] == 64 and limits["policy"] == "household" and limits["mode"] == "colocated", limits
 assert r["server"]["steps"]["count"] > 0, r["server"]
 PY
+http=$(grep -o "Ollama and OpenAI APIs on http://[0-9.:]*" "$dir/serve.out" | grep -o "http://.*")
+"$hearth" bench serve --model "$dir/tiny.gguf" --server "$http" --no-progress --duration 2 --drain 60 --rate-scale 4 \
+  --json "$dir/remote_http.json" >/dev/null 2>"$dir/remote_http.err" || fail "bench --server $http: $(cat "$dir/remote_http.err")"
+python3 - "$dir/remote_http.json" "$http" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+o = j["report"]["overall"]
+assert j["config"]["target"] == sys.argv[2] and o["issued"] >= 2 and o["done"] == o["issued"], (j["config"], o)
+assert o["ttft_split_ms"]["first_step"]["p50"] > 0, o
+PY
+expect_one_line_error "--via with --server" "--via is for the bench's own server" \
+  "$hearth" bench serve --model "$dir/tiny.gguf" --server "$http" --via both
 kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "serve did not stop cleanly: $(cat "$dir/serve.err")"
+expect_one_line_error "no HTTP server" "GET /v1/models failed" \
+  "$hearth" bench serve --model "$dir/tiny.gguf" --server "$http"
 
 "$hearth" bench sweep --model "$dir/tiny.gguf" "${common[@]}" --duration 2 --drain 30 --max-runs 2 --policy fcfs \
   --start-rate 1 --min-requests 2 -o "$dir/sweep" >"$dir/sweep.txt" 2>"$dir/sweep.err" || fail "sweep: $(cat "$dir/sweep.err")"
