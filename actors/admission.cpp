@@ -9,7 +9,9 @@ namespace hearth {
 
 namespace {
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 struct admission_state {
   std::unique_ptr<admission_core> core;
@@ -63,8 +65,8 @@ caf::behavior admission(caf::stateful_actor<admission_state>* self, admission_li
 
 }  // namespace
 
-caf::actor spawn_admission(caf::actor_system& sys, admission_limits limits, std::vector<tenant_config> tenants,
-                           caf::actor metrics) {
+caf::actor spawn_admission(caf::actor_system& sys, admission_limits limits,
+                           std::vector<tenant_config> tenants, caf::actor metrics) {
   return sys.spawn(admission, limits, std::move(tenants), std::move(metrics));
 }
 

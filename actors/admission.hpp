@@ -15,7 +15,7 @@
 namespace hearth {
 
 //! Spawns admission; it forwards to `scheduler` once told with (ready_atom, actor).
-caf::actor spawn_admission(caf::actor_system& sys, admission_limits limits, std::vector<tenant_config> tenants,
-                           caf::actor metrics);
+caf::actor spawn_admission(caf::actor_system& sys, admission_limits limits,
+                           std::vector<tenant_config> tenants, caf::actor metrics);
 
 }  // namespace hearth

@@ -107,7 +107,8 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   engine_config resolved = cfg;
   if (cfg.mode == placement_mode::disaggregated) {
     if (resolved.kv_handoff == kv_handoff_mode::automatic) {
-      resolved.kv_handoff = same_numa_nodes(cfg.worker_cpus, cfg.decode_cpus) ? kv_handoff_mode::share : kv_handoff_mode::copy;
+      resolved.kv_handoff =
+          same_numa_nodes(cfg.worker_cpus, cfg.decode_cpus) ? kv_handoff_mode::share : kv_handoff_mode::copy;
     }
     worker_options decode{cfg.decode_cpus, cfg.threads_per_worker, [loaded] { return (*loaded)->share(); }};
     if (resolved.kv_handoff == kv_handoff_mode::copy) {
@@ -118,7 +119,8 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
     a.decode_worker = spawn_worker(sys, std::move(decode));
     auto decode_info = a.await_ready(a.decode_worker);
     if (!decode_info) return decode_info.error();
-    if (decode_info->n_blocks != e->info_.n_blocks) return error{errc::invalid_argument, "engine: the decode worker's pool differs"};
+    if (decode_info->n_blocks != e->info_.n_blocks)
+      return error{errc::invalid_argument, "engine: the decode worker's pool differs"};
   }
   e->cfg_ = resolved;
   const auto& w = e->info_;

@@ -62,7 +62,8 @@ using alive_atom = caf::atom_constant<caf::atom("alive")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
-  return f(caf::meta::type_name("worker_info"), x.n_ctx, x.n_vocab, x.n_blocks, x.block_size, x.threads, x.cpus);
+  return f(caf::meta::type_name("worker_info"), x.n_ctx, x.n_vocab, x.n_blocks, x.block_size, x.threads,
+           x.cpus);
 }
 
 template <class Inspector>
@@ -91,8 +92,8 @@ typename Inspector::result_type inspect(Inspector& f, usage& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, timings& x) {
-  return f(caf::meta::type_name("timings"), x.queue_ms, x.ttft_ms, x.prefill_ms, x.first_step_ms, x.mean_itl_ms,
-           x.e2e_ms);
+  return f(caf::meta::type_name("timings"), x.queue_ms, x.ttft_ms, x.prefill_ms, x.first_step_ms,
+           x.mean_itl_ms, x.e2e_ms);
 }
 
 template <class Inspector>
@@ -103,8 +104,8 @@ typename Inspector::result_type inspect(Inspector& f, request_event& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_seq& x) {
-  return f(caf::meta::type_name("step_seq"), x.id, x.tokens, x.start_pos, x.blocks, x.sample, x.sampling, x.draw,
-           x.recent, x.copy_in);
+  return f(caf::meta::type_name("step_seq"), x.id, x.tokens, x.start_pos, x.blocks, x.sample, x.sampling,
+           x.draw, x.recent, x.copy_in);
 }
 
 template <class Inspector>
@@ -125,7 +126,8 @@ typename Inspector::result_type inspect(Inspector& f, request_record& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, kv_cache_stats& x) {
-  return f(caf::meta::type_name("kv_cache_stats"), x.n_blocks, x.used, x.cached, x.hits, x.lookups, x.evictions);
+  return f(caf::meta::type_name("kv_cache_stats"), x.n_blocks, x.used, x.cached, x.hits, x.lookups,
+           x.evictions);
 }
 
 template <class Inspector>

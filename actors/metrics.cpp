@@ -52,8 +52,12 @@ void add(tenant_state& t, const request_record& r) {
       ++c.done;
       c.length += r.finish == finish_reason::length;
       break;
-    case event_kind::cancelled: ++c.cancelled; break;
-    default: ++c.errors; break;
+    case event_kind::cancelled:
+      ++c.cancelled;
+      break;
+    default:
+      ++c.errors;
+      break;
   }
   c.prompt_tokens += r.use.prompt_tokens;
   c.completion_tokens += r.use.completion_tokens;

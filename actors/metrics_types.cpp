@@ -15,7 +15,9 @@ size_t bucket_of(double ms) {
   return static_cast<size_t>(std::log(ms / base_ms) / log_step) + 1;
 }
 
-double bucket_upper_ms(size_t b) { return base_ms * std::exp(log_step * static_cast<double>(b)); }
+double bucket_upper_ms(size_t b) {
+  return base_ms * std::exp(log_step * static_cast<double>(b));
+}
 
 }  // namespace
 

@@ -70,7 +70,7 @@ struct step_sample {
   uint32_t seqs = 0;
   uint32_t prefill_tokens = 0;  //!< prompt chunks (and recompute)
   uint32_t decode_tokens = 0;
-  double step_ms = 0;           //!< sent to the worker to its result back
+  double step_ms = 0;  //!< sent to the worker to its result back
 };
 
 //! Distributions over every iteration so far (both workers' steps when disaggregated).

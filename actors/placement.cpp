@@ -21,7 +21,9 @@ struct topology {
 
 using bitmap = std::unique_ptr<hwloc_bitmap_s, void (*)(hwloc_bitmap_t)>;
 
-bitmap make_bitmap() { return {hwloc_bitmap_alloc(), hwloc_bitmap_free}; }
+bitmap make_bitmap() {
+  return {hwloc_bitmap_alloc(), hwloc_bitmap_free};
+}
 
 std::string to_list(hwloc_const_bitmap_t set) {
   char* s = nullptr;

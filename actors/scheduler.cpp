@@ -40,7 +40,8 @@ using self_ptr = caf::stateful_actor<scheduler_state>*;
 // hears of its end, so the client's next stats counts it.
 void dispatch(self_ptr self, std::vector<request_event>& events) {
   auto& st = self->state;
-  if (auto dq = st.core->take_dequeued(); !dq.empty()) self->send(st.opt.admission, dequeued_atom::value, std::move(dq));
+  if (auto dq = st.core->take_dequeued(); !dq.empty())
+    self->send(st.opt.admission, dequeued_atom::value, std::move(dq));
   if (auto records = st.core->take_records(); !records.empty()) {
     std::vector<request_id> ids;
     std::vector<uint32_t> completion;

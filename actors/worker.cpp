@@ -50,11 +50,13 @@ caf::behavior worker(caf::stateful_actor<worker_state>* self, worker_options opt
   start(self->state, opt);
   return {
       [=](ready_atom) -> caf::result<worker_info> {
-        if (!self->state.failure.empty()) return caf::make_error(caf::sec::runtime_error, self->state.failure);
+        if (!self->state.failure.empty())
+          return caf::make_error(caf::sec::runtime_error, self->state.failure);
         return self->state.info;
       },
       [=](const step& s) -> step_result {
-        if (!self->state.runner) return step_result{.number = s.number, .error = "worker: " + self->state.failure};
+        if (!self->state.runner)
+          return step_result{.number = s.number, .error = "worker: " + self->state.failure};
         try {
           return self->state.runner->run(s);
         } catch (const std::exception& e) {

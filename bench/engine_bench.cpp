@@ -14,10 +14,13 @@ namespace {
 
 // The workload: opt.seqs requests of opt.prompt tokens, each generating exactly opt.gen
 // (ignore_eos: end-of-generation tokens are never drawn, on the null backend or a real model).
-result<engine_run> run_once(const engine_bench_options& opt, std::shared_ptr<const tokenizer> tok, token_id filler,
-                            backend_factory make) {
-  engine_config cfg{.max_batched_tokens = std::max(opt.seqs, 256u), .max_seqs = opt.seqs,
-                    .long_prefill_threshold = 256, .max_partial_prefills = opt.seqs, .threads_per_worker = opt.threads};
+result<engine_run> run_once(const engine_bench_options& opt, std::shared_ptr<const tokenizer> tok,
+                            token_id filler, backend_factory make) {
+  engine_config cfg{.max_batched_tokens = std::max(opt.seqs, 256u),
+                    .max_seqs = opt.seqs,
+                    .long_prefill_threshold = 256,
+                    .max_partial_prefills = opt.seqs,
+                    .threads_per_worker = opt.threads};
   auto e = engine::start(cfg, std::move(tok), std::move(make));
   if (!e) return e.error();
   event_queue events(**e);
@@ -66,7 +69,8 @@ result<engine_bench_report> run_engine_bench(const engine_bench_options& opt) {
   const token_id filler = ids.back();
   const uint32_t block = 16;
   const uint64_t tokens = uint64_t{opt.seqs} * (opt.prompt + opt.gen + block);
-  if (opt.prompt + opt.gen > hp->n_ctx_train) return error{errc::invalid_argument, "engine bench: prompt + gen exceeds the context"};
+  if (opt.prompt + opt.gen > hp->n_ctx_train)
+    return error{errc::invalid_argument, "engine bench: prompt + gen exceeds the context"};
 
   engine_bench_report r;
   r.opt = opt;
@@ -88,19 +92,22 @@ result<engine_bench_report> run_engine_bench(const engine_bench_options& opt) {
   });
   if (!real_run) return real_run.error();
   r.real_run = *real_run;
-  r.overhead_share = r.null_run.overhead_ms_per_step / (r.real_run.compute_ms_per_step + r.real_run.overhead_ms_per_step);
+  r.overhead_share =
+      r.null_run.overhead_ms_per_step / (r.real_run.compute_ms_per_step + r.real_run.overhead_ms_per_step);
   return r;
 }
 
 void print_engine_bench(const engine_bench_report& r, std::FILE* out) {
-  std::fprintf(out, "engine bench: %u requests together, prompt %u, %u tokens each (%s)\n", r.opt.seqs, r.opt.prompt,
-               r.opt.gen, r.opt.model_path.c_str());
-  std::fprintf(out, "%-14s %8s %10s %16s %17s\n", "backend", "steps", "wall s", "compute ms/step", "overhead ms/step");
+  std::fprintf(out, "engine bench: %u requests together, prompt %u, %u tokens each (%s)\n", r.opt.seqs,
+               r.opt.prompt, r.opt.gen, r.opt.model_path.c_str());
+  std::fprintf(out, "%-14s %8s %10s %16s %17s\n", "backend", "steps", "wall s", "compute ms/step",
+               "overhead ms/step");
   for (const auto& [name, run] : {std::pair{"null", r.null_run}, std::pair{"model", r.real_run}}) {
-    std::fprintf(out, "%-14s %8llu %10.2f %16.3f %17.3f\n", name, static_cast<unsigned long long>(run.steps), run.wall_s,
-                 run.compute_ms_per_step, run.overhead_ms_per_step);
+    std::fprintf(out, "%-14s %8llu %10.2f %16.3f %17.3f\n", name, static_cast<unsigned long long>(run.steps),
+                 run.wall_s, run.compute_ms_per_step, run.overhead_ms_per_step);
   }
-  std::fprintf(out, "runtime overhead per step: %.3f ms = %.2f %% of the real step (%.2f ms); target < 2 %%\n",
+  std::fprintf(out,
+               "runtime overhead per step: %.3f ms = %.2f %% of the real step (%.2f ms); target < 2 %%\n",
                r.null_run.overhead_ms_per_step, 100.0 * r.overhead_share,
                r.real_run.compute_ms_per_step + r.real_run.overhead_ms_per_step);
 }

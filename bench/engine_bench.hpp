@@ -17,10 +17,10 @@ struct engine_bench_options {
   std::string model_path;
   compute_type compute = compute_type::bf16;
   kernel_choice kernels = kernel_choice::automatic;
-  uint32_t seqs = 64;         //!< requests running together
-  uint32_t prompt = 32;       //!< tokens per prompt
-  uint32_t gen = 128;         //!< tokens each request generates
-  unsigned threads = 0;       //!< worker kernel threads; 0 = all cores
+  uint32_t seqs = 64;    //!< requests running together
+  uint32_t prompt = 32;  //!< tokens per prompt
+  uint32_t gen = 128;    //!< tokens each request generates
+  unsigned threads = 0;  //!< worker kernel threads; 0 = all cores
 };
 
 struct engine_run {
@@ -32,9 +32,9 @@ struct engine_run {
 
 struct engine_bench_report {
   engine_bench_options opt;
-  engine_run null_run;              //!< on the backend that computes nothing
-  engine_run real_run;              //!< on the model
-  double overhead_share = 0;        //!< null overhead per step / real step time (compute + overhead)
+  engine_run null_run;        //!< on the backend that computes nothing
+  engine_run real_run;        //!< on the model
+  double overhead_share = 0;  //!< null overhead per step / real step time (compute + overhead)
 };
 
 result<engine_bench_report> run_engine_bench(const engine_bench_options& opt);

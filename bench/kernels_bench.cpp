@@ -26,11 +26,11 @@ using clock_type = std::chrono::steady_clock;
 
 struct plan {
   std::vector<uint32_t> prompts, contexts, batches;
-  int reps;            // timed prefill runs (after one warm-up)
-  uint32_t iterations; // timed decode iterations (after one warm-up)
+  int reps;             // timed prefill runs (after one warm-up)
+  uint32_t iterations;  // timed decode iterations (after one warm-up)
   uint32_t gemm_m;
-  double gemm_seconds; // per shape
-  size_t stream_elems; // per array (doubles)
+  double gemm_seconds;  // per shape
+  size_t stream_elems;  // per array (doubles)
   int stream_reps;
 };
 
@@ -87,7 +87,8 @@ double layer_linear_params(const hparams& hp) {
 
 double prefill_gflop(const hparams& hp, uint32_t t) {
   const double tokens = t;
-  const double linears = 2.0 * (hp.n_layer * layer_linear_params(hp) * tokens + static_cast<double>(hp.n_vocab) * hp.n_embd);
+  const double linears =
+      2.0 * (hp.n_layer * layer_linear_params(hp) * tokens + static_cast<double>(hp.n_vocab) * hp.n_embd);
   const double attention = 2.0 * hp.head_dim * hp.n_head * hp.n_layer * tokens * (tokens + 1.0);
   return (linears + attention) / 1e9;
 }
@@ -296,7 +297,8 @@ result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const
   r.file_bytes = static_cast<double>(f->size_bytes());
   if (positions_per_seq(p) > r.hp.n_ctx_train) {
     return error{errc::invalid_argument, "bench needs " + std::to_string(positions_per_seq(p)) +
-                                             " positions; the model's context is " + std::to_string(r.hp.n_ctx_train)};
+                                             " positions; the model's context is " +
+                                             std::to_string(r.hp.n_ctx_train)};
   }
   r.weight_bytes = static_cast<double>((*be)->weight_bytes());
   r.kv_pool_bytes = static_cast<double>((*be)->kv().size_bytes());
@@ -357,9 +359,8 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
   const hparams& hp = r.hp;
   std::fprintf(out, "model %s: d %u, %u layers, %u/%u heads of %u, ff %u, vocab %u\n", r.model_path.c_str(),
                hp.n_embd, hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_vocab);
-  std::fprintf(out, "threads %d, compute %s, kv %s, block %u%s\n\n", r.threads,
-               to_string(r.compute), to_string(r.kv),
-               r.block_size, r.quick ? ", quick" : "");
+  std::fprintf(out, "threads %d, compute %s, kv %s, block %u%s\n\n", r.threads, to_string(r.compute),
+               to_string(r.kv), r.block_size, r.quick ? ", quick" : "");
   print_plans(r, out);
   std::fprintf(out, "GEMM ceiling (m = %u)    n_in x n_out   GFLOP/s by path            ceiling\n",
                r.gemm.empty() ? 0 : r.gemm[0].m);
@@ -372,18 +373,20 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
   std::fprintf(out, "STREAM triad over %.0f MiB: %.1f GB/s\n\n", r.stream_bytes / (1 << 20), r.stream_gbps);
   std::fprintf(out, "prefill  tokens     ms    tok/s   GFLOP/s  %% of GEMM\n");
   for (const auto& p : r.prefill) {
-    std::fprintf(out, "         %6u %7.1f %8.1f %9.1f %9.1f\n", p.tokens, 1e3 * p.seconds, p.tok_per_s, p.gflops,
-                 p.pct_of_gemm);
+    std::fprintf(out, "         %6u %7.1f %8.1f %9.1f %9.1f\n", p.tokens, 1e3 * p.seconds, p.tok_per_s,
+                 p.gflops, p.pct_of_gemm);
   }
-  std::fprintf(out, "\ndecode  context batch  ms/step    tok/s  vs b=1 (bound)   GB/s  %% of STREAM"
-                    "  GFLOP/s  %% of GEMM\n");
+  std::fprintf(out,
+               "\ndecode  context batch  ms/step    tok/s  vs b=1 (bound)   GB/s  %% of STREAM"
+               "  GFLOP/s  %% of GEMM\n");
   for (const auto& d : r.decode) {
     std::fprintf(out, "        %7u %5u %8.2f %8.1f %7.2f %7.2f %6.1f %12.1f %8.1f %10.1f\n", d.context,
                  d.batch, 1e3 * d.step_seconds, d.tok_per_s, d.vs_batch1, d.vs_batch1_bound, d.gbps,
                  d.pct_of_stream, d.gflops, d.pct_of_gemm);
   }
-  std::fprintf(out, "batch 16 / batch 1 aggregate tok/s: %.2f, roofline bound %.2f; batch 16 at %.1f%% of GEMM\n\n",
-               r.batch16_over_batch1, r.batch16_bound, r.batch16_pct_of_gemm);
+  std::fprintf(
+      out, "batch 16 / batch 1 aggregate tok/s: %.2f, roofline bound %.2f; batch 16 at %.1f%% of GEMM\n\n",
+      r.batch16_over_batch1, r.batch16_bound, r.batch16_pct_of_gemm);
   std::fprintf(
       out,
       "peak RSS %.1f MiB = %.2f x (weights %.1f MiB + KV pool %.1f MiB) = %.2f x (file %.1f MiB + KV pool)\n",

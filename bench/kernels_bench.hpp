@@ -37,21 +37,21 @@ struct shape_plan_result {
 
 struct prefill_result {
   uint32_t tokens = 0;
-  double seconds = 0;          //!< median of the timed runs
+  double seconds = 0;  //!< median of the timed runs
   double tok_per_s = 0;
-  double gflop = 0;            //!< linear + attention FLOPs of one forward (see kernels_bench.cpp)
+  double gflop = 0;  //!< linear + attention FLOPs of one forward (see kernels_bench.cpp)
   double gflops = 0;
-  double pct_of_gemm = 0;      //!< of the combined GEMM ceiling
+  double pct_of_gemm = 0;  //!< of the combined GEMM ceiling
 };
 
 struct decode_result {
   uint32_t batch = 0, context = 0;
-  double step_seconds = 0;     //!< median time of one iteration of the whole batch
-  double tok_per_s = 0;        //!< batch / step_seconds
-  double bytes_per_step = 0;   //!< weights without the embedding table + KV read
+  double step_seconds = 0;    //!< median time of one iteration of the whole batch
+  double tok_per_s = 0;       //!< batch / step_seconds
+  double bytes_per_step = 0;  //!< weights without the embedding table + KV read
   double gbps = 0;
   double pct_of_stream = 0;
-  double gflop_per_step = 0;   //!< linear + attention FLOPs of one iteration
+  double gflop_per_step = 0;  //!< linear + attention FLOPs of one iteration
   double gflops = 0;
   double pct_of_gemm = 0;      //!< of the combined GEMM ceiling
   double vs_batch1 = 0;        //!< tok_per_s / tok_per_s at batch 1, same context
@@ -79,18 +79,18 @@ struct kernels_bench_report {
   // The backend
   std::vector<prefill_result> prefill;
   std::vector<decode_result> decode;
-  double batch16_over_batch1 = 0;   //!< aggregate tok/s ratio at the shortest context; 0 if not run
-  double batch16_bound = 0;         //!< its roofline bound
-  double batch16_pct_of_gemm = 0;   //!< that batch-16 step's GFLOP/s, % of the GEMM ceiling
+  double batch16_over_batch1 = 0;  //!< aggregate tok/s ratio at the shortest context; 0 if not run
+  double batch16_bound = 0;        //!< its roofline bound
+  double batch16_pct_of_gemm = 0;  //!< that batch-16 step's GFLOP/s, % of the GEMM ceiling
   // Memory
-  double weight_bytes = 0;          //!< as computed, embedding table included
+  double weight_bytes = 0;  //!< as computed, embedding table included
   double embedding_bytes = 0;
   double kv_pool_bytes = 0;
-  double peak_rss_bytes = 0;        //!< before the ceiling runs, which allocate their own buffers
-  double rss_ratio = 0;             //!< peak_rss / (weights + KV pool)
-  double file_bytes = 0;            //!< the model file's size
-  double rss_vs_file = 0;           //!< peak_rss / (file + KV pool): what keeping weights as stored costs
-  double load_seconds = 0;          //!< opening the file to a backend ready to run
+  double peak_rss_bytes = 0;  //!< before the ceiling runs, which allocate their own buffers
+  double rss_ratio = 0;       //!< peak_rss / (weights + KV pool)
+  double file_bytes = 0;      //!< the model file's size
+  double rss_vs_file = 0;     //!< peak_rss / (file + KV pool): what keeping weights as stored costs
+  double load_seconds = 0;    //!< opening the file to a backend ready to run
 };
 
 //! Loads the model and measures everything; errors name the file or the step that failed.

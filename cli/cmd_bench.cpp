@@ -60,14 +60,26 @@ nlohmann::json to_json(const kernels_bench_report& r) {
   j["gemm"]["combined_gflops"] = r.gemm_combined_gflops;
   j["stream"] = {{"bytes", r.stream_bytes}, {"gbps", r.stream_gbps}};
   for (const auto& p : r.prefill) {
-    j["prefill"].push_back({{"tokens", p.tokens}, {"seconds", p.seconds}, {"tok_per_s", p.tok_per_s},
-                            {"gflop", p.gflop}, {"gflops", p.gflops}, {"pct_of_gemm", p.pct_of_gemm}});
+    j["prefill"].push_back({{"tokens", p.tokens},
+                            {"seconds", p.seconds},
+                            {"tok_per_s", p.tok_per_s},
+                            {"gflop", p.gflop},
+                            {"gflops", p.gflops},
+                            {"pct_of_gemm", p.pct_of_gemm}});
   }
   for (const auto& d : r.decode) {
-    j["decode"].push_back({{"batch", d.batch}, {"context", d.context}, {"step_seconds", d.step_seconds},
-                           {"tok_per_s", d.tok_per_s}, {"vs_batch1", d.vs_batch1}, {"vs_batch1_bound", d.vs_batch1_bound},
-                           {"bytes_per_step", d.bytes_per_step}, {"gbps", d.gbps}, {"pct_of_stream", d.pct_of_stream},
-                           {"gflop_per_step", d.gflop_per_step}, {"gflops", d.gflops}, {"pct_of_gemm", d.pct_of_gemm}});
+    j["decode"].push_back({{"batch", d.batch},
+                           {"context", d.context},
+                           {"step_seconds", d.step_seconds},
+                           {"tok_per_s", d.tok_per_s},
+                           {"vs_batch1", d.vs_batch1},
+                           {"vs_batch1_bound", d.vs_batch1_bound},
+                           {"bytes_per_step", d.bytes_per_step},
+                           {"gbps", d.gbps},
+                           {"pct_of_stream", d.pct_of_stream},
+                           {"gflop_per_step", d.gflop_per_step},
+                           {"gflops", d.gflops},
+                           {"pct_of_gemm", d.pct_of_gemm}});
   }
   j["batch16_over_batch1"] = r.batch16_over_batch1;
   j["batch16_bound"] = r.batch16_bound;
@@ -88,16 +100,19 @@ int run_bench_kernels(const bench_kernels_args& a) {
   if (!r) return fail(r.error().message);
   print_kernels_bench(*r, stdout);
   if (a.json_path.empty()) return 0;
-  if (auto st = write_text_file(a.json_path, to_json(*r).dump(2) + '\n'); !st) return fail(st.error().message);
+  if (auto st = write_text_file(a.json_path, to_json(*r).dump(2) + '\n'); !st)
+    return fail(st.error().message);
   return 0;
 }
 
 }  // namespace
 
 void add_bench_command(CLI::App& app, int& exit_code) {
-  auto* bench = app.add_subcommand("bench", "Measure the machine's ceilings, the compute against them, and household serving");
+  auto* bench = app.add_subcommand(
+      "bench", "Measure the machine's ceilings, the compute against them, and household serving");
   bench->require_subcommand(1);
-  auto* cmd = bench->add_subcommand("kernels", "GEMM and STREAM ceilings, prefill, decode and memory of one model");
+  auto* cmd =
+      bench->add_subcommand("kernels", "GEMM and STREAM ceilings, prefill, decode and memory of one model");
   auto a = std::make_shared<bench_kernels_args>();
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("--json", a->json_path, "Write every figure and the configuration to this file");

@@ -19,7 +19,9 @@ struct bench_engine_args {
 };
 
 nlohmann::json to_json(const engine_run& r) {
-  return {{"steps", r.steps}, {"wall_s", r.wall_s}, {"compute_ms_per_step", r.compute_ms_per_step},
+  return {{"steps", r.steps},
+          {"wall_s", r.wall_s},
+          {"compute_ms_per_step", r.compute_ms_per_step},
           {"overhead_ms_per_step", r.overhead_ms_per_step}};
 }
 
@@ -32,9 +34,12 @@ int run_bench_engine(bench_engine_args& a) {
   if (!r) return fail(r.error().message);
   print_engine_bench(*r, stdout);
   if (a.json_path.empty()) return 0;
-  const nlohmann::json j = {{"model", a.model},       {"seqs", a.opt.seqs},
-                            {"prompt", a.opt.prompt}, {"gen", a.opt.gen},
-                            {"null", to_json(r->null_run)}, {"model_run", to_json(r->real_run)},
+  const nlohmann::json j = {{"model", a.model},
+                            {"seqs", a.opt.seqs},
+                            {"prompt", a.opt.prompt},
+                            {"gen", a.opt.gen},
+                            {"null", to_json(r->null_run)},
+                            {"model_run", to_json(r->real_run)},
                             {"overhead_share", r->overhead_share}};
   if (auto st = write_text_file(a.json_path, j.dump(2) + '\n'); !st) return fail(st.error().message);
   return 0;
@@ -43,7 +48,8 @@ int run_bench_engine(bench_engine_args& a) {
 }  // namespace
 
 void add_bench_engine_command(CLI::App& bench, int& exit_code) {
-  auto* cmd = bench.add_subcommand("engine", "The runtime's own cost per step (null backend) against the real step");
+  auto* cmd =
+      bench.add_subcommand("engine", "The runtime's own cost per step (null backend) against the real step");
   auto a = std::make_shared<bench_engine_args>();
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("--json", a->json_path, "Write the figures to this file");

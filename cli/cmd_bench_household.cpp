@@ -27,7 +27,8 @@ void add_household_options(CLI::App* cmd, household_args& a) {
   cmd->add_option("--drain", a.drain_s, "Seconds the last requests get to end (default: the workload's)");
   cmd->add_option("--kv-tokens", a.kv_tokens, "KV pool capacity in positions")->capture_default_str();
   engine_config& e = a.engine;
-  cmd->add_option("--max-partial-prefills", e.max_partial_prefills, "Chunks per step that leave their prompt unfinished")
+  cmd->add_option("--max-partial-prefills", e.max_partial_prefills,
+                  "Chunks per step that leave their prompt unfinished")
       ->capture_default_str();
   cmd->add_option("--max-waiting", e.max_waiting, "Requests queued before queue_full")->capture_default_str();
   cmd->add_option("--worker-cpus", e.worker_cpus, "Cpuset of the (prefill) worker, hwloc list syntax");
@@ -38,7 +39,8 @@ void add_household_options(CLI::App* cmd, household_args& a) {
 
 void add_server_options(CLI::App* cmd, household_args& a) {
   cmd->add_option("--server", a.server, "Drive the `hearth serve` at this endpoint instead of starting one");
-  cmd->add_option("--server-key", a.server_key, "--server's public key (Z85), as `hearth serve` prints it (CURVE)");
+  cmd->add_option("--server-key", a.server_key,
+                  "--server's public key (Z85), as `hearth serve` prints it (CURVE)");
   cmd->add_option("--key", a.key_file, "This client's key file from `hearth keygen` (CURVE)");
   cmd->add_option("--http-keys", a.http_keys,
                   "With --server http://: a file of `CLASS KEY` lines, each class's Bearer key (its tenant)");

@@ -28,11 +28,11 @@ namespace hearth::cli {
 
 struct household_args {
   std::string model;
-  std::string server;  //!< a running server's endpoint; empty: start one per run
+  std::string server;                //!< a running server's endpoint; empty: start one per run
   std::string server_key, key_file;  //!< CURVE, with --server
   std::string http_keys;             //!< with --server http://: a file of `CLASS KEY` lines
   std::string via = "zmq";           //!< the bench's own server: zmq, http, or both (alternate requests)
-  std::string workload;  //!< empty: the shipped household mix
+  std::string workload;              //!< empty: the shipped household mix
   std::string mode = "colocated";
   compute_args compute;
   uint64_t kv_tokens = 16384;

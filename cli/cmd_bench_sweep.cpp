@@ -54,11 +54,11 @@ int run_bench_sweep(bench_sweep_args& a) {
   std::error_code ec;
   std::filesystem::create_directories(a.out_dir, ec);
   if (ec) return fail("cannot create " + a.out_dir + ": " + ec.message());
-  std::fprintf(
-      stderr,
-      "hearth bench sweep: %zu configurations, at least %.0f s and %.0f requests of arrivals per trial, at most "
-      "%d trials each\n",
-      configs.size(), w->duration_s, a.min_requests, a.search.max_runs);
+  std::fprintf(stderr,
+               "hearth bench sweep: %zu configurations, at least %.0f s and %.0f requests of arrivals per "
+               "trial, at most "
+               "%d trials each\n",
+               configs.size(), w->duration_s, a.min_requests, a.search.max_runs);
 
   household::schedule_builder builder(*w, *m->tok, m->n_ctx);
   const bool bar = !a.h.no_progress && isatty(fileno(stderr));
@@ -151,7 +151,8 @@ void add_bench_sweep_command(CLI::App& bench, int& exit_code) {
                   "Expected requests per trial at least: a trial's arrivals last max(duration, this / rate)")
       ->capture_default_str();
   cmd->add_option("-o,--out", a->out_dir, "Folder for sweep.json, CSV and SVG")->capture_default_str();
-  cmd->add_flag("--quick", a->quick, "15 s trials, 15 s drain, 20 requests, at most 4 trials per configuration");
+  cmd->add_flag("--quick", a->quick,
+                "15 s trials, 15 s drain, 20 requests, at most 4 trials per configuration");
   cmd->callback([a, &exit_code] { exit_code = run_bench_sweep(*a); });
 }
 

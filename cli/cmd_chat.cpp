@@ -238,15 +238,18 @@ int run_chat(const chat_args& a) {
 }  // namespace
 
 void add_chat_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("chat", "Chat with a running `hearth serve` (one question, piped input, or a REPL)");
+  auto* cmd =
+      app.add_subcommand("chat", "Chat with a running `hearth serve` (one question, piped input, or a REPL)");
   auto a = std::make_shared<chat_args>();
-  cmd->add_option("question", a->question, "Ask this and exit (else standard input, or a conversation on a terminal)");
+  cmd->add_option("question", a->question,
+                  "Ask this and exit (else standard input, or a conversation on a terminal)");
   add_server_options(cmd, a->server, "This client's key file from `hearth keygen` (CURVE)", "chat");
   cmd->add_option("--system", a->system, "A system message opening the conversation");
   cmd->add_option("-n,--max-tokens", a->max_tokens, "Tokens per answer at most")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "0 = greedy")->capture_default_str();
   cmd->add_option("--seed", a->seed, "Sampling seed")->capture_default_str();
-  cmd->add_option("--timeout", a->timeout_ms, "Milliseconds to wait for the server (connect, first token, each token)")
+  cmd->add_option("--timeout", a->timeout_ms,
+                  "Milliseconds to wait for the server (connect, first token, each token)")
       ->capture_default_str();
   cmd->add_flag("-v,--verbose", a->verbose, "Print TTFT and tokens per second after each answer (stderr)");
   cmd->callback([a, &exit_code] { exit_code = run_chat(*a); });

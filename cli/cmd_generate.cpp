@@ -3,8 +3,8 @@
 // per token; the flow (prefill, sample, stream) is the one the server's workers follow.
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 #include <cstdio>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -82,7 +82,8 @@ int run_generate(const generate_args& a) {
   std::vector<token_id> tokens = std::move(*prompt);
   const size_t n_prompt = tokens.size();
   if (n_prompt == 0 || n_prompt >= n_ctx) {
-    return fail("prompt of " + std::to_string(n_prompt) + " tokens does not fit the context of " + std::to_string(n_ctx));
+    return fail("prompt of " + std::to_string(n_prompt) + " tokens does not fit the context of " +
+                std::to_string(n_ctx));
   }
   // Once nothing else can fail (a refusal stays one line): the text to come is noise.
   if (generated) std::fprintf(stderr, "hearth: %s\n", generated_model_note(a.model).c_str());
@@ -117,9 +118,9 @@ int run_generate(const generate_args& a) {
   const auto t_end = clock_type::now();
 
   const double prefill_s = seconds_between(t0, t_prefill), decode_s = seconds_between(t_first, t_end);
-  std::fprintf(stderr, "prompt %zu tokens, %.1f tok/s | TTFT %.1f ms | generated %u tokens, %.1f tok/s\n", n_prompt,
-               static_cast<double>(n_prompt) / prefill_s, 1e3 * seconds_between(t0, t_first), n_generated,
-               n_generated > 1 ? (n_generated - 1) / std::max(decode_s, 1e-9) : 0.0);
+  std::fprintf(stderr, "prompt %zu tokens, %.1f tok/s | TTFT %.1f ms | generated %u tokens, %.1f tok/s\n",
+               n_prompt, static_cast<double>(n_prompt) / prefill_s, 1e3 * seconds_between(t0, t_first),
+               n_generated, n_generated > 1 ? (n_generated - 1) / std::max(decode_s, 1e-9) : 0.0);
   return 0;
 }
 
@@ -139,7 +140,8 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--top-p", s.top_p, "1 = off")->capture_default_str();
   cmd->add_option("--min-p", s.min_p, "0 = off")->capture_default_str();
   cmd->add_option("--repeat-penalty", s.repetition_penalty, "1 = off")->capture_default_str();
-  cmd->add_option("--repeat-last-n", s.repeat_last_n, "Tokens the penalty looks back over")->capture_default_str();
+  cmd->add_option("--repeat-last-n", s.repeat_last_n, "Tokens the penalty looks back over")
+      ->capture_default_str();
   cmd->add_option("--seed", s.seed, "Sampling seed: same seed, same text")->capture_default_str();
   cmd->callback([a, &exit_code] { exit_code = run_generate(*a); });
 }

@@ -35,8 +35,8 @@ int run_make(const make_args& a) {
   const auto ft = file_type_from_name(a.dtype);
   if (!preset || !ft) return fail("unknown preset or dtype");  // CLI11 checks both; kept for safety
   // Every --dtype is a llama-quantize preset: q4_0 too gives the head q6_K, as llama.cpp's does.
-  make_options opt{*preset, base_type(*ft), a.seed, a.tokenizer == "spm" ? tokenizer_kind::spm : tokenizer_kind::bpe,
-                   a.n_ctx};
+  make_options opt{*preset, base_type(*ft), a.seed,
+                   a.tokenizer == "spm" ? tokenizer_kind::spm : tokenizer_kind::bpe, a.n_ctx};
   opt.mix = *ft;
   opt.phi4_mini_vocab = a.tokenizer == "gpt-4o";
   if (a.n_layer != 0) opt.preset.n_layer = a.n_layer;
@@ -90,8 +90,8 @@ std::string file_type_note(const gguf::file& f) {
 void print_vocab(const vocab_spec& v) {
   std::printf("vocabulary     %s%s, %zu tokens, %zu merges, bos %d, eos %d, eot %d\n",
               v.kind == tokenizer_kind::bpe ? "bpe" : "spm",
-              v.kind == tokenizer_kind::bpe ? (" (" + v.pre + ")").c_str() : "", v.tokens.size(), v.merges.size(),
-              v.bos, v.eos, v.eot);
+              v.kind == tokenizer_kind::bpe ? (" (" + v.pre + ")").c_str() : "", v.tokens.size(),
+              v.merges.size(), v.bos, v.eos, v.eot);
   std::printf("chat template  %s\n", chat_format_name(v.chat_template));
 }
 
@@ -104,12 +104,14 @@ int run_info(const std::string& path) {
   if (!vocab) return fail(vocab.error().message);
   uint64_t n_params = 0;
   const std::string types = tensor_type_summary(*f, n_params);
-  std::printf("file           %s (%s, GGUF v%u, alignment %llu)\n", path.c_str(), human_bytes(f->size_bytes()).c_str(),
-              f->version(), static_cast<unsigned long long>(f->alignment()));
-  std::printf("architecture   %s%s\n", to_string(hp->arch), hp->name.empty() ? "" : (" \"" + hp->name + "\"").c_str());
+  std::printf("file           %s (%s, GGUF v%u, alignment %llu)\n", path.c_str(),
+              human_bytes(f->size_bytes()).c_str(), f->version(),
+              static_cast<unsigned long long>(f->alignment()));
+  std::printf("architecture   %s%s\n", to_string(hp->arch),
+              hp->name.empty() ? "" : (" \"" + hp->name + "\"").c_str());
   std::printf("parameters     %.2f M (dim %u, %u layers, %u heads / %u KV heads, head dim %u, ffn %u)\n",
-              static_cast<double>(n_params) / 1e6, hp->n_embd, hp->n_layer, hp->n_head, hp->n_head_kv, hp->head_dim,
-              hp->n_ff);
+              static_cast<double>(n_params) / 1e6, hp->n_embd, hp->n_layer, hp->n_head, hp->n_head_kv,
+              hp->head_dim, hp->n_ff);
   std::printf("context        %u tokens (rope base %g, %s pairs%s)\n", hp->n_ctx_train, hp->rope_freq_base,
               hp->pairing == rope_pairing::adjacent ? "adjacent" : "half-split",
               hp->rope_freq_factors.empty() ? "" : ", scaled frequencies");
@@ -129,7 +131,8 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   auto* model = app.add_subcommand("model", "Create or inspect GGUF model files");
   model->require_subcommand(1);
 
-  auto* make = model->add_subcommand("make", "Write a deterministic generated model (random weights, real vocabulary)");
+  auto* make = model->add_subcommand(
+      "make", "Write a deterministic generated model (random weights, real vocabulary)");
   auto args = std::make_shared<make_args>();
   make->add_option("--preset", args->preset, "tiny | small | 1b")
       ->check(CLI::IsMember({"tiny", "small", "1b"}))

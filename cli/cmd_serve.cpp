@@ -95,7 +95,8 @@ class reloader {
 
   result<server::gateway_config> operator()(engine& eng) {
     std::lock_guard lock(m_);
-    if (args_.config.empty()) return error{errc::invalid_argument, "no configuration file (--config) to reload"};
+    if (args_.config.empty())
+      return error{errc::invalid_argument, "no configuration file (--config) to reload"};
     auto c = server::load_serve_config(args_.config);
     if (!c) return c.error();
     c->secret_key_file = secret_key_file_;  // the mode is fixed at start
@@ -322,9 +323,11 @@ int run_serve(const serve_args& a) {
 }  // namespace
 
 void add_serve_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("serve", "Serve a model over the wire protocol (ZeroMQ) until SIGINT/SIGTERM");
+  auto* cmd =
+      app.add_subcommand("serve", "Serve a model over the wire protocol (ZeroMQ) until SIGINT/SIGTERM");
   auto a = std::make_shared<serve_args>();
-  cmd->add_option("-c,--config", a->config, "TOML configuration file ([server], [model], [engine], [[tenant]])");
+  cmd->add_option("-c,--config", a->config,
+                  "TOML configuration file ([server], [model], [engine], [[tenant]])");
   cmd->add_option("-m,--model", a->model, "GGUF model file (default: models/tiny.gguf, written if missing)");
   cmd->add_option("-e,--endpoint", a->endpoint, "ZeroMQ endpoint to bind (default tcp://127.0.0.1:5555)");
   cmd->add_option("--http", a->http,

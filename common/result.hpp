@@ -38,10 +38,22 @@ class [[nodiscard]] result {
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
 
-  T& value() & { assert(ok() && "result::value() on an error"); return std::get<0>(v_); }
-  const T& value() const& { assert(ok() && "result::value() on an error"); return std::get<0>(v_); }
-  T&& value() && { assert(ok() && "result::value() on an error"); return std::get<0>(std::move(v_)); }
-  const E& error() const { assert(!ok() && "result::error() on a value"); return std::get<1>(v_); }
+  T& value() & {
+    assert(ok() && "result::value() on an error");
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(ok() && "result::value() on an error");
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(ok() && "result::value() on an error");
+    return std::get<0>(std::move(v_));
+  }
+  const E& error() const {
+    assert(!ok() && "result::error() on a value");
+    return std::get<1>(v_);
+  }
 
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
@@ -61,7 +73,10 @@ class [[nodiscard]] status {
 
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
-  const E& error() const { assert(failed_ && "status::error() on success"); return err_; }
+  const E& error() const {
+    assert(failed_ && "status::error() on success");
+    return err_;
+  }
 
  private:
   E err_{};

@@ -6,7 +6,9 @@ namespace hearth {
 
 namespace {
 
-error invalid(const std::string& what) { return error{errc::invalid_argument, "engine config: " + what}; }
+error invalid(const std::string& what) {
+  return error{errc::invalid_argument, "engine config: " + what};
+}
 
 }  // namespace
 

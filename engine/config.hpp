@@ -20,23 +20,23 @@ enum class kv_handoff_mode : uint8_t { automatic, share, copy };
 
 struct engine_config {
   // Step composition
-  uint32_t max_batched_tokens = 256;     //!< tokens per step, decodes and prefill chunks together
-  uint32_t max_seqs = 64;                //!< sequences per step (and running at once)
-  uint32_t long_prefill_threshold = 128; //!< prefill tokens one request gets per step; 0 = no cap
-  uint32_t max_partial_prefills = 2;     //!< chunks per step that leave their prompt unfinished
-  uint32_t max_preemptions = 3;          //!< then a request reserves all its blocks and is never preempted
-  std::string policy = "household";      // docs/policies.md: the default for a home server
+  uint32_t max_batched_tokens = 256;      //!< tokens per step, decodes and prefill chunks together
+  uint32_t max_seqs = 64;                 //!< sequences per step (and running at once)
+  uint32_t long_prefill_threshold = 128;  //!< prefill tokens one request gets per step; 0 = no cap
+  uint32_t max_partial_prefills = 2;      //!< chunks per step that leave their prompt unfinished
+  uint32_t max_preemptions = 3;           //!< then a request reserves all its blocks and is never preempted
+  std::string policy = "household";       // docs/policies.md: the default for a home server
   //! The household's services. Empty: no tenant configuration (every policy orders by arrival).
   std::vector<tenant_config> tenants = {};
   // Admission
-  uint32_t max_waiting = 1024;           //!< requests queued and not yet started
-  uint64_t max_waiting_tokens = 1 << 20; //!< their prompt tokens
+  uint32_t max_waiting = 1024;            //!< requests queued and not yet started
+  uint64_t max_waiting_tokens = 1 << 20;  //!< their prompt tokens
   // Placement: cpusets in hwloc list syntax ("0-3,8"); empty = no pinning
   placement_mode mode = placement_mode::colocated;
-  std::string worker_cpus = {};             //!< colocated worker, or the prefill worker
-  std::string decode_cpus = {};             //!< disaggregated: the decode worker
+  std::string worker_cpus = {};  //!< colocated worker, or the prefill worker
+  std::string decode_cpus = {};  //!< disaggregated: the decode worker
   kv_handoff_mode kv_handoff = kv_handoff_mode::automatic;
-  uint32_t threads_per_worker = 0;       //!< 0 = one per cpu in its set (or all cores)
+  uint32_t threads_per_worker = 0;  //!< 0 = one per cpu in its set (or all cores)
   // Supervision
   //! A step not back from its worker in this time means the backend hangs: the engine fails
   //! (actors/engine.hpp). A step is at most max_batched_tokens of work: well under a second on

@@ -80,7 +80,8 @@ std::optional<uint32_t> kv_cache::find(uint64_t key, uint64_t parent, uint64_t s
   return it->second;
 }
 
-kv_cache::prefix_match kv_cache::match_prefix(std::span<const token_id> tokens, uint64_t salt, uint32_t max_blocks) {
+kv_cache::prefix_match kv_cache::match_prefix(std::span<const token_id> tokens, uint64_t salt,
+                                              uint32_t max_blocks) {
   prefix_match m;
   const size_t n_full = std::min<size_t>(max_blocks, tokens.size() / block_size_);
   for (size_t i = 0; i < n_full; ++i) {

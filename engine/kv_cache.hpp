@@ -23,11 +23,11 @@ namespace hearth {
 
 struct kv_cache_stats {
   uint32_t n_blocks = 0;
-  uint32_t used = 0;        //!< referenced by at least one sequence
-  uint32_t cached = 0;      //!< unreferenced but holding a cached prefix (evictable)
-  uint64_t hits = 0;        //!< blocks found in the prefix cache
-  uint64_t lookups = 0;     //!< full blocks looked up
-  uint64_t evictions = 0;   //!< cached blocks reused for other data
+  uint32_t used = 0;       //!< referenced by at least one sequence
+  uint32_t cached = 0;     //!< unreferenced but holding a cached prefix (evictable)
+  uint64_t hits = 0;       //!< blocks found in the prefix cache
+  uint64_t lookups = 0;    //!< full blocks looked up
+  uint64_t evictions = 0;  //!< cached blocks reused for other data
 };
 
 class kv_cache {
@@ -76,15 +76,16 @@ class kv_cache {
   };
 
   uint64_t key_of(uint64_t parent, uint64_t salt, std::span<const token_id> tokens) const;
-  std::optional<uint32_t> find(uint64_t key, uint64_t parent, uint64_t salt, std::span<const token_id> tokens) const;
+  std::optional<uint32_t> find(uint64_t key, uint64_t parent, uint64_t salt,
+                               std::span<const token_id> tokens) const;
   void take_ref(uint32_t block);
   void uncache(uint32_t block);
 
   uint32_t block_size_;
   std::vector<block_state> blocks_;
-  std::vector<uint32_t> free_;                        // unreferenced, not cached
-  std::list<uint32_t> lru_;                           // unreferenced, cached; front = oldest
-  std::unordered_map<uint64_t, uint32_t> by_key_;     // cached key -> block
+  std::vector<uint32_t> free_;                     // unreferenced, not cached
+  std::list<uint32_t> lru_;                        // unreferenced, cached; front = oldest
+  std::unordered_map<uint64_t, uint32_t> by_key_;  // cached key -> block
   uint32_t used_ = 0;
   uint64_t hits_ = 0, lookups_ = 0, evictions_ = 0;
 };

@@ -10,8 +10,14 @@ namespace hearth {
 
 struct scheduler_core::sequence {
   sequence(request_id id_, request r, uint64_t salt_, const tokenizer& tok, double now_s)
-      : id(id_), req(std::move(r)), salt(salt_), tokens(req.prompt),
-        n_prompt(static_cast<uint32_t>(req.prompt.size())), decoder(tok), stop(req.stop), arrival_s(now_s) {}
+      : id(id_),
+        req(std::move(r)),
+        salt(salt_),
+        tokens(req.prompt),
+        n_prompt(static_cast<uint32_t>(req.prompt.size())),
+        decoder(tok),
+        stop(req.stop),
+        arrival_s(now_s) {}
 
   uint32_t generated() const { return static_cast<uint32_t>(tokens.size()) - n_prompt; }
   bool prefilled() const { return computed + 1 >= tokens.size(); }
@@ -20,27 +26,27 @@ struct scheduler_core::sequence {
   request_id id;
   request req;
   uint64_t salt;
-  uint32_t tenant = 0;            // index into tenants_ (when tenants are configured)
+  uint32_t tenant = 0;           // index into tenants_ (when tenants are configured)
   std::vector<token_id> tokens;  // prompt, then completion tokens (an end-of-generation token is not kept)
   uint32_t n_prompt;
-  uint32_t computed = 0;          // positions with keys and values in the pool
+  uint32_t computed = 0;  // positions with keys and values in the pool
   std::vector<uint32_t> blocks;
-  uint32_t n_keyed = 0;           // leading full blocks matched in or offered to the prefix cache
+  uint32_t n_keyed = 0;  // leading full blocks matched in or offered to the prefix cache
   uint64_t last_key = kv_cache::root_key;
-  uint32_t cached_tokens = 0;     // prompt tokens the prefix cache served at the first start
+  uint32_t cached_tokens = 0;  // prompt tokens the prefix cache served at the first start
   uint32_t preemptions = 0;
-  uint32_t draws = 0;             // completion tokens drawn, an end-of-generation token included
+  uint32_t draws = 0;                     // completion tokens drawn, an end-of-generation token included
   uint32_t itl_gaps = 0, itl_misses = 0;  // gaps between its tokens, and those over its ITL target
   bool running = false;
-  bool busy = false;              // in a step that a worker is computing
+  bool busy = false;  // in a step that a worker is computing
   bool cancelled = false;
   bool started_once = false;
-  uint64_t started_in = 0;        // the step that last started it
+  uint64_t started_in = 0;  // the step that last started it
   stream_decoder decoder;
   stop_matcher stop;
   double arrival_s;
   double first_step_s = -1, first_token_s = -1, last_token_s = -1;
-  double sample_step_s = -1;      // when the step that drew (or will draw) the first token was planned
+  double sample_step_s = -1;  // when the step that drew (or will draw) the first token was planned
   std::vector<float> token_ms;
 };
 
@@ -82,9 +88,13 @@ void erase_one(std::vector<T*>& v, const T* x) {
 
 }  // namespace
 
-scheduler_core::scheduler_core(const engine_config& cfg, const tokenizer& tok, uint32_t n_ctx, uint32_t n_blocks,
-                               uint32_t block_size, std::unique_ptr<policy> pol)
-    : cfg_(cfg), tok_(&tok), n_ctx_(n_ctx), kv_(n_blocks, block_size), policy_(std::move(pol)),
+scheduler_core::scheduler_core(const engine_config& cfg, const tokenizer& tok, uint32_t n_ctx,
+                               uint32_t n_blocks, uint32_t block_size, std::unique_ptr<policy> pol)
+    : cfg_(cfg),
+      tok_(&tok),
+      n_ctx_(n_ctx),
+      kv_(n_blocks, block_size),
+      policy_(std::move(pol)),
       service_(tenant_weights(cfg)),
       copy_handoff_(cfg.mode == placement_mode::disaggregated && cfg.kv_handoff == kv_handoff_mode::copy),
       in_decode_pool_(copy_handoff_ ? n_blocks : 0, false) {
@@ -120,7 +130,8 @@ void scheduler_core::set_tenants(std::vector<tenant_config> tenants) {
       const auto it = tenant_index_.find(t.name);
       from.push_back(it == tenant_index_.end() ? std::nullopt : std::optional(it->second));
     }
-    from.push_back(tenants_.empty() ? std::nullopt : std::optional(static_cast<uint32_t>(tenants_.size() - 1)));
+    from.push_back(tenants_.empty() ? std::nullopt
+                                    : std::optional(static_cast<uint32_t>(tenants_.size() - 1)));
   }
   cfg_.tenants = std::move(tenants);
   index_tenants();
@@ -159,7 +170,9 @@ bool scheduler_core::cancel(request_id id, double now_s, std::vector<request_eve
   return true;
 }
 
-void scheduler_core::set_policy(std::unique_ptr<policy> pol) { policy_ = std::move(pol); }
+void scheduler_core::set_policy(std::unique_ptr<policy> pol) {
+  policy_ = std::move(pol);
+}
 
 request_view scheduler_core::view_of(const sequence& s) const {
   request_view v;
@@ -227,7 +240,8 @@ step scheduler_core::plan(double now_s, step_kind kind) {
   if (kind != step_kind::prefill) plan_decodes(ps);
   if (kind != step_kind::decode) {
     // The policy may hold prefill back so the step stays short (decode protection).
-    if (const auto cap = policy_->prefill_cap(snapshot(views(), now_s))) ps.budget = std::min(ps.budget, *cap);
+    if (const auto cap = policy_->prefill_cap(snapshot(views(), now_s)))
+      ps.budget = std::min(ps.budget, *cap);
     plan_prefills(ps);
   }
   if (!ps.out.seqs.empty()) {
@@ -292,7 +306,8 @@ void scheduler_core::preempt(sequence& victim, plan_state& ps) {
   ++preemptions_;
   erase_one(running_, &victim);
   // Back in arrival order, so a fair policy sees it where it was.
-  auto pos = std::ranges::find_if(waiting_, [&](const sequence* w) { return w->arrival_s > victim.arrival_s; });
+  auto pos =
+      std::ranges::find_if(waiting_, [&](const sequence* w) { return w->arrival_s > victim.arrival_s; });
   enter_waiting(victim, pos);
 }
 
@@ -321,13 +336,14 @@ void scheduler_core::plan_prefills(plan_state& ps) {
   for (uint32_t i : order) {
     if (ps.budget == 0 || ps.out.seqs.size() >= cfg_.max_seqs) break;
     sequence& s = *v.prefill[i];
-    if (i >= v.n_queued) {  // running when the plan began
+    if (i >= v.n_queued) {                     // running when the plan began
       if (s.running) continue_prefill(s, ps);  // (not preempted meanwhile)
       continue;
     }
     if (!starting || running_.size() >= cfg_.max_seqs) continue;
     // A tenant at its max_concurrent waits for one of its own to end; others go ahead of it.
-    if (!running.empty() && max_concurrent_[s.tenant] > 0 && running[s.tenant] >= max_concurrent_[s.tenant]) continue;
+    if (!running.empty() && max_concurrent_[s.tenant] > 0 && running[s.tenant] >= max_concurrent_[s.tenant])
+      continue;
     const start_result started = start(s, ps);
     // First come keeps its place: no one overtakes a request for which the pool has no room.
     if (started == start_result::no_room) starting = false;
@@ -353,7 +369,8 @@ void scheduler_core::continue_prefill(sequence& s, plan_state& ps) {
 scheduler_core::start_result scheduler_core::start(sequence& s, plan_state& ps) {
   const uint32_t bs = kv_.block_size();
   const auto total = static_cast<uint32_t>(s.tokens.size());
-  const uint32_t max_chunk = cfg_.long_prefill_threshold > 0 ? std::min(ps.budget, cfg_.long_prefill_threshold) : ps.budget;
+  const uint32_t max_chunk =
+      cfg_.long_prefill_threshold > 0 ? std::min(ps.budget, cfg_.long_prefill_threshold) : ps.budget;
   // Only a prompt left unfinished by this step is a partial prefill: when their slots are taken,
   // short prompts (a voice turn) still start, overtaking the long ones.
   if (ps.partial >= cfg_.max_partial_prefills && total > max_chunk) return start_result::skipped;
@@ -423,7 +440,8 @@ void scheduler_core::add_chunk(sequence& s, uint32_t n, plan_state& ps) {
 
 // ---- results ------------------------------------------------------------------------------
 
-void scheduler_core::complete(const step& st, const step_result& r, double now_s, std::vector<request_event>& events) {
+void scheduler_core::complete(const step& st, const step_result& r, double now_s,
+                              std::vector<request_event>& events) {
   if (r.compute_ms > 0)
     step_time_.add(st.n_tokens(), static_cast<uint32_t>(st.seqs.size()), st.attention_kpairs(), r.compute_ms);
   for (size_t i = 0; i < st.seqs.size(); ++i) {
@@ -455,8 +473,8 @@ void scheduler_core::offer_full_blocks(sequence& s) {
 
 void scheduler_core::accept_token(sequence& s, token_id t, double now_s, std::vector<request_event>& events) {
   if (t == no_token) {
-    finish(s, event_kind::error, finish_reason::none, reject_reason::internal, "the worker drew no token", now_s,
-           events);
+    finish(s, event_kind::error, finish_reason::none, reject_reason::internal, "the worker drew no token",
+           now_s, events);
     return;
   }
   ++s.draws;
@@ -490,8 +508,8 @@ void scheduler_core::count_gap(sequence& s, double now_s) {
   if (target_ms > 0 && 1e3 * (now_s - s.last_token_s) > target_ms) ++s.itl_misses;
 }
 
-void scheduler_core::finish(sequence& s, event_kind kind, finish_reason fin, reject_reason why, std::string message,
-                            double now_s, std::vector<request_event>& events) {
+void scheduler_core::finish(sequence& s, event_kind kind, finish_reason fin, reject_reason why,
+                            std::string message, double now_s, std::vector<request_event>& events) {
   request_event ev;
   ev.id = s.id;
   ev.kind = kind;
@@ -529,7 +547,8 @@ void scheduler_core::finish(sequence& s, event_kind kind, finish_reason fin, rej
   seqs_.erase(s.id);
 }
 
-void scheduler_core::abort(const step& st, const std::string& why, double now_s, std::vector<request_event>& events) {
+void scheduler_core::abort(const step& st, const std::string& why, double now_s,
+                           std::vector<request_event>& events) {
   for (const step_seq& e : st.seqs) {
     if (sequence* s = find(e.id)) {
       finish(*s, event_kind::error, finish_reason::none, reject_reason::internal, why, now_s, events);
@@ -545,9 +564,13 @@ void scheduler_core::drain(reject_reason reason, const std::string& why, double 
   for (sequence* s : all) finish(*s, event_kind::error, finish_reason::none, reason, why, now_s, events);
 }
 
-std::vector<request_record> scheduler_core::take_records() { return std::exchange(records_, {}); }
+std::vector<request_record> scheduler_core::take_records() {
+  return std::exchange(records_, {});
+}
 
-std::vector<request_id> scheduler_core::take_dequeued() { return std::exchange(dequeued_, {}); }
+std::vector<request_id> scheduler_core::take_dequeued() {
+  return std::exchange(dequeued_, {});
+}
 
 scheduler_gauges scheduler_core::gauges() const {
   scheduler_gauges g{static_cast<uint32_t>(waiting_.size()),

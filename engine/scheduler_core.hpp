@@ -32,8 +32,8 @@
 
 #include "engine/config.hpp"
 #include "engine/kv_cache.hpp"
-#include "engine/step_time.hpp"
 #include "engine/step.hpp"
+#include "engine/step_time.hpp"
 #include "engine/stop_matcher.hpp"
 #include "model/tokenizer.hpp"
 #include "policies/policy.hpp"

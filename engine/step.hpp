@@ -17,14 +17,15 @@ enum class step_kind : uint8_t { mixed, prefill, decode };
 
 struct step_seq {
   request_id id = 0;
-  std::vector<token_id> tokens;    //!< new tokens: a prefill chunk or one decode token
+  std::vector<token_id> tokens;  //!< new tokens: a prefill chunk or one decode token
   uint32_t start_pos = 0;
-  std::vector<uint32_t> blocks;    //!< block table covering [0, start_pos + tokens.size())
-  bool sample = false;             //!< the step ends the prompt or is a decode: draw a token
+  std::vector<uint32_t> blocks;  //!< block table covering [0, start_pos + tokens.size())
+  bool sample = false;           //!< the step ends the prompt or is a decode: draw a token
   sampling_params sampling;
-  uint64_t draw = 0;               //!< index of the draw (completion tokens so far)
-  std::vector<token_id> recent;    //!< trailing tokens for the repetition penalty (when it is on)
-  std::vector<uint32_t> copy_in;   //!< blocks to copy from the prefill worker's pool first (KV handoff by copy)
+  uint64_t draw = 0;             //!< index of the draw (completion tokens so far)
+  std::vector<token_id> recent;  //!< trailing tokens for the repetition penalty (when it is on)
+  std::vector<uint32_t>
+      copy_in;  //!< blocks to copy from the prefill worker's pool first (KV handoff by copy)
 
   //! One token after the first draw: a decode; anything else computes prompt (or recompute).
   bool decode() const { return tokens.size() == 1 && sample && draw > 0; }
@@ -60,8 +61,8 @@ struct step {
 struct step_result {
   uint64_t number = 0;
   std::vector<token_id> sampled = {};  //!< per step_seq: the drawn token, or no_token
-  double compute_ms = 0;           //!< time inside the backend and the sampler
-  std::string error = {};          //!< non-empty: the step failed, nothing was computed
+  double compute_ms = 0;               //!< time inside the backend and the sampler
+  std::string error = {};              //!< non-empty: the step failed, nothing was computed
 };
 
 }  // namespace hearth

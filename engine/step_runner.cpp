@@ -23,7 +23,8 @@ step_result step_runner::run(const step& s) {
     if (!e.sample) return;
     // Parameters were checked at admission; a sampler that fails to build draws nothing, which
     // the scheduler turns into an error for that request alone.
-    if (auto smp = sampler::create(e.sampling, e.draw)) r.sampled[i] = smp->sample(logits_.last(static_cast<uint32_t>(i)), e.recent);
+    if (auto smp = sampler::create(e.sampling, e.draw))
+      r.sampled[i] = smp->sample(logits_.last(static_cast<uint32_t>(i)), e.recent);
   });
   r.compute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return r;
@@ -39,7 +40,8 @@ std::string step_runner::copy_in(const step& s) {
       return "step: blocks to copy in, but no source pool of this layout";
     }
     for (uint32_t b : e.copy_in) {
-      if (b >= pool.n_blocks() || b >= copy_from_->n_blocks()) return "step: block " + std::to_string(b) + " outside the pool";
+      if (b >= pool.n_blocks() || b >= copy_from_->n_blocks())
+        return "step: block " + std::to_string(b) + " outside the pool";
       std::ranges::copy(copy_from_->block(b), pool.block(b).begin());
     }
   }

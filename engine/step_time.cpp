@@ -24,7 +24,7 @@ void step_time_fit::add(uint32_t tokens, uint32_t seqs, double kpairs, double ms
 // The normal equations of the first n terms, by Gaussian elimination with partial pivoting;
 // nothing while they are near-singular (every step the same shape in those terms so far).
 std::optional<step_time_fit::coefficients> step_time_fit::solve_first(size_t n) const {
-  std::array<double, n_terms * (n_terms + 1)> m{};  // rows of [xtx | xty]
+  std::array<double, n_terms*(n_terms + 1)> m{};  // rows of [xtx | xty]
   const size_t w = n + 1;
   double scale = 0;
   for (size_t i = 0; i < n; ++i) {

@@ -19,8 +19,8 @@ class step_time_fit {
   explicit step_time_fit(double memory = 200) : keep_(1.0 - 1.0 / memory) {}
 
   void add(uint32_t tokens, uint32_t seqs, double kpairs, double ms);
-  //! The current fit, and the root mean square of its recent errors relative to its predictions. Without the attention term
-  //! while the steps seen cannot tell it apart from the others; proportional to tokens alone
+  //! The current fit, and the root mean square of its recent errors relative to its predictions. Without the
+  //! attention term while the steps seen cannot tell it apart from the others; proportional to tokens alone
   //! until they can tell the first three apart; all zero before the first step.
   const step_time_model& model() const { return model_; }
 

@@ -27,7 +27,9 @@ std::string stop_matcher::push(std::string_view text) {
   return out;
 }
 
-std::string stop_matcher::flush() { return std::exchange(pending_, {}); }
+std::string stop_matcher::flush() {
+  return std::exchange(pending_, {});
+}
 
 // The longest suffix of pending_ that is a proper prefix of some stop string.
 size_t stop_matcher::held_suffix() const {

@@ -18,18 +18,18 @@ namespace hearth {
 
 //! One sequence's share of an iteration.
 struct batch_seq {
-  std::span<const token_id> tokens;   //!< new tokens: a prefill chunk (any length >= 1) or one decode token
-  uint32_t start_pos = 0;             //!< position of tokens[0]; positions [0, start_pos) are already cached
-  std::span<const uint32_t> blocks;   //!< block table covering positions [0, start_pos + tokens.size())
-  bool all_logits = false;            //!< logits for every new token (tests), else only for the last
+  std::span<const token_id> tokens;  //!< new tokens: a prefill chunk (any length >= 1) or one decode token
+  uint32_t start_pos = 0;            //!< position of tokens[0]; positions [0, start_pos) are already cached
+  std::span<const uint32_t> blocks;  //!< block table covering positions [0, start_pos + tokens.size())
+  bool all_logits = false;           //!< logits for every new token (tests), else only for the last
 };
 
 //! The logits of one iteration: rows in batch order; a sequence gets tokens.size() rows when it
 //! asked for all_logits, else one.
 struct batch_logits {
   uint32_t n_vocab = 0;
-  std::vector<float> values;          //!< (n_rows, n_vocab)
-  std::vector<uint32_t> first_row;    //!< per sequence: its first row
+  std::vector<float> values;        //!< (n_rows, n_vocab)
+  std::vector<uint32_t> first_row;  //!< per sequence: its first row
 
   std::span<const float> row(uint32_t r) const { return {values.data() + size_t{r} * n_vocab, n_vocab}; }
   //! The last row of sequence s: the logits that predict its next token.

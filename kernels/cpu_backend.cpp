@@ -29,7 +29,9 @@ class tensor_index {
   void release(std::initializer_list<weight_kind> kinds, uint32_t layer = 0) const {
     for (weight_kind k : kinds) f_->release(*get(k, layer));
   }
-  std::span<const std::byte> data(weight_kind k, uint32_t layer = 0) const { return f_->data(*get(k, layer)); }
+  std::span<const std::byte> data(weight_kind k, uint32_t layer = 0) const {
+    return f_->data(*get(k, layer));
+  }
 
   std::vector<float> floats(weight_kind k, uint32_t layer = 0) const {
     std::vector<float> out(get(k, layer)->n_elements);
@@ -46,7 +48,9 @@ class tensor_index {
  private:
   static constexpr size_t n_kinds = static_cast<size_t>(weight_kind::output) + 1;
   tensor_index(const gguf::file& f, uint32_t n_layer) : f_(&f), slots_(n_kinds * (n_layer + 1), nullptr) {}
-  static size_t slot(weight_kind k, uint32_t layer) { return size_t{layer} * n_kinds + static_cast<size_t>(k); }
+  static size_t slot(weight_kind k, uint32_t layer) {
+    return size_t{layer} * n_kinds + static_cast<size_t>(k);
+  }
 
   const gguf::file* f_;
   std::vector<const gguf::tensor_info*> slots_;
@@ -56,7 +60,7 @@ result<uint32_t> pool_blocks(const hparams& hp, const kv_layout& layout, const c
   if (opt.block_size == 0 || opt.block_size > 1024) {
     return error{errc::invalid_argument, "cpu backend: block_size must be in [1, 1024]"};
   }
-  const uint32_t n = opt.kv_tokens ? kv_pool::blocks_for_tokens(layout, opt.kv_tokens)
+  const uint32_t n = opt.kv_tokens  ? kv_pool::blocks_for_tokens(layout, opt.kv_tokens)
                      : opt.kv_bytes ? kv_pool::blocks_for_bytes(layout, opt.kv_bytes)
                                     : kv_pool::blocks_for_tokens(layout, hp.n_ctx_train);
   if (n == 0) return error{errc::invalid_argument, "cpu backend: the KV pool would hold no block"};
@@ -91,7 +95,6 @@ void add_rows(float* x, const float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-
 // One block's linears, each one stacked matrix: [q; k; v] and [gate; up] are three and two
 // tensors in llama/qwen files and already one each in phi3's (attn_qkv, ffn_up of 2 n_ff rows),
 // laid out the same way, so the forward does not know which it got.
@@ -106,8 +109,9 @@ result<cpu_backend::layer> load_layer(const tensor_index& ix, const hparams& hp,
   const std::vector<weight_kind> qkv_kinds =
       hp.fused_qkv ? std::vector{weight_kind::attn_qkv}
                    : std::vector{weight_kind::attn_q, weight_kind::attn_k, weight_kind::attn_v};
-  const std::vector<weight_kind> gu_kinds = hp.fused_gate_up ? std::vector{weight_kind::ffn_gate_up}
-                                                             : std::vector{weight_kind::ffn_gate, weight_kind::ffn_up};
+  const std::vector<weight_kind> gu_kinds = hp.fused_gate_up
+                                                ? std::vector{weight_kind::ffn_gate_up}
+                                                : std::vector{weight_kind::ffn_gate, weight_kind::ffn_up};
   const std::span<const float> biases[] = {bq, bk, bv};
   std::vector<weight_part> qkv, gate_up;
   for (size_t i = 0; i < qkv_kinds.size(); ++i) qkv.push_back(ix.part(qkv_kinds[i], l, biases[i]));
@@ -292,7 +296,8 @@ void cpu_backend::run_layer(const layer& l, uint32_t index, uint32_t n_rows, con
     for (uint32_t r = 0; r < n_rows; ++r) {
       float* q = qkv_.data() + r * qkv_dim;
       ops::rmsnorm({q, hp_.head_dim}, l.q_norm, hp_.rms_eps, {q, hp_.head_dim}, hp_.n_head);
-      ops::rmsnorm({q + q_dim, hp_.head_dim}, l.k_norm, hp_.rms_eps, {q + q_dim, hp_.head_dim}, hp_.n_head_kv);
+      ops::rmsnorm({q + q_dim, hp_.head_dim}, l.k_norm, hp_.rms_eps, {q + q_dim, hp_.head_dim},
+                   hp_.n_head_kv);
     }
   }
   // q and k heads lie side by side at the start of each fused row: one rotation covers both.

@@ -29,7 +29,9 @@ class file;
 }
 
 //! The KV cache type that goes with a compute type: keys and values as precise as the matmuls.
-inline kv_dtype kv_dtype_for(compute_type ct) { return ct == compute_type::f32 ? kv_dtype::f32 : kv_dtype::bf16; }
+inline kv_dtype kv_dtype_for(compute_type ct) {
+  return ct == compute_type::f32 ? kv_dtype::f32 : kv_dtype::bf16;
+}
 
 struct cpu_backend_options {
   compute_type compute = compute_type::bf16;
@@ -62,20 +64,19 @@ class cpu_backend final : public backend {
 
  public:
   struct layer {
-    std::vector<float> attn_norm;  // (d,)
-    std::vector<float> ffn_norm;   // (d,)
-    std::vector<float> q_norm;     // (head_dim,) qwen3's per-head norm of q, else empty
-    std::vector<float> k_norm;     // (head_dim,) the same for k
+    std::vector<float> attn_norm;       // (d,)
+    std::vector<float> ffn_norm;        // (d,)
+    std::vector<float> q_norm;          // (head_dim,) qwen3's per-head norm of q, else empty
+    std::vector<float> k_norm;          // (head_dim,) the same for k
     std::vector<float> attn_post_norm;  // (d,) gemma: on the attention's output, else empty
     std::vector<float> ffn_post_norm;   // (d,) gemma: on the FFN's output, else empty
-    linear qkv;                    // (q + 2 kv, d) with biases for qwen2
-    linear wo;                     // (d, q)
-    linear gate_up;                // (2 ff, d)
-    linear down;                   // (d, ff)
+    linear qkv;                         // (q + 2 kv, d) with biases for qwen2
+    linear wo;                          // (d, q)
+    linear gate_up;                     // (2 ff, d)
+    linear down;                        // (d, ff)
   };
 
  private:
-
   // Read-only once loaded, so backends on several worker threads share one copy.
   struct weights {
     tensor_type embd_type = tensor_type::f32;
@@ -83,8 +84,8 @@ class cpu_backend final : public backend {
     std::vector<std::byte> embd_copy;  // embd's bytes when the file has no mapping to read them in
     std::shared_ptr<const void> file;  // the file's mapping, which embd and kept weights point into
     std::vector<layer> layers;
-    std::vector<float> output_norm; // (d,)
-    std::optional<linear> head;     // (vocab, d)
+    std::vector<float> output_norm;  // (d,)
+    std::optional<linear> head;      // (vocab, d)
   };
 
   cpu_backend(hparams hp, std::shared_ptr<const weights> w, std::shared_ptr<kv_pool> kv);

@@ -49,7 +49,8 @@ struct rope_table {
 //! The table for rows at `positions` (rows,); n_rot even, freq_factors empty or (n_rot / 2,);
 //! every cos and sin times attn_factor (LongRoPE's scale, hparams::rope_attn_factor).
 rope_table make_rope_table(std::span<const uint32_t> positions, uint32_t n_rot, float base,
-                           rope_pairing pairing, std::span<const float> freq_factors, float attn_factor = 1.0f);
+                           rope_pairing pairing, std::span<const float> freq_factors,
+                           float attn_factor = 1.0f);
 
 //! Rotates, in place, the first t.n_rot dims of each head of x (rows, n_heads, head_dim), row r
 //! by row r of the table. q and k heads lie side by side in a fused QKV row: one call does both.

@@ -18,7 +18,9 @@ namespace hearth {
 
 enum class kv_dtype { f32, bf16 };
 //! "f32" or "bf16".
-inline const char* to_string(kv_dtype t) { return t == kv_dtype::f32 ? "f32" : "bf16"; }
+inline const char* to_string(kv_dtype t) {
+  return t == kv_dtype::f32 ? "f32" : "bf16";
+}
 
 struct kv_layout {
   uint32_t n_layer = 0;

@@ -2,13 +2,14 @@
 
 namespace hearth {
 
-result<std::unique_ptr<null_backend>> null_backend::create(const hparams& hp, uint32_t n_blocks, uint32_t block_size,
-                                                           token_id emit) {
+result<std::unique_ptr<null_backend>> null_backend::create(const hparams& hp, uint32_t n_blocks,
+                                                           uint32_t block_size, token_id emit) {
   if (emit < 0 || static_cast<uint32_t>(emit) >= hp.n_vocab) {
     return error{errc::invalid_argument, "null backend: token to emit is outside the vocabulary"};
   }
-  auto kv = kv_pool::create({.n_layer = 1, .n_head_kv = 1, .head_dim = 1, .block_size = block_size, .dtype = kv_dtype::bf16},
-                            n_blocks);
+  auto kv = kv_pool::create(
+      {.n_layer = 1, .n_head_kv = 1, .head_dim = 1, .block_size = block_size, .dtype = kv_dtype::bf16},
+      n_blocks);
   if (!kv) return kv.error();
   return std::unique_ptr<null_backend>(new null_backend(hp, std::make_shared<kv_pool>(std::move(*kv)), emit));
 }

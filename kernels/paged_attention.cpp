@@ -79,9 +79,9 @@ constexpr uint32_t prefill_tile_keys(uint32_t block_size) {
 struct attn_call {
   const kv_pool& pool;
   uint32_t layer;
-  uint32_t group;  // query heads per kv head
-  float scale;     // multiplies q.k: 1 / sqrt(head_dim) unless the model says otherwise
-  float softcap;   // scores c tanh(s / c) when > 0
+  uint32_t group;   // query heads per kv head
+  float scale;      // multiplies q.k: 1 / sqrt(head_dim) unless the model says otherwise
+  float softcap;    // scores c tanh(s / c) when > 0
   uint32_t window;  // a row at p sees keys from window_start(p, window)
   row_view<const float> q;
   row_view<float> out;

@@ -18,8 +18,8 @@ status<> invalid(const std::string& what) {
 }
 
 status<> check_hparams(const hparams& hp, uint32_t n_ctx) {
-  if (hp.n_vocab == 0 || hp.n_embd == 0 || hp.n_layer == 0 || hp.n_head == 0 ||
-      hp.n_head_kv == 0 || hp.n_ff == 0 || hp.head_dim == 0) {
+  if (hp.n_vocab == 0 || hp.n_embd == 0 || hp.n_layer == 0 || hp.n_head == 0 || hp.n_head_kv == 0 ||
+      hp.n_ff == 0 || hp.head_dim == 0) {
     return invalid("n_vocab, n_embd, n_layer, n_head, n_head_kv, n_ff and head_dim must be > 0");
   }
   if (hp.n_vocab > static_cast<uint32_t>(std::numeric_limits<token_id>::max())) {
@@ -54,7 +54,8 @@ status<> check_hparams(const hparams& hp, uint32_t n_ctx) {
     return invalid("rope_freq_factors needs n_rot / 2 = " + std::to_string(hp.n_rot / 2) + " entries");
   }
   for (float f : hp.rope_freq_factors) {
-    if (!(f > 0.0f) || !std::isfinite(f)) return invalid("rope frequency factors must be positive and finite");
+    if (!(f > 0.0f) || !std::isfinite(f))
+      return invalid("rope frequency factors must be positive and finite");
   }
   return {};
 }
@@ -96,7 +97,9 @@ reference_model::reference_model(hparams hp, reference_weights w, uint32_t n_ctx
       scores_(n_ctx),
       hb_(hp_.n_ff),
       hb2_(hp_.n_ff),
-      fused_(hp_.fused_qkv || hp_.fused_gate_up ? std::max<size_t>(q_dim_ + 2 * size_t{kv_dim_}, 2 * size_t{hp_.n_ff}) : 0),
+      fused_(hp_.fused_qkv || hp_.fused_gate_up
+                 ? std::max<size_t>(q_dim_ + 2 * size_t{kv_dim_}, 2 * size_t{hp_.n_ff})
+                 : 0),
       logits_(hp_.n_vocab) {}
 
 float* reference_model::key_at(uint32_t layer, uint32_t pos) {

@@ -56,22 +56,22 @@ class reference_model {
   reference_weights w_;
   uint32_t n_ctx_;
   uint32_t n_past_ = 0;
-  uint32_t q_dim_;               // n_head * head_dim
-  uint32_t kv_dim_;              // n_head_kv * head_dim
+  uint32_t q_dim_;   // n_head * head_dim
+  uint32_t kv_dim_;  // n_head_kv * head_dim
 
   std::vector<float> key_cache_;    // (layer, n_ctx, kv_dim)
   std::vector<float> value_cache_;  // (layer, n_ctx, kv_dim)
 
   // Activations of the current token.
-  std::vector<float> x_;       // (n_embd,) residual stream
-  std::vector<float> xb_;      // (n_embd,) normed x, then a block's output
-  std::vector<float> q_;       // (q_dim,)
-  std::vector<float> att_out_; // (q_dim,) attention output of all heads
-  std::vector<float> scores_;  // (n_ctx,) one head's attention weights over positions
-  std::vector<float> hb_;      // (n_ff,) gate, then silu(gate) * up
-  std::vector<float> hb2_;     // (n_ff,) up
-  std::vector<float> fused_;   // (max(q_dim + 2 kv_dim, 2 n_ff),) a fused projection before its split; phi3
-  std::vector<float> logits_;  // (n_vocab,)
+  std::vector<float> x_;        // (n_embd,) residual stream
+  std::vector<float> xb_;       // (n_embd,) normed x, then a block's output
+  std::vector<float> q_;        // (q_dim,)
+  std::vector<float> att_out_;  // (q_dim,) attention output of all heads
+  std::vector<float> scores_;   // (n_ctx,) one head's attention weights over positions
+  std::vector<float> hb_;       // (n_ff,) gate, then silu(gate) * up
+  std::vector<float> hb2_;      // (n_ff,) up
+  std::vector<float> fused_;    // (max(q_dim + 2 kv_dim, 2 n_ff),) a fused projection before its split; phi3
+  std::vector<float> logits_;   // (n_vocab,)
 };
 
 }  // namespace hearth

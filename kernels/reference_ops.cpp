@@ -27,8 +27,7 @@ void matvec(std::span<const float> w, std::span<const float> x, std::span<float>
   }
 }
 
-void rmsnorm(std::span<const float> x, std::span<const float> weight, float eps,
-             std::span<float> out) {
+void rmsnorm(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> out) {
   assert(x.size() == weight.size() && x.size() == out.size() && "rmsnorm: length mismatch");
   const double mean_sq = dot(x, x) / static_cast<double>(x.size());
   const double scale = 1.0 / std::sqrt(mean_sq + eps);
@@ -46,7 +45,9 @@ void softmax(std::span<float> x) {
   for (float& v : x) v = static_cast<float>(std::exp(static_cast<double>(v) - max) / sum);
 }
 
-float silu(float x) { return static_cast<float>(x / (1.0 + std::exp(-static_cast<double>(x)))); }
+float silu(float x) {
+  return static_cast<float>(x / (1.0 + std::exp(-static_cast<double>(x))));
+}
 
 // 0.5 v (1 + tanh u) written as v sigmoid(2u): the same function, without the cancellation of
 // 1 + tanh u (which is 0 in double below about v = -9).

@@ -18,8 +18,7 @@ void add(std::span<float> y, std::span<const float> x);
 void matvec(std::span<const float> w, std::span<const float> x, std::span<float> out);
 //! x (n,) / sqrt(mean(x^2) + eps) * weight (n,) -> out (n,); the mean in double.
 //! `out` may alias `x`.
-void rmsnorm(std::span<const float> x, std::span<const float> weight, float eps,
-             std::span<float> out);
+void rmsnorm(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> out);
 //! In place over x (n >= 1,): exp(x - max) / sum, computed in double.
 void softmax(std::span<float> x);
 //! x * sigmoid(x).

@@ -13,16 +13,15 @@ status<> check_weights(const hparams& hp, const reference_weights& w) {
     return error{errc::invalid_argument, "reference weights: output.weight given for a tied model"};
   }
   status<> st;
-  for_each_weight(hp, w, [&](const std::string& name, const std::vector<uint64_t>& dims,
-                             const std::vector<float>& data) {
-    const uint64_t want =
-        std::accumulate(dims.begin(), dims.end(), uint64_t{1}, std::multiplies<>());
-    if (st.ok() && data.size() != want) {
-      st = error{errc::invalid_argument, "reference weights: " + name + " holds " +
-                                             std::to_string(data.size()) + " floats, expected " +
-                                             std::to_string(want)};
-    }
-  });
+  for_each_weight(
+      hp, w, [&](const std::string& name, const std::vector<uint64_t>& dims, const std::vector<float>& data) {
+        const uint64_t want = std::accumulate(dims.begin(), dims.end(), uint64_t{1}, std::multiplies<>());
+        if (st.ok() && data.size() != want) {
+          st = error{errc::invalid_argument, "reference weights: " + name + " holds " +
+                                                 std::to_string(data.size()) + " floats, expected " +
+                                                 std::to_string(want)};
+        }
+      });
   return st;
 }
 

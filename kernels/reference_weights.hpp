@@ -34,19 +34,19 @@ struct reference_layer {
   std::vector<float> w_up;       // (n_ff, n_embd)
   std::vector<float> w_down;     // (n_embd, n_ff)
   // What the families beyond llama add; empty otherwise.
-  std::vector<float> q_norm;     // (head_dim,) qwen3
-  std::vector<float> k_norm;     // (head_dim,) qwen3
-  std::vector<float> wqkv;       // (q_dim + 2 kv_dim, n_embd) [wq; wk; wv]: phi3, instead of wq, wk, wv
-  std::vector<float> w_gate_up;  // (2 n_ff, n_embd) [w_gate; w_up]: phi3, instead of w_gate, w_up
+  std::vector<float> q_norm;          // (head_dim,) qwen3
+  std::vector<float> k_norm;          // (head_dim,) qwen3
+  std::vector<float> wqkv;            // (q_dim + 2 kv_dim, n_embd) [wq; wk; wv]: phi3, instead of wq, wk, wv
+  std::vector<float> w_gate_up;       // (2 n_ff, n_embd) [w_gate; w_up]: phi3, instead of w_gate, w_up
   std::vector<float> attn_post_norm;  // (n_embd,) gemma: on the attention's output
   std::vector<float> ffn_post_norm;   // (n_embd,) gemma: on the FFN's output
 };
 
 struct reference_weights {
-  std::vector<float> token_embd;   // (n_vocab, n_embd)
+  std::vector<float> token_embd;        // (n_vocab, n_embd)
   std::vector<reference_layer> layers;  // n_layer
-  std::vector<float> output_norm;  // (n_embd,)
-  std::vector<float> output;       // (n_vocab, n_embd); empty when hp.tied_output
+  std::vector<float> output_norm;       // (n_embd,)
+  std::vector<float> output;            // (n_vocab, n_embd); empty when hp.tied_output
 
   //! The LM head (n_vocab, n_embd): `output`, or `token_embd` when the model ties them.
   std::span<const float> head() const { return output.empty() ? token_embd : output; }
@@ -57,29 +57,48 @@ template <class W>
 auto& slot(W& w, const weight_desc& d) {
   auto& l = w.layers[d.layer];
   switch (d.kind) {
-    case weight_kind::token_embd: return w.token_embd;
-    case weight_kind::attn_norm: return l.attn_norm;
-    case weight_kind::attn_q: return l.wq;
-    case weight_kind::attn_k: return l.wk;
-    case weight_kind::attn_v: return l.wv;
-    case weight_kind::attn_q_bias: return l.bq;
-    case weight_kind::attn_k_bias: return l.bk;
-    case weight_kind::attn_v_bias: return l.bv;
-    case weight_kind::attn_output: return l.wo;
-    case weight_kind::ffn_norm: return l.ffn_norm;
-    case weight_kind::ffn_gate: return l.w_gate;
-    case weight_kind::ffn_up: return l.w_up;
-    case weight_kind::ffn_down: return l.w_down;
-    case weight_kind::attn_qkv: return l.wqkv;
-    case weight_kind::attn_q_norm: return l.q_norm;
-    case weight_kind::attn_k_norm: return l.k_norm;
-    case weight_kind::ffn_gate_up: return l.w_gate_up;
+    case weight_kind::token_embd:
+      return w.token_embd;
+    case weight_kind::attn_norm:
+      return l.attn_norm;
+    case weight_kind::attn_q:
+      return l.wq;
+    case weight_kind::attn_k:
+      return l.wk;
+    case weight_kind::attn_v:
+      return l.wv;
+    case weight_kind::attn_q_bias:
+      return l.bq;
+    case weight_kind::attn_k_bias:
+      return l.bk;
+    case weight_kind::attn_v_bias:
+      return l.bv;
+    case weight_kind::attn_output:
+      return l.wo;
+    case weight_kind::ffn_norm:
+      return l.ffn_norm;
+    case weight_kind::ffn_gate:
+      return l.w_gate;
+    case weight_kind::ffn_up:
+      return l.w_up;
+    case weight_kind::ffn_down:
+      return l.w_down;
+    case weight_kind::attn_qkv:
+      return l.wqkv;
+    case weight_kind::attn_q_norm:
+      return l.q_norm;
+    case weight_kind::attn_k_norm:
+      return l.k_norm;
+    case weight_kind::ffn_gate_up:
+      return l.w_gate_up;
     case weight_kind::attn_post_norm:
       return l.attn_post_norm;
     case weight_kind::ffn_post_norm:
       return l.ffn_post_norm;
-    case weight_kind::output_norm: return w.output_norm;
-    case weight_kind::output: return w.output;
+    case weight_kind::output_norm:
+      return w.output_norm;
+    case weight_kind::output:
+      return w.output;
   }
   return w.output;  // unreachable: every kind is listed
 }

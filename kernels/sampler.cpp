@@ -13,8 +13,8 @@ namespace hearth {
 namespace {
 
 error invalid(const char* field, const char* rule, float got) {
-  return error{errc::invalid_argument, std::string("sampling: ") + field + " must be " + rule +
-                                           ", got " + std::to_string(got)};
+  return error{errc::invalid_argument,
+               std::string("sampling: ") + field + " must be " + rule + ", got " + std::to_string(got)};
 }
 
 // NaN would break the ordering the filters sort by: it becomes the least likely token. +inf
@@ -23,7 +23,6 @@ float sanitize(float logit) {
   if (std::isnan(logit)) return -std::numeric_limits<float>::infinity();
   return std::min(logit, std::numeric_limits<float>::max());
 }
-
 
 struct candidate {
   token_id id;
@@ -88,8 +87,8 @@ void keep_min_p(float min_p, std::vector<candidate>& cands) {
   if (min_p <= 0.0f) return;
   // p_i >= min_p * p_max  <=>  logit_i >= logit_max + log(min_p); the top token always stays.
   const double threshold = cands.front().logit + std::log(static_cast<double>(min_p));
-  auto first_out = std::find_if(cands.begin() + 1, cands.end(),
-                                [&](const candidate& c) { return c.logit < threshold; });
+  auto first_out =
+      std::find_if(cands.begin() + 1, cands.end(), [&](const candidate& c) { return c.logit < threshold; });
   cands.erase(first_out, cands.end());
 }
 

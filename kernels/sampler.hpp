@@ -17,13 +17,13 @@
 namespace hearth {
 
 struct sampling_params {
-  float temperature = 1.0f;         //!< 0 = greedy; otherwise logits are divided by it
-  uint32_t top_k = 0;               //!< keep the k most likely tokens; 0 = off
-  float top_p = 1.0f;               //!< keep the smallest set whose probability reaches p; 1 = off
-  float min_p = 0.0f;               //!< drop tokens below min_p * the top probability; 0 = off
-  float repetition_penalty = 1.0f;  //!< logit > 0 ? logit / p : logit * p; 1 = off
-  uint32_t repeat_last_n = 64;      //!< how many trailing history tokens the penalty looks at
-  uint64_t seed = 0;                //!< seeds the sampler's own random stream
+  float temperature = 1.0f;           //!< 0 = greedy; otherwise logits are divided by it
+  uint32_t top_k = 0;                 //!< keep the k most likely tokens; 0 = off
+  float top_p = 1.0f;                 //!< keep the smallest set whose probability reaches p; 1 = off
+  float min_p = 0.0f;                 //!< drop tokens below min_p * the top probability; 0 = off
+  float repetition_penalty = 1.0f;    //!< logit > 0 ? logit / p : logit * p; 1 = off
+  uint32_t repeat_last_n = 64;        //!< how many trailing history tokens the penalty looks at
+  uint64_t seed = 0;                  //!< seeds the sampler's own random stream
   std::vector<token_id> banned = {};  //!< never drawn (a request's ignore_eos: its end-of-generation tokens)
 };
 

@@ -5,7 +5,9 @@
 namespace hearth {
 namespace {
 
-bool maps_to_itself(uint8_t b) { return (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae; }
+bool maps_to_itself(uint8_t b) {
+  return (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+}
 
 struct tables {
   std::array<char32_t, 256> to_cp{};
@@ -39,7 +41,9 @@ void append_utf8(std::string& out, char32_t cp) {
 
 }  // namespace
 
-char32_t byte_to_codepoint(uint8_t b) { return the_tables().to_cp[b]; }
+char32_t byte_to_codepoint(uint8_t b) {
+  return the_tables().to_cp[b];
+}
 
 std::optional<uint8_t> codepoint_to_byte(char32_t cp) {
   if (cp >= the_tables().to_byte.size() || the_tables().to_byte[cp] < 0) return std::nullopt;
@@ -62,7 +66,8 @@ std::optional<std::string> bpe_text_to_bytes(std::string_view text) {
     if (c0 < 0x80) {
       cp = c0;
       i += 1;
-    } else if ((c0 & 0xe0) == 0xc0 && i + 1 < text.size() && (static_cast<uint8_t>(text[i + 1]) & 0xc0) == 0x80) {
+    } else if ((c0 & 0xe0) == 0xc0 && i + 1 < text.size() &&
+               (static_cast<uint8_t>(text[i + 1]) & 0xc0) == 0x80) {
       cp = (char32_t(c0 & 0x1f) << 6) | (static_cast<uint8_t>(text[i + 1]) & 0x3f);
       i += 2;
     } else {

@@ -54,7 +54,7 @@ std::string_view chat_template_text(chat_format f);
 //! The prompt text, with special tokens written as text: encode it with parse_special = true.
 //! `bos` / `eos` are the vocabulary's token texts (empty when absent). Turns without tools
 //! (chat_tools.hpp formats those); llama31 and qwen25 as their reference templates, undated.
-std::string format_chat(chat_format f, std::span<const chat_message> messages,
-                        bool add_generation_prompt, std::string_view bos, std::string_view eos);
+std::string format_chat(chat_format f, std::span<const chat_message> messages, bool add_generation_prompt,
+                        std::string_view bos, std::string_view eos);
 
 }  // namespace hearth

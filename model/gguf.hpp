@@ -31,8 +31,19 @@ namespace hearth::gguf {
 
 //! Metadata value types; the numbers are the on-disk codes and the `value` variant indices.
 enum class value_type : uint32_t {
-  u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6,
-  boolean = 7, string = 8, array = 9, u64 = 10, i64 = 11, f64 = 12,
+  u8 = 0,
+  i8 = 1,
+  u16 = 2,
+  i16 = 3,
+  u32 = 4,
+  i32 = 5,
+  f32 = 6,
+  boolean = 7,
+  string = 8,
+  array = 9,
+  u64 = 10,
+  i64 = 11,
+  f64 = 12,
 };
 
 struct value;
@@ -44,8 +55,8 @@ struct array_value {
 };
 
 //! One metadata value. Variant index == static_cast<size_t>(value_type).
-struct value : std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool,
-                            std::string, array_value, uint64_t, int64_t, double> {
+struct value : std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool, std::string,
+                            array_value, uint64_t, int64_t, double> {
   using variant::variant;
   value_type type() const { return static_cast<value_type>(index()); }
 };
@@ -90,9 +101,9 @@ const char* to_string(parse_errc code);
 
 struct parse_error {
   parse_errc code;
-  std::string field;    //!< e.g. "tensor_infos[3].dims[1]" or "kv[7] (tokenizer.ggml.tokens).items[12]"
-  uint64_t offset = 0;  //!< byte offset of the field in the file
-  std::string detail;   //!< one sentence
+  std::string field;      //!< e.g. "tensor_infos[3].dims[1]" or "kv[7] (tokenizer.ggml.tokens).items[12]"
+  uint64_t offset = 0;    //!< byte offset of the field in the file
+  std::string detail;     //!< one sentence
   std::string file = {};  //!< the path, for a file from open() that failed to parse; else empty
 
   //! "gguf: [<file>: ]<code> at byte <offset> in <field>: <detail>"
@@ -103,13 +114,13 @@ struct parse_error {
 
 //! Sane limits on untrusted files; the defaults admit every real Llama-family model.
 struct limits {
-  uint64_t max_kv = 1u << 16;               //!< metadata pairs
+  uint64_t max_kv = 1u << 16;  //!< metadata pairs
   uint64_t max_tensors = 1u << 16;
-  uint64_t max_string_bytes = 16u << 20;    //!< one string (chat templates are a few KiB)
-  uint64_t max_array_items = 1u << 24;      //!< one array (merges of big vocabularies ~ 300k)
-  uint32_t max_array_depth = 4;             //!< nested arrays
+  uint64_t max_string_bytes = 16u << 20;  //!< one string (chat templates are a few KiB)
+  uint64_t max_array_items = 1u << 24;    //!< one array (merges of big vocabularies ~ 300k)
+  uint32_t max_array_depth = 4;           //!< nested arrays
   uint32_t max_dims = 4;
-  uint64_t max_dim = uint64_t{1} << 32;     //!< one dimension
+  uint64_t max_dim = uint64_t{1} << 32;  //!< one dimension
   uint64_t max_tensor_bytes = uint64_t{1} << 40;
 };
 

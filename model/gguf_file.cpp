@@ -10,39 +10,59 @@ namespace hearth::gguf {
 
 const char* to_string(parse_errc code) {
   switch (code) {
-    case parse_errc::io: return "io";
-    case parse_errc::truncated: return "truncated";
-    case parse_errc::bad_magic: return "bad_magic";
-    case parse_errc::bad_version: return "bad_version";
-    case parse_errc::limit_exceeded: return "limit_exceeded";
-    case parse_errc::bad_value_type: return "bad_value_type";
-    case parse_errc::bad_bool: return "bad_bool";
-    case parse_errc::duplicate_key: return "duplicate_key";
-    case parse_errc::bad_alignment: return "bad_alignment";
-    case parse_errc::bad_tensor_type: return "bad_tensor_type";
-    case parse_errc::bad_dims: return "bad_dims";
-    case parse_errc::duplicate_tensor: return "duplicate_tensor";
-    case parse_errc::misaligned: return "misaligned";
-    case parse_errc::out_of_bounds: return "out_of_bounds";
-    case parse_errc::overlap: return "overlap";
-    case parse_errc::overflow: return "overflow";
+    case parse_errc::io:
+      return "io";
+    case parse_errc::truncated:
+      return "truncated";
+    case parse_errc::bad_magic:
+      return "bad_magic";
+    case parse_errc::bad_version:
+      return "bad_version";
+    case parse_errc::limit_exceeded:
+      return "limit_exceeded";
+    case parse_errc::bad_value_type:
+      return "bad_value_type";
+    case parse_errc::bad_bool:
+      return "bad_bool";
+    case parse_errc::duplicate_key:
+      return "duplicate_key";
+    case parse_errc::bad_alignment:
+      return "bad_alignment";
+    case parse_errc::bad_tensor_type:
+      return "bad_tensor_type";
+    case parse_errc::bad_dims:
+      return "bad_dims";
+    case parse_errc::duplicate_tensor:
+      return "duplicate_tensor";
+    case parse_errc::misaligned:
+      return "misaligned";
+    case parse_errc::out_of_bounds:
+      return "out_of_bounds";
+    case parse_errc::overlap:
+      return "overlap";
+    case parse_errc::overflow:
+      return "overflow";
   }
   return "unknown";
 }
 
 std::string parse_error::message() const {
-  return std::string("gguf: ") + (file.empty() ? "" : file + ": ") + to_string(code) + " at byte " + std::to_string(offset) + " in " +
-         field + ": " + detail;
+  return std::string("gguf: ") + (file.empty() ? "" : file + ": ") + to_string(code) + " at byte " +
+         std::to_string(offset) + " in " + field + ": " + detail;
 }
 
 hearth::error parse_error::to_error() const {
   switch (code) {
-    case parse_errc::io: return {errc::io, message()};
-    case parse_errc::limit_exceeded: return {errc::limit_exceeded, message()};
+    case parse_errc::io:
+      return {errc::io, message()};
+    case parse_errc::limit_exceeded:
+      return {errc::limit_exceeded, message()};
     // Well-formed files Hearth cannot use: other versions, quantizations it does not read.
     case parse_errc::bad_version:
-    case parse_errc::bad_tensor_type: return {errc::unsupported, message()};
-    default: return {errc::malformed, message()};
+    case parse_errc::bad_tensor_type:
+      return {errc::unsupported, message()};
+    default:
+      return {errc::malformed, message()};
   }
 }
 
@@ -115,8 +135,8 @@ const array_value* file::get_array(std::string_view key) const {
 }
 
 const tensor_info* file::find_tensor(std::string_view name) const {
-  const auto it = std::find_if(tensors_.begin(), tensors_.end(),
-                               [&](const tensor_info& t) { return t.name == name; });
+  const auto it =
+      std::find_if(tensors_.begin(), tensors_.end(), [&](const tensor_info& t) { return t.name == name; });
   return it == tensors_.end() ? nullptr : &*it;
 }
 

@@ -50,17 +50,30 @@ namespace {
 // hold before reserving memory for them.
 uint64_t min_encoded_size(value_type t) {
   switch (t) {
-    case value_type::u8: case value_type::i8: case value_type::boolean: return 1;
-    case value_type::u16: case value_type::i16: return 2;
-    case value_type::u32: case value_type::i32: case value_type::f32: return 4;
-    case value_type::u64: case value_type::i64: case value_type::f64: return 8;
-    case value_type::string: return 8;   // u64 length
-    case value_type::array: return 12;   // u32 type + u64 count
+    case value_type::u8:
+    case value_type::i8:
+    case value_type::boolean:
+      return 1;
+    case value_type::u16:
+    case value_type::i16:
+      return 2;
+    case value_type::u32:
+    case value_type::i32:
+    case value_type::f32:
+      return 4;
+    case value_type::u64:
+    case value_type::i64:
+    case value_type::f64:
+      return 8;
+    case value_type::string:
+      return 8;  // u64 length
+    case value_type::array:
+      return 12;  // u32 type + u64 count
   }
   return 1;
 }
 
-constexpr uint64_t min_kv_size = 8 + 4 + 1;               // empty key, type, 1-byte value
+constexpr uint64_t min_kv_size = 8 + 4 + 1;                   // empty key, type, 1-byte value
 constexpr uint64_t min_tensor_info_size = 8 + 4 + 8 + 4 + 8;  // empty name, one dim
 constexpr uint32_t n_value_types = 13;
 
@@ -76,8 +89,7 @@ class parser {
   // One step of the field path: `name`, `name[index]` or `name[index] (key)`.
   struct segment {
     segment(const char* n) : name(n) {}
-    segment(const char* n, uint64_t i, std::string_view k = {})
-        : name(n), index(i), indexed(true), key(k) {}
+    segment(const char* n, uint64_t i, std::string_view k = {}) : name(n), index(i), indexed(true), key(k) {}
     const char* name;
     uint64_t index = 0;
     bool indexed = false;
@@ -100,13 +112,13 @@ class parser {
   void fail(parse_errc code, uint64_t offset, std::string detail);
   std::string path_string() const;
 
-  template <class T> T read();
+  template <class T>
+  T read();
   std::string read_string(const char* what);
   value_type read_value_type(uint32_t depth);
   value read_value(value_type t, uint32_t depth);
   array_value read_array(uint32_t depth);
-  bool check_count(uint64_t count, uint64_t max, uint64_t min_each, uint64_t offset,
-                   const char* what);
+  bool check_count(uint64_t count, uint64_t max, uint64_t min_each, uint64_t offset, const char* what);
 
   void read_header();
   void read_kvs();
@@ -122,7 +134,7 @@ class parser {
   std::vector<segment> path_;
   file f_;
   uint64_t n_tensors_ = 0, n_kv_ = 0;
-  uint64_t alignment_value_pos_ = 0;        // where general.alignment's value starts
+  uint64_t alignment_value_pos_ = 0;         // where general.alignment's value starts
   std::vector<uint64_t> tensor_offset_pos_;  // where each tensor_infos[i].offset lies
 };
 
@@ -149,8 +161,7 @@ T parser::read() {
   if (failed()) return T{};
   if (remaining() < sizeof(U)) {
     fail(parse_errc::truncated, pos_,
-         "needs " + std::to_string(sizeof(U)) + " bytes, " + std::to_string(remaining()) +
-             " remain");
+         "needs " + std::to_string(sizeof(U)) + " bytes, " + std::to_string(remaining()) + " remain");
     return T{};
   }
   U u = 0;
@@ -181,8 +192,7 @@ std::string parser::read_string(const char* what) {
   return s;
 }
 
-bool parser::check_count(uint64_t count, uint64_t max, uint64_t min_each, uint64_t offset,
-                         const char* what) {
+bool parser::check_count(uint64_t count, uint64_t max, uint64_t min_each, uint64_t offset, const char* what) {
   if (failed()) return false;
   if (count > max) {
     fail(parse_errc::limit_exceeded, offset,
@@ -191,8 +201,8 @@ bool parser::check_count(uint64_t count, uint64_t max, uint64_t min_each, uint64
   }
   if (count > remaining() / min_each) {
     fail(parse_errc::truncated, offset,
-         std::to_string(count) + " " + what + " cannot fit in the " +
-             std::to_string(remaining()) + " bytes that remain");
+         std::to_string(count) + " " + what + " cannot fit in the " + std::to_string(remaining()) +
+             " bytes that remain");
     return false;
   }
   return true;
@@ -208,8 +218,7 @@ value_type parser::read_value_type(uint32_t depth) {
   }
   const auto t = static_cast<value_type>(code);
   if (t == value_type::array && depth >= lim_.max_array_depth) {
-    fail(parse_errc::bad_value_type, at,
-         "arrays nested deeper than " + std::to_string(lim_.max_array_depth));
+    fail(parse_errc::bad_value_type, at, "arrays nested deeper than " + std::to_string(lim_.max_array_depth));
   }
   return t;
 }
@@ -217,18 +226,30 @@ value_type parser::read_value_type(uint32_t depth) {
 // `depth` counts the arrays enclosing this value.
 value parser::read_value(value_type t, uint32_t depth) {
   switch (t) {
-    case value_type::u8: return read<uint8_t>();
-    case value_type::i8: return read<int8_t>();
-    case value_type::u16: return read<uint16_t>();
-    case value_type::i16: return read<int16_t>();
-    case value_type::u32: return read<uint32_t>();
-    case value_type::i32: return read<int32_t>();
-    case value_type::f32: return read<float>();
-    case value_type::u64: return read<uint64_t>();
-    case value_type::i64: return read<int64_t>();
-    case value_type::f64: return read<double>();
-    case value_type::string: return read_string("string");
-    case value_type::array: return read_array(depth + 1);
+    case value_type::u8:
+      return read<uint8_t>();
+    case value_type::i8:
+      return read<int8_t>();
+    case value_type::u16:
+      return read<uint16_t>();
+    case value_type::i16:
+      return read<int16_t>();
+    case value_type::u32:
+      return read<uint32_t>();
+    case value_type::i32:
+      return read<int32_t>();
+    case value_type::f32:
+      return read<float>();
+    case value_type::u64:
+      return read<uint64_t>();
+    case value_type::i64:
+      return read<int64_t>();
+    case value_type::f64:
+      return read<double>();
+    case value_type::string:
+      return read_string("string");
+    case value_type::array:
+      return read_array(depth + 1);
     case value_type::boolean: {
       const uint64_t at = pos_;
       const auto b = read<uint8_t>();
@@ -272,8 +293,7 @@ void parser::read_header() {
     scope v(*this, {"version"});
     f_.version_ = read<uint32_t>();
     if (!failed() && f_.version_ != 2 && f_.version_ != 3) {
-      fail(parse_errc::bad_version, 4,
-           "version " + std::to_string(f_.version_) + " (only 2 and 3 are read)");
+      fail(parse_errc::bad_version, 4, "version " + std::to_string(f_.version_) + " (only 2 and 3 are read)");
     }
   }
   {
@@ -316,10 +336,10 @@ void parser::read_kvs() {
 }
 
 void parser::read_alignment() {
-  const uint64_t i = static_cast<uint64_t>(
-      std::find_if(f_.kvs_.begin(), f_.kvs_.end(),
-                   [](const kv& p) { return p.key == format::alignment_key; }) -
-      f_.kvs_.begin());
+  const uint64_t i =
+      static_cast<uint64_t>(std::find_if(f_.kvs_.begin(), f_.kvs_.end(),
+                                         [](const kv& p) { return p.key == format::alignment_key; }) -
+                            f_.kvs_.begin());
   if (i == f_.kvs_.size()) return;
   scope s(*this, {"kv", i, format::alignment_key});
   const auto* a = std::get_if<uint32_t>(&f_.kvs_[i].val);
@@ -339,8 +359,9 @@ namespace {
 // Why tensor `name` of type `code` cannot be read, naming the type as ggml does, and what would.
 std::string unreadable_type(const std::string& name, uint32_t code) {
   const char* ggml_name = ggml_type_name(code);
-  std::string what = ggml_name != nullptr ? std::string("is ") + ggml_name + ", a type Hearth does not read"
-                                          : "has type " + std::to_string(code) + ", which ggml does not define";
+  std::string what = ggml_name != nullptr
+                         ? std::string("is ") + ggml_name + ", a type Hearth does not read"
+                         : "has type " + std::to_string(code) + ", which ggml does not define";
   return "tensor '" + name + "' " + what + " (Hearth reads " + std::string(readable_types()) +
          "; llama-quantize can rewrite the file in one of them, e.g. q4_k_m)";
 }
@@ -361,8 +382,7 @@ void parser::read_tensor_infos() {
     read_tensor_info(i);
     if (!failed() && !names.insert(f_.tensors_[i].name).second) {
       scope n(*this, {"name"});
-      fail(parse_errc::duplicate_tensor, name_at,
-           "tensor \"" + f_.tensors_[i].name + "\" appears twice");
+      fail(parse_errc::duplicate_tensor, name_at, "tensor \"" + f_.tensors_[i].name + "\" appears twice");
     }
   }
 }
@@ -393,9 +413,9 @@ void parser::read_tensor_info(uint64_t i) {
     if (failed()) break;
     if (t.dims[j] == 0) fail(parse_errc::bad_dims, at, "a dimension is zero");
     if (t.dims[j] > lim_.max_dim) {
-      fail(parse_errc::limit_exceeded, at,
-           "dimension " + std::to_string(t.dims[j]) + " exceeds the limit of " +
-               std::to_string(lim_.max_dim));
+      fail(
+          parse_errc::limit_exceeded, at,
+          "dimension " + std::to_string(t.dims[j]) + " exceeds the limit of " + std::to_string(lim_.max_dim));
     }
   }
   {
@@ -447,11 +467,9 @@ void parser::read_tensor_info(uint64_t i) {
 void parser::check_tensor_ranges() {
   std::vector<size_t> order(f_.tensors_.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return f_.tensors_[a].offset < f_.tensors_[b].offset;
-  });
-  const uint64_t data_bytes =
-      f_.data_offset_ <= bytes_.size() ? bytes_.size() - f_.data_offset_ : 0;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return f_.tensors_[a].offset < f_.tensors_[b].offset; });
+  const uint64_t data_bytes = f_.data_offset_ <= bytes_.size() ? bytes_.size() - f_.data_offset_ : 0;
   uint64_t prev_end = 0;
   for (size_t k = 0; k < order.size() && !failed(); ++k) {
     const auto& t = f_.tensors_[order[k]];
@@ -466,9 +484,8 @@ void parser::check_tensor_ranges() {
                " bytes of the data section");
     } else if (k > 0 && t.offset < prev_end) {
       fail(parse_errc::overlap, at,
-           "tensor \"" + t.name + "\" starts at " + std::to_string(t.offset) +
-               ", inside \"" + f_.tensors_[order[k - 1]].name + "\" which ends at " +
-               std::to_string(prev_end));
+           "tensor \"" + t.name + "\" starts at " + std::to_string(t.offset) + ", inside \"" +
+               f_.tensors_[order[k - 1]].name + "\" which ends at " + std::to_string(prev_end));
     } else {
       prev_end = *end;
     }

@@ -48,9 +48,8 @@ void put_value(bytes& out, const value& v) {
 // Arrays are homogeneous all the way down; a mixed one would be unreadable.
 [[maybe_unused]] bool is_well_formed(const value& v) {
   const auto* a = std::get_if<array_value>(&v);
-  return !a || std::all_of(a->items.begin(), a->items.end(), [&](const value& item) {
-    return item.type() == a->type && is_well_formed(item);
-  });
+  return !a || std::all_of(a->items.begin(), a->items.end(),
+                           [&](const value& item) { return item.type() == a->type && is_well_formed(item); });
 }
 
 uint64_t padded(uint64_t n, uint64_t alignment) {
@@ -119,8 +118,9 @@ void writer::set(std::string key, value v) {
   if (key == format::alignment_key) {
     // Readers take the layout from this key, so it and the layout change together.
     const auto* a = std::get_if<uint32_t>(&v);
-    assert(a && format::is_valid_alignment(*a) && "gguf::writer: general.alignment must be a "
-                                                  "u32 power of two");
+    assert(a && format::is_valid_alignment(*a) &&
+           "gguf::writer: general.alignment must be a "
+           "u32 power of two");
     if (a && format::is_valid_alignment(*a)) alignment_ = *a;
     lay_out(tensors_, alignment_);
   }
@@ -132,8 +132,7 @@ void writer::set(std::string key, value v) {
   }
 }
 
-void writer::add_tensor(std::string name, tensor_type type, std::vector<uint64_t> dims,
-                        fill_fn fill) {
+void writer::add_tensor(std::string name, tensor_type type, std::vector<uint64_t> dims, fill_fn fill) {
   std::optional<uint64_t> n = dims.empty() ? std::nullopt : std::optional<uint64_t>(1);
   for (uint64_t d : dims) n = n && d > 0 ? checked_mul(*n, d) : std::nullopt;
   const auto n_bytes = n ? bytes_for(type, *n) : std::nullopt;
@@ -167,8 +166,7 @@ std::vector<std::byte> writer::to_bytes() const {
   bytes out = header_bytes(kvs_, tensors_, alignment_);
   const uint64_t data_start = out.size();
   const uint64_t data_size =
-      tensors_.empty() ? 0 : padded(tensors_.back().info.offset + tensors_.back().info.n_bytes,
-                                    alignment_);
+      tensors_.empty() ? 0 : padded(tensors_.back().info.offset + tensors_.back().info.n_bytes, alignment_);
   out.resize(data_start + data_size);
   for (const auto& t : tensors_) {
     t.fill(std::span(out).subspan(data_start + t.info.offset, t.info.n_bytes));

@@ -18,7 +18,9 @@ constexpr uint64_t max_ff = 1u << 20;
 constexpr uint64_t max_vocab = 1u << 22;
 constexpr uint64_t max_ctx = 1u << 24;
 
-error bad(std::string msg) { return error{errc::malformed, "model: " + std::move(msg)}; }
+error bad(std::string msg) {
+  return error{errc::malformed, "model: " + std::move(msg)};
+}
 
 // Reads `<arch>.<key>` as an integer in [1, max]; `fallback` (0 = required) when absent.
 result<uint32_t> read_dim(const gguf::file& f, const std::string& arch, const char* key, uint64_t max,
@@ -28,7 +30,8 @@ result<uint32_t> read_dim(const gguf::file& f, const std::string& arch, const ch
   if (!v && f.find(full)) return bad(full + " is not a non-negative integer");
   if (!v && fallback == 0) return bad("missing " + full);
   const uint64_t n = v ? *v : fallback;
-  if (n < 1 || n > max) return bad(full + " = " + std::to_string(n) + " is outside [1, " + std::to_string(max) + "]");
+  if (n < 1 || n > max)
+    return bad(full + " = " + std::to_string(n) + " is outside [1, " + std::to_string(max) + "]");
   return static_cast<uint32_t>(n);
 }
 
@@ -65,11 +68,11 @@ status<> read_shape(const gguf::file& f, const std::string& a, hparams& hp) {
   const auto* token_embd = f.find_tensor("token_embd.weight");
   if (!token_embd || token_embd->dims.size() != 2) return bad("missing 2-D tensor token_embd.weight");
   hp.n_vocab = token_embd->dims[1] <= max_vocab ? static_cast<uint32_t>(token_embd->dims[1]) : 0;
-  for (const field& fd : {field{hp.n_embd, "embedding_length", max_embd, 0}, field{hp.n_layer, "block_count", max_layers, 0},
-                          field{hp.n_head, "attention.head_count", max_heads, 0},
-                          field{hp.n_ff, "feed_forward_length", max_ff, 0},
-                          field{hp.n_ctx_train, "context_length", max_ctx, 0},
-                          field{hp.n_vocab, "vocab_size", max_vocab, hp.n_vocab}}) {
+  for (const field& fd :
+       {field{hp.n_embd, "embedding_length", max_embd, 0}, field{hp.n_layer, "block_count", max_layers, 0},
+        field{hp.n_head, "attention.head_count", max_heads, 0},
+        field{hp.n_ff, "feed_forward_length", max_ff, 0}, field{hp.n_ctx_train, "context_length", max_ctx, 0},
+        field{hp.n_vocab, "vocab_size", max_vocab, hp.n_vocab}}) {
     auto v = read_dim(f, a, fd.key, fd.max, fd.fallback);
     if (!v) return v.error();
     fd.out = *v;
@@ -94,14 +97,16 @@ status<> check_consistency(const gguf::file& f, const hparams& hp) {
   if (hp.n_rot % 2 != 0) return bad("rope.dimension_count must be even");
   const auto* token_embd = f.find_tensor("token_embd.weight");
   if (token_embd->dims[0] != hp.n_embd || token_embd->dims[1] != hp.n_vocab) {
-    return bad("token_embd.weight is not [" + std::to_string(hp.n_embd) + ", " + std::to_string(hp.n_vocab) + "]");
+    return bad("token_embd.weight is not [" + std::to_string(hp.n_embd) + ", " + std::to_string(hp.n_vocab) +
+               "]");
   }
   return {};
 }
 
 // Llama 3.1 frequency smoothing, as llama.cpp's converter computes `rope_freqs.weight`:
 // long wavelengths are divided by `factor`, short ones kept, the band between interpolated.
-std::vector<float> llama3_freq_factors(const hparams& hp, double factor, double low, double high, double orig_ctx) {
+std::vector<float> llama3_freq_factors(const hparams& hp, double factor, double low, double high,
+                                       double orig_ctx) {
   constexpr double pi = 3.14159265358979323846;
   std::vector<float> out(hp.n_rot / 2);
   for (uint32_t i = 0; i < hp.n_rot / 2; ++i) {
@@ -141,7 +146,8 @@ status<> read_long_rope(const gguf::file& f, const std::string& a, hparams& hp) 
   const bool has_long = f.find_tensor("rope_factors_long.weight") != nullptr;
   const bool has_short = f.find_tensor("rope_factors_short.weight") != nullptr;
   if (!has_long && !has_short) return {};
-  if (has_long != has_short) return bad("rope_factors_long.weight and rope_factors_short.weight come in pairs");
+  if (has_long != has_short)
+    return bad("rope_factors_long.weight and rope_factors_short.weight come in pairs");
   auto long_f = read_freq_tensor(f, hp, "rope_factors_long.weight");
   if (!long_f) return long_f.error();
   auto short_f = read_freq_tensor(f, hp, "rope_factors_short.weight");
@@ -241,8 +247,8 @@ status<> read_family(const gguf::file& f, const std::string& a, hparams& hp) {
     // llama.cpp's qwen3 graph asserts that the whole head rotates and that K and V heads match.
     if (auto s = check_value_length(f, a, hp); !s) return s;
     if (hp.n_rot != hp.head_dim) {
-      return bad(a + ".rope.dimension_count = " + std::to_string(hp.n_rot) + " must equal the head dimension " +
-                 std::to_string(hp.head_dim));
+      return bad(a + ".rope.dimension_count = " + std::to_string(hp.n_rot) +
+                 " must equal the head dimension " + std::to_string(hp.head_dim));
     }
     hp.has_qk_norm = true;
   }
@@ -268,8 +274,9 @@ status<> read_rope_scaling_keys(const gguf::file& f, const std::string& a, hpara
     return error{errc::unsupported, "model: unsupported rope scaling type '" + *type + "' (llama3, linear)"};
   }
   double v[3];
-  const std::tuple<const char*, double> keys[] = {
-      {".rope.scaling.factor", 8.0}, {".rope.scaling.low_freq_factor", 1.0}, {".rope.scaling.high_freq_factor", 4.0}};
+  const std::tuple<const char*, double> keys[] = {{".rope.scaling.factor", 8.0},
+                                                  {".rope.scaling.low_freq_factor", 1.0},
+                                                  {".rope.scaling.high_freq_factor", 4.0}};
   for (int i = 0; i < 3; ++i) {
     auto x = read_positive_float(f, a + std::get<0>(keys[i]), std::get<1>(keys[i]));
     if (!x) return x.error();
@@ -305,10 +312,14 @@ status<> read_rope(const gguf::file& f, const std::string& a, hparams& hp) {
 
 const char* to_string(model_arch a) {
   switch (a) {
-    case model_arch::llama: return "llama";
-    case model_arch::qwen2: return "qwen2";
-    case model_arch::qwen3: return "qwen3";
-    case model_arch::phi3: return "phi3";
+    case model_arch::llama:
+      return "llama";
+    case model_arch::qwen2:
+      return "qwen2";
+    case model_arch::qwen3:
+      return "qwen3";
+    case model_arch::phi3:
+      return "phi3";
     case model_arch::gemma2:
       return "gemma2";
     case model_arch::gemma3:

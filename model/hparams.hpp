@@ -26,16 +26,16 @@ enum class rope_pairing { adjacent, halves };
 
 struct hparams {
   model_arch arch = model_arch::llama;
-  std::string name;               //!< general.name, may be empty
+  std::string name;  //!< general.name, may be empty
   uint32_t n_vocab = 0;
-  uint32_t n_ctx_train = 0;       //!< context length the model was trained for
-  uint32_t n_embd = 0;            //!< model dimension
+  uint32_t n_ctx_train = 0;  //!< context length the model was trained for
+  uint32_t n_embd = 0;       //!< model dimension
   uint32_t n_layer = 0;
   uint32_t n_head = 0;
-  uint32_t n_head_kv = 0;         //!< < n_head for GQA
-  uint32_t n_ff = 0;              //!< SwiGLU hidden size
-  uint32_t head_dim = 0;          //!< n_embd / n_head unless the file says otherwise
-  uint32_t n_rot = 0;             //!< rope.dimension_count (usually head_dim)
+  uint32_t n_head_kv = 0;  //!< < n_head for GQA
+  uint32_t n_ff = 0;       //!< SwiGLU hidden size
+  uint32_t head_dim = 0;   //!< n_embd / n_head unless the file says otherwise
+  uint32_t n_rot = 0;      //!< rope.dimension_count (usually head_dim)
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   rope_pairing pairing = rope_pairing::adjacent;
@@ -46,11 +46,11 @@ struct hparams {
   //! Multiplies every cos and sin of the rotation (ggml's attn_factor): LongRoPE's
   //! sqrt(1 + ln(ctx / orig_ctx) / ln(orig_ctx)) from `rope.scaling.attn_factor`, else 1.
   float rope_attn_factor = 1.0f;
-  bool has_qkv_bias = false;      //!< qwen2
-  bool has_qk_norm = false;       //!< qwen3: attn_q_norm / attn_k_norm (head_dim,) on each head
-  bool fused_qkv = false;         //!< phi3: one attn_qkv (q + 2 kv rows) instead of attn_q/k/v
-  bool fused_gate_up = false;     //!< phi3: ffn_up holds [gate; up] (2 n_ff rows), no ffn_gate
-  bool tied_output = false;       //!< no output.weight: the head reuses token_embd
+  bool has_qkv_bias = false;   //!< qwen2
+  bool has_qk_norm = false;    //!< qwen3: attn_q_norm / attn_k_norm (head_dim,) on each head
+  bool fused_qkv = false;      //!< phi3: one attn_qkv (q + 2 kv rows) instead of attn_q/k/v
+  bool fused_gate_up = false;  //!< phi3: ffn_up holds [gate; up] (2 n_ff rows), no ffn_gate
+  bool tied_output = false;    //!< no output.weight: the head reuses token_embd
 
   // Gemma 2 and 3 (llama.cpp's build_gemma2 / llm_build_gemma3); the defaults leave them out.
   ffn_activation act = ffn_activation::silu;

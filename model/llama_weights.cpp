@@ -59,8 +59,8 @@ result<const gguf::tensor_info*> find_weight(const gguf::file& f, const weight_d
   const gguf::tensor_info* t = f.find_tensor(d.name);
   if (t == nullptr) return error{errc::malformed, "model: tensor " + d.name + " is missing"};
   if (t->dims != d.dims) {
-    return error{errc::malformed, "model: tensor " + d.name + " has dims " + dims_string(t->dims) + ", expected " +
-                                      dims_string(d.dims)};
+    return error{errc::malformed, "model: tensor " + d.name + " has dims " + dims_string(t->dims) +
+                                      ", expected " + dims_string(d.dims)};
   }
   return t;
 }

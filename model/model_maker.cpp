@@ -41,7 +41,8 @@ gguf::writer::fill_fn filler(tensor_recipe r) {
     rng random(r.stream);
     for (uint64_t off = 0; off < out.size(); off += row_bytes) {
       for (float& v : values) {
-        v = r.amplitude == 0.0 ? 1.0f : static_cast<float>(r.offset + (2.0 * random.unit() - 1.0) * r.amplitude);
+        v = r.amplitude == 0.0 ? 1.0f
+                               : static_cast<float>(r.offset + (2.0 * random.unit() - 1.0) * r.amplitude);
       }
       quantize(r.type, values, out.subspan(off, row_bytes));
     }
@@ -59,7 +60,9 @@ bool tied(const make_options& opt) {
 }
 
 // Uniform amplitude giving standard deviation 1/sqrt(fan_in): activations keep their scale.
-double amplitude_for(uint64_t fan_in) { return std::sqrt(3.0 / static_cast<double>(fan_in)); }
+double amplitude_for(uint64_t fan_in) {
+  return std::sqrt(3.0 / static_cast<double>(fan_in));
+}
 
 // The shape the preset describes, as read_hparams would report it from the written file.
 hparams preset_hparams(const make_options& opt) {
@@ -166,7 +169,9 @@ void set_hparams(const make_options& opt, gguf::writer& w) {
 
 }  // namespace
 
-std::span<const model_preset> model_presets() { return presets; }
+std::span<const model_preset> model_presets() {
+  return presets;
+}
 
 tensor_type matrix_type(const make_options& opt, std::string_view name, uint64_t ne0) {
   if (!opt.mix) return opt.dtype;
@@ -191,8 +196,8 @@ status<> validate(const make_options& opt) {
   if ((p.n_embd / p.n_head) % 2 != 0) return bad("head dimension must be even for RoPE");
   // Rows are n_embd long (ffn_down: n_ff). A mix's fallbacks are 32-element types, so its
   // files need rows of whole 32-element blocks, as llama-quantize does.
-  const uint32_t block = opt.mix ? (traits_of(base_type(*opt.mix)).block_size > 1 ? 32u : 1u)
-                                 : traits_of(opt.dtype).block_size;
+  const uint32_t block =
+      opt.mix ? (traits_of(base_type(*opt.mix)).block_size > 1 ? 32u : 1u) : traits_of(opt.dtype).block_size;
   if (p.n_embd % block != 0 || p.n_ff % block != 0) {
     return bad(std::string("dimensions must be multiples of ") + std::to_string(block) + " for " +
                (opt.mix ? to_string(*opt.mix) : traits_of(opt.dtype).name));
@@ -201,7 +206,8 @@ status<> validate(const make_options& opt) {
   if (p.n_layer < 1 || p.n_layer > 1024) return bad("layers must be in [1, 1024]");
   if (p.n_vocab < 512) return bad("vocabulary must have at least 512 tokens");
   // llama.cpp's phi3 loader requires output.weight (Phi-4-mini's tied head came later).
-  if (opt.arch == model_arch::phi3 && opt.tie_output) return bad("phi3 models have an output.weight: no tied head");
+  if (opt.arch == model_arch::phi3 && opt.tie_output)
+    return bad("phi3 models have an output.weight: no tied head");
   if (opt.phi4_mini_vocab && opt.arch != model_arch::phi3)
     return bad("Phi-4-mini's tokenizer goes with --arch phi3");
   const bool qwen = opt.arch == model_arch::qwen2 || opt.arch == model_arch::qwen3;
@@ -219,7 +225,8 @@ vocab_spec make_vocab(const make_options& opt) {
   // Qwen has one tokenizer (byte-level BPE), the phi3 architecture two (Phi-3's Llama 2 pieces,
   // Phi-4-mini's byte-level BPE), each with its own special tokens and template; a llama model
   // takes the one asked for.
-  if (opt.arch == model_arch::qwen2 || opt.arch == model_arch::qwen3) return make_qwen_vocab(opt.seed, opt.preset.n_vocab);
+  if (opt.arch == model_arch::qwen2 || opt.arch == model_arch::qwen3)
+    return make_qwen_vocab(opt.seed, opt.preset.n_vocab);
   if (opt.arch == model_arch::phi3) {
     return opt.phi4_mini_vocab ? make_phi4_mini_vocab(opt.seed, opt.preset.n_vocab)
                                : make_phi3_vocab(opt.seed, opt.preset.n_vocab);

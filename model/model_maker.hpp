@@ -47,7 +47,7 @@ struct make_options {
   //! head (tie_output is implied). Qwen, Phi-3 and Gemma models get their family's vocabulary (make_vocab).
   model_arch arch = model_arch::llama;
   bool phi4_mini_vocab = false;  //!< phi3 only: Phi-4-mini's tokenizer (pre "gpt-4o") instead of Phi-3's
-  bool tie_output = false;              //!< no output.weight: the head reuses the embedding (as SmolLM)
+  bool tie_output = false;       //!< no output.weight: the head reuses the embedding (as SmolLM)
   //! A llama-quantize preset (q4_k_m, ...): each matrix gets the type its rules give (and
   //! dtype is not used); general.file_type records it. Without one, every matrix is dtype.
   std::optional<file_type> mix = std::nullopt;

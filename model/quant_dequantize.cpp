@@ -73,7 +73,8 @@ void dequantize_q2_k(const std::byte* in, float* out) {
   const auto b = load_block<block_q2_K>(in);
   const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
   for (uint32_t j = 0; j < qk_k / 16; ++j) {
-    const float dl = d * static_cast<float>(b.scales[j] & 0xf), ml = dmin * static_cast<float>(b.scales[j] >> 4);
+    const float dl = d * static_cast<float>(b.scales[j] & 0xf),
+                ml = dmin * static_cast<float>(b.scales[j] >> 4);
     for (uint32_t e = 16 * j; e < 16 * j + 16; ++e) {
       const int q = (b.qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
       out[e] = dl * static_cast<float>(q) - ml;

@@ -46,7 +46,8 @@ void pack_nibbles(const uint8_t* q, uint8_t* qs) {
 float symmetric_levels(const float* x, uint32_t half, uint8_t* q) {
   const float d = signed_absmax(x, qk) / -static_cast<float>(half);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (uint32_t j = 0; j < qk; ++j) q[j] = truncate_clamped(x[j] * id + static_cast<float>(half) + 0.5f, static_cast<int>(2 * half - 1));
+  for (uint32_t j = 0; j < qk; ++j)
+    q[j] = truncate_clamped(x[j] * id + static_cast<float>(half) + 0.5f, static_cast<int>(2 * half - 1));
   return d;
 }
 
@@ -57,7 +58,8 @@ float ranged_levels(const float* x, uint32_t steps, uint8_t* q, float& min) {
   min_max(x, qk, min, max);
   const float d = (max - min) / static_cast<float>(steps);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (uint32_t j = 0; j < qk; ++j) q[j] = truncate_clamped((x[j] - min) * id + 0.5f, static_cast<int>(steps));
+  for (uint32_t j = 0; j < qk; ++j)
+    q[j] = truncate_clamped((x[j] - min) * id + 0.5f, static_cast<int>(steps));
   return d;
 }
 

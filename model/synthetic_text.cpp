@@ -78,7 +78,9 @@ constexpr std::array suffixes = std::to_array<std::string_view>({
 // Pseudo-words per seed: enough distinct types that ~32k merges still find pairs seen twice.
 constexpr size_t n_pseudo_words = 30000;
 
-bool chance(rng& r, uint32_t per_mille) { return r.below(1000) < per_mille; }
+bool chance(rng& r, uint32_t per_mille) {
+  return r.below(1000) < per_mille;
+}
 
 template <class Array>
 auto pick(rng& r, const Array& a) {

@@ -10,7 +10,9 @@
 namespace hearth {
 namespace {
 
-error bad(std::string msg) { return error{errc::malformed, "tokenizer: " + std::move(msg)}; }
+error bad(std::string msg) {
+  return error{errc::malformed, "tokenizer: " + std::move(msg)};
+}
 
 // An array key whose elements all have `type`; nullptr (with `err` set) otherwise.
 const gguf::array_value* typed_array(const gguf::file& f, const std::string& key, gguf::value_type type,
@@ -37,9 +39,10 @@ status<> read_ids(const gguf::file& f, vocab_spec& v) {
     token_id& out;
     const char* key;
   };
-  for (const id_key& k : {id_key{v.bos, "tokenizer.ggml.bos_token_id"}, id_key{v.eos, "tokenizer.ggml.eos_token_id"},
-                          id_key{v.eot, "tokenizer.ggml.eot_token_id"}, id_key{v.unk, "tokenizer.ggml.unknown_token_id"},
-                          id_key{v.pad, "tokenizer.ggml.padding_token_id"}}) {
+  for (const id_key& k :
+       {id_key{v.bos, "tokenizer.ggml.bos_token_id"}, id_key{v.eos, "tokenizer.ggml.eos_token_id"},
+        id_key{v.eot, "tokenizer.ggml.eot_token_id"}, id_key{v.unk, "tokenizer.ggml.unknown_token_id"},
+        id_key{v.pad, "tokenizer.ggml.padding_token_id"}}) {
     auto id = read_id(f, k.key, v.tokens.size());
     if (!id) return id.error();
     k.out = *id;
@@ -65,16 +68,19 @@ status<> read_arrays(const gguf::file& f, vocab_spec& v) {
   for (const auto& t : tokens->items) v.tokens.push_back(std::get<std::string>(t));
 
   if (const auto* scores = typed_array(f, "tokenizer.ggml.scores", gguf::value_type::f32, err)) {
-    if (scores->items.size() != v.tokens.size()) return bad("tokenizer.ggml.scores and tokens differ in length");
+    if (scores->items.size() != v.tokens.size())
+      return bad("tokenizer.ggml.scores and tokens differ in length");
     for (const auto& s : scores->items) v.scores.push_back(std::get<float>(s));
   }
   if (err) return *err;
   v.types.assign(v.tokens.size(), token_type::normal);
   if (const auto* types = typed_array(f, "tokenizer.ggml.token_type", gguf::value_type::i32, err)) {
-    if (types->items.size() != v.tokens.size()) return bad("tokenizer.ggml.token_type and tokens differ in length");
+    if (types->items.size() != v.tokens.size())
+      return bad("tokenizer.ggml.token_type and tokens differ in length");
     for (size_t i = 0; i < v.tokens.size(); ++i) {
       const int32_t t = std::get<int32_t>(types->items[i]);
-      if (t < 0 || t > static_cast<int32_t>(token_type::byte)) return bad("token_type[" + std::to_string(i) + "] unknown");
+      if (t < 0 || t > static_cast<int32_t>(token_type::byte))
+        return bad("token_type[" + std::to_string(i) + "] unknown");
       v.types[i] = static_cast<token_type>(t);
     }
   }
@@ -84,7 +90,8 @@ status<> read_arrays(const gguf::file& f, vocab_spec& v) {
     for (const auto& m : merges->items) v.merges.push_back(std::get<std::string>(m));
   }
   if (err) return *err;
-  if (v.kind == tokenizer_kind::bpe && v.merges.empty()) return bad("a gpt2 tokenizer needs tokenizer.ggml.merges");
+  if (v.kind == tokenizer_kind::bpe && v.merges.empty())
+    return bad("a gpt2 tokenizer needs tokenizer.ggml.merges");
   return {};
 }
 
@@ -106,7 +113,8 @@ result<vocab_spec> read_vocab(const gguf::file& f) {
   } else if (*model == "gpt2") {
     v.kind = tokenizer_kind::bpe;
   } else {
-    return error{errc::unsupported, "tokenizer: unsupported tokenizer.ggml.model '" + *model + "' (llama, gpt2)"};
+    return error{errc::unsupported,
+                 "tokenizer: unsupported tokenizer.ggml.model '" + *model + "' (llama, gpt2)"};
   }
   if (const std::string* pre = f.get_string("tokenizer.ggml.pre")) v.pre = *pre;
   if (auto s = read_arrays(f, v); !s) return s.error();
@@ -117,7 +125,8 @@ result<vocab_spec> read_vocab(const gguf::file& f) {
   v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(true);
   if (const std::string* name = f.get_string("general.name")) {
     std::string lower = *name;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     v.rstrip_specials = lower.find("phi-3") != std::string::npos || lower.find("phi3") != std::string::npos;
   }
   if (const std::string* tmpl = f.get_string("tokenizer.chat_template")) v.chat_template = *tmpl;
@@ -137,10 +146,11 @@ void write_vocab(const vocab_spec& v, gguf::writer& w) {
   for (token_type t : v.types) types.items.emplace_back(static_cast<int32_t>(t));
   w.set("tokenizer.ggml.token_type", std::move(types));
   if (!v.merges.empty()) w.set("tokenizer.ggml.merges", string_array(v.merges));
-  const std::pair<const char*, token_id> ids[] = {
-      {"tokenizer.ggml.bos_token_id", v.bos}, {"tokenizer.ggml.eos_token_id", v.eos},
-      {"tokenizer.ggml.eot_token_id", v.eot}, {"tokenizer.ggml.unknown_token_id", v.unk},
-      {"tokenizer.ggml.padding_token_id", v.pad}};
+  const std::pair<const char*, token_id> ids[] = {{"tokenizer.ggml.bos_token_id", v.bos},
+                                                  {"tokenizer.ggml.eos_token_id", v.eos},
+                                                  {"tokenizer.ggml.eot_token_id", v.eot},
+                                                  {"tokenizer.ggml.unknown_token_id", v.unk},
+                                                  {"tokenizer.ggml.padding_token_id", v.pad}};
   for (const auto& [key, id] : ids) {
     if (id != no_token) w.set(key, static_cast<uint32_t>(id));
   }

@@ -24,16 +24,22 @@ enum class tokenizer_kind { spm, bpe };
 
 //! GGUF token types (llama.cpp's llama_token_type numbering).
 enum class token_type : int32_t {
-  undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6,
+  undefined = 0,
+  normal = 1,
+  unknown = 2,
+  control = 3,
+  user_defined = 4,
+  unused = 5,
+  byte = 6,
 };
 
 struct vocab_spec {
   tokenizer_kind kind = tokenizer_kind::bpe;
-  std::string pre = "default";         //!< bpe pre-tokenizer: "llama-bpe" (Llama 3), "qwen2", "gpt2", "default"
-  std::vector<std::string> tokens;     //!< token text as stored (spm: "▁" for space; bpe: GPT-2 byte-to-unicode)
-  std::vector<float> scores;           //!< spm merge priority (higher first); may be empty for bpe
-  std::vector<token_type> types;       //!< same length as tokens
-  std::vector<std::string> merges;     //!< bpe: "left right", highest priority first
+  std::string pre = "default";      //!< bpe pre-tokenizer: "llama-bpe" (Llama 3), "qwen2", "gpt2", "default"
+  std::vector<std::string> tokens;  //!< token text as stored (spm: "▁" for space; bpe: GPT-2 byte-to-unicode)
+  std::vector<float> scores;        //!< spm merge priority (higher first); may be empty for bpe
+  std::vector<token_type> types;    //!< same length as tokens
+  std::vector<std::string> merges;  //!< bpe: "left right", highest priority first
   token_id bos = no_token, eos = no_token, eot = no_token, unk = no_token, pad = no_token;
   bool add_bos = false;
   bool add_eos = false;
@@ -44,7 +50,7 @@ struct vocab_spec {
   //! Phi-3's tokenizer does. Not a GGUF key: llama.cpp sets it for models named "phi-3"/"phi3"
   //! (general.name), and read_vocab does the same.
   bool rstrip_specials = false;
-  std::string chat_template;           //!< Jinja text, may be empty
+  std::string chat_template;  //!< Jinja text, may be empty
 };
 
 //! Reads tokenizer.ggml.* from a file; errors name the missing or inconsistent key.

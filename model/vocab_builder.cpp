@@ -187,8 +187,8 @@ vocab_spec spm_with_specials(uint64_t seed, uint32_t n_vocab, std::span<const st
 }  // namespace
 
 vocab_spec make_phi3_vocab(uint64_t seed, uint32_t n_vocab) {
-  constexpr std::array phi3_specials =
-      std::to_array<std::string_view>({"<|endoftext|>", "<|assistant|>", "<|system|>", "<|end|>", "<|user|>"});
+  constexpr std::array phi3_specials = std::to_array<std::string_view>(
+      {"<|endoftext|>", "<|assistant|>", "<|system|>", "<|end|>", "<|user|>"});
   token_id first = 0;
   vocab_spec v = spm_with_specials(seed, n_vocab, phi3_specials, chat_format::phi3, first);
   v.eos = first;

@@ -26,8 +26,9 @@ int effective_rank(uint32_t t, std::span<const fair_tenant> tenants, double lag)
 }  // namespace
 
 std::vector<uint32_t> household_policy::order_waiting(const policy_snapshot& s) const {
-  return fair_order(s, cost_.input,
-                    [this](uint32_t t, std::span<const fair_tenant> tenants) { return effective_rank(t, tenants, lag_); });
+  return fair_order(s, cost_.input, [this](uint32_t t, std::span<const fair_tenant> tenants) {
+    return effective_rank(t, tenants, lag_);
+  });
 }
 
 std::optional<uint32_t> household_policy::prefill_cap(const policy_snapshot& s) const {

@@ -33,7 +33,8 @@ uint32_t next_tenant(const policy_snapshot& s, std::span<const fair_tenant> tena
     return std::tuple(group ? group(t, tenants) : 0, tenants[t].counter, head.arrival_s, head.id);
   };
   for (uint32_t t = 0; t < tenants.size(); ++t)
-    if (tenants[t].backlogged && (best == std::numeric_limits<uint32_t>::max() || key(t) < key(best))) best = t;
+    if (tenants[t].backlogged && (best == std::numeric_limits<uint32_t>::max() || key(t) < key(best)))
+      best = t;
   return best;
 }
 
@@ -42,8 +43,7 @@ uint32_t next_tenant(const policy_snapshot& s, std::span<const fair_tenant> tena
 std::vector<uint32_t> fair_order(const policy_snapshot& s, double input_cost, const fair_group& group) {
   const size_t n_tenants = std::max<size_t>(1, s.tenants.size());
   std::vector<std::vector<uint32_t>> queues(n_tenants);
-  for (uint32_t i : order_by(s.waiting, same_rank))
-    queues[tenant_slot(s, s.waiting[i])].push_back(i);
+  for (uint32_t i : order_by(s.waiting, same_rank)) queues[tenant_slot(s, s.waiting[i])].push_back(i);
   std::vector<fair_tenant> tenants(n_tenants);
   for (uint32_t t = 0; t < n_tenants; ++t) {
     const tenant_view& v = tenant_at(s, t);

@@ -17,7 +17,9 @@
 namespace hearth::policy_detail {
 
 //! Rank of a class: interactive 0, standard 1, background 2 (lower is served first).
-inline int class_rank(tenant_class c) { return static_cast<int>(c); }
+inline int class_rank(tenant_class c) {
+  return static_cast<int>(c);
+}
 
 //! The tenant slot of `r`: its tenant_index, or 0 without tenant configuration, where every
 //! request belongs to one default tenant (standard, weight 1, no SLO targets), so every policy
@@ -49,7 +51,9 @@ uint32_t last_by(std::span<const request_view> rs, std::span<const uint32_t> can
 }
 
 //! A key that ranks every request alike, leaving arrival order.
-inline int same_rank(const request_view&) { return 0; }
+inline int same_rank(const request_view&) {
+  return 0;
+}
 
 //! One tenant as the fair-share merge sees it while it projects the service of a step.
 struct fair_tenant {

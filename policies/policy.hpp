@@ -26,11 +26,11 @@ enum class tenant_class : uint8_t { interactive, standard, background };
 struct tenant_view {
   std::string_view name = {};
   tenant_class cls = tenant_class::standard;
-  double weight = 1.0;             //!< share relative to other tenants (> 0)
-  double ttft_ms = 0;              //!< SLO targets; 0 = none
+  double weight = 1.0;  //!< share relative to other tenants (> 0)
+  double ttft_ms = 0;   //!< SLO targets; 0 = none
   double itl_ms = 0;
-  double itl_quantile = 1;         //!< share of a stream's gaps that must keep itl_ms (configured: 0.9)
-  double service = 0;              //!< VTC virtual counter: weighted tokens served / weight
+  double itl_quantile = 1;  //!< share of a stream's gaps that must keep itl_ms (configured: 0.9)
+  double service = 0;       //!< VTC virtual counter: weighted tokens served / weight
 };
 
 //! The measured cost of a step: base + tokens * per_token + seqs * per_seq + kpairs * per_kpair,
@@ -52,15 +52,15 @@ struct step_time_model {
 struct request_view {
   request_id id = 0;
   std::string_view tenant = {};
-  uint32_t tenant_index = 0;       //!< into policy_snapshot::tenants (when it is not empty)
-  double arrival_s = 0;            //!< engine clock, seconds
+  uint32_t tenant_index = 0;  //!< into policy_snapshot::tenants (when it is not empty)
+  double arrival_s = 0;       //!< engine clock, seconds
   uint32_t prompt_tokens = 0;
-  uint32_t computed_tokens = 0;    //!< positions whose keys and values are cached
+  uint32_t computed_tokens = 0;  //!< positions whose keys and values are cached
   uint32_t generated_tokens = 0;
-  uint32_t blocks = 0;             //!< KV blocks held
+  uint32_t blocks = 0;  //!< KV blocks held
   uint32_t preemptions = 0;
-  uint32_t itl_gaps = 0;           //!< gaps between its tokens so far
-  uint32_t itl_misses = 0;         //!< of which longer than its tenant's itl_ms
+  uint32_t itl_gaps = 0;    //!< gaps between its tokens so far
+  uint32_t itl_misses = 0;  //!< of which longer than its tenant's itl_ms
 };
 
 struct policy_snapshot {
@@ -71,7 +71,7 @@ struct policy_snapshot {
   double now_s = 0;
   std::span<const tenant_view> tenants = {};  //!< empty: the engine runs without tenant configuration
   step_time_model step_time = {};
-  uint32_t max_batched_tokens = 0;            //!< the step's token budget
+  uint32_t max_batched_tokens = 0;  //!< the step's token budget
 };
 
 class policy {

@@ -20,7 +20,8 @@ std::vector<uint32_t> priority_policy::order_waiting(const policy_snapshot& s) c
 // Running requests are not aged: they already hold blocks, and the one that loses them is the
 // one whose class matters least and that has invested least (latest arrival).
 uint32_t priority_policy::pick_victim(const policy_snapshot& s, std::span<const uint32_t> candidates) const {
-  return last_by(s.running, candidates, [&](const request_view& r) { return class_rank(tenant_of(s, r).cls); });
+  return last_by(s.running, candidates,
+                 [&](const request_view& r) { return class_rank(tenant_of(s, r).cls); });
 }
 
 }  // namespace hearth

@@ -20,11 +20,8 @@ struct entry {
 };
 
 constexpr entry registry[] = {
-    {"fcfs", make<fcfs_policy>},
-    {"priority", make<priority_policy>},
-    {"vtc", make<vtc_policy>},
-    {"slo", make<slo_policy>},
-    {"household", make<household_policy>},
+    {"fcfs", make<fcfs_policy>}, {"priority", make<priority_policy>},   {"vtc", make<vtc_policy>},
+    {"slo", make<slo_policy>},   {"household", make<household_policy>},
 };
 
 }  // namespace

@@ -64,12 +64,13 @@ struct gateway::impl {
 
   // Gateway thread only.
   request_table table;
-  authenticator zap_auth;  // the ZAP handler's decisions
-  std::optional<std::string> failure;                // the engine's, once it has failed
+  authenticator zap_auth;              // the ZAP handler's decisions
+  std::optional<std::string> failure;  // the engine's, once it has failed
   bool stopping = false, detached = false, closing = false;
   clock_type::time_point deadline;
 
-  impl(engine& e, gateway_options o) : eng(e), opt(std::move(o)), curve(!opt.secret_key.empty()), zap_auth(curve) {
+  impl(engine& e, gateway_options o)
+      : eng(e), opt(std::move(o)), curve(!opt.secret_key.empty()), zap_auth(curve) {
     zap_auth.set_tenants(opt.tenants);
   }
 
@@ -77,13 +78,11 @@ struct gateway::impl {
     if (opt.log) opt.log(line);
   }
 
-
   const tenant_config* tenant_config_of(const std::string& name) const {
     for (const auto& t : opt.tenants)
       if (t.name == name) return &t;
     return nullptr;
   }
-
 
   status<> bind() {
     // First, so a malformed endpoint is not reported as a non-local one: libzmq would bind a
@@ -105,9 +104,9 @@ struct gateway::impl {
         router.set(zmq::sockopt::curve_server, 1);
         router.set(zmq::sockopt::curve_secretkey, zmq::const_buffer(secret, sizeof secret));
       } else if (!is_local_endpoint(opt.endpoint)) {
-        return error{errc::invalid_argument,
-                     "endpoint " + opt.endpoint +
-                         ": without a server key (development mode) only loopback tcp:// or ipc:// endpoints are allowed"};
+        return error{errc::invalid_argument, "endpoint " + opt.endpoint +
+                                                 ": without a server key (development mode) only loopback "
+                                                 "tcp:// or ipc:// endpoints are allowed"};
       }
       router.set(zmq::sockopt::router_mandatory, 1);
       router.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(opt.max_message_bytes));
@@ -148,7 +147,8 @@ struct gateway::impl {
     const auto ids = table.orphan(peer);
     if (ids.empty()) return;
     for (request_id rid : ids) cancel_in_engine(rid);
-    log("gateway: a connection " + std::string(why) + "; cancelled its " + std::to_string(ids.size()) + " request(s)");
+    log("gateway: a connection " + std::string(why) + "; cancelled its " + std::to_string(ids.size()) +
+        " request(s)");
   }
 
   void cancel_in_engine(request_id rid) {
@@ -194,10 +194,14 @@ struct gateway::impl {
     }
     const std::string peer = f->peer;  // send() may orphan f's peer; f itself stays valid
     switch (e.kind) {
-      case event_kind::accepted: send(peer, wire::encode_accepted(f->id, f->prompt_tokens)); return;
+      case event_kind::accepted:
+        send(peer, wire::encode_accepted(f->id, f->prompt_tokens));
+        return;
       case event_kind::token:
-        if (f->stream) send(peer, wire::encode_token(f->id, e.index, e.token, e.text));
-        else f->text += e.text;
+        if (f->stream)
+          send(peer, wire::encode_token(f->id, e.index, e.token, e.text));
+        else
+          f->text += e.text;
         return;
       case event_kind::done:
         send(peer, wire::encode_done(f->id, to_string(e.finish), e.use, e.time, e.preemptions,
@@ -216,8 +220,10 @@ struct gateway::impl {
 
   void drain_inbox() {
     for (auto& item : box->take()) {
-      if (auto* e = std::get_if<request_event>(&item)) on_event(*e);
-      else std::get<std::function<void()>>(item)();
+      if (auto* e = std::get_if<request_event>(&item))
+        on_event(*e);
+      else
+        std::get<std::function<void()>>(item)();
     }
   }
 
@@ -242,8 +248,9 @@ struct gateway::impl {
       else
         log("gateway: refused a handshake " + zap_auth.describe_refusal(frames));
       const std::string version = "1.0", request_id = req.size() > 1 ? req[1].to_string() : std::string();
-      std::array<zmq::const_buffer, 6> reply = {zmq::buffer(version), zmq::buffer(request_id), zmq::buffer(status),
-                                                zmq::buffer(text),    zmq::buffer(user),       zmq::const_buffer()};
+      std::array<zmq::const_buffer, 6> reply = {zmq::buffer(version), zmq::buffer(request_id),
+                                                zmq::buffer(status),  zmq::buffer(text),
+                                                zmq::buffer(user),    zmq::const_buffer()};
       zmq::send_multipart(zap, reply);
       req.clear();
     }
@@ -491,15 +498,21 @@ gateway::~gateway() {
   impl_->zap.close();
 }
 
-const std::string& gateway::endpoint() const { return impl_->endpoint; }
-const std::string& gateway::public_key() const { return impl_->public_key; }
+const std::string& gateway::endpoint() const {
+  return impl_->endpoint;
+}
+const std::string& gateway::public_key() const {
+  return impl_->public_key;
+}
 
 void gateway::reconfigure(gateway_config c) {
   impl* p = impl_.get();
   impl_->box->push(std::function<void()>([p, c = std::move(c)]() mutable { p->apply(std::move(c)); }));
 }
 
-void gateway::drain() { impl_->draining = true; }
+void gateway::drain() {
+  impl_->draining = true;
+}
 bool gateway::busy() const {
   return impl_->busy;
 }

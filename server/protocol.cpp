@@ -50,8 +50,10 @@ generate_request read_generate(const fields& f, std::string id, const parse_limi
   generate_request g;
   g.id = std::move(id);
   if (f.has("prompt") == f.has("messages")) f.fail("prompt", "or 'messages': exactly one must be given");
-  if (f.has("prompt")) g.prompt = f.text("prompt", 0, std::string::npos);
-  else g.messages = read_messages(f);
+  if (f.has("prompt"))
+    g.prompt = f.text("prompt", 0, std::string::npos);
+  else
+    g.messages = read_messages(f);
   g.max_tokens = static_cast<uint32_t>(f.integer("max_tokens", 1, 65536, 256));
   auto& s = g.sampling;
   s.temperature = static_cast<float>(f.number("temperature", 0, 100, false, 1.0));
@@ -71,9 +73,12 @@ generate_request read_generate(const fields& f, std::string id, const parse_limi
 admin_request read_admin(const fields& f, std::string id) {
   f.only({"type", "id", "action", "policy"});
   admin_request a{std::move(id), f.text("action", 1, 32)};
-  if (a.action == "set_policy") a.policy = f.text("policy", 1, 64);
-  else if (a.action != "reload") f.fail("action", "must be \"set_policy\" or \"reload\"");
-  else if (f.has("policy")) f.fail("policy", "is only for action \"set_policy\"");
+  if (a.action == "set_policy")
+    a.policy = f.text("policy", 1, 64);
+  else if (a.action != "reload")
+    f.fail("action", "must be \"set_policy\" or \"reload\"");
+  else if (f.has("policy"))
+    f.fail("policy", "is only for action \"set_policy\"");
   return a;
 }
 
@@ -95,13 +100,17 @@ client_message read_message(const json& j, const std::string& type, std::string 
 }  // namespace
 
 bool is_tenant_name(std::string_view name) {
-  auto allowed = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'; };
+  auto allowed = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  };
   return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), allowed);
 }
 
-result<client_message, parse_failure> parse_message(std::span<const std::string_view> frames, const parse_limits& lim) {
+result<client_message, parse_failure> parse_message(std::span<const std::string_view> frames,
+                                                    const parse_limits& lim) {
   if (frames.size() != 2)
-    return parse_failure{std::nullopt, "a message has exactly 2 frames (got " + std::to_string(frames.size()) + ")"};
+    return parse_failure{std::nullopt,
+                         "a message has exactly 2 frames (got " + std::to_string(frames.size()) + ")"};
   if (frames[0] != marker) return parse_failure{std::nullopt, "frame 0 must be the marker 'hearth/1'"};
   if (nested_too_deep(frames[1], max_depth)) return parse_failure{std::nullopt, "JSON nested too deeply"};
   json j = json::parse(frames[1], nullptr, /*allow_exceptions=*/false);
@@ -119,7 +128,9 @@ result<client_message, parse_failure> parse_message(std::span<const std::string_
   }
 }
 
-std::string encode(const json& reply) { return reply.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string encode(const json& reply) {
+  return reply.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 std::string encode_accepted(std::string_view id, uint32_t prompt_tokens) {
   return encode({{"type", "accepted"}, {"id", id}, {"prompt_tokens", prompt_tokens}});
@@ -150,8 +161,8 @@ std::string encode_done(std::string_view id, std::string_view finish, const usag
   return encode(j);
 }
 
-std::string encode_error(const std::optional<std::string>& id, std::string_view code, std::string_view message,
-                         uint64_t retry_after_ms) {
+std::string encode_error(const std::optional<std::string>& id, std::string_view code,
+                         std::string_view message, uint64_t retry_after_ms) {
   json j = {{"type", "error"}, {"id", id ? json(*id) : json(nullptr)}, {"code", code}, {"message", message}};
   if (retry_after_ms > 0) j["retry_after_ms"] = retry_after_ms;
   return encode(j);
@@ -161,6 +172,8 @@ std::string encode_refused(std::string_view id, std::string_view code, std::stri
   return encode({{"type", "refused"}, {"id", id}, {"code", code}, {"message", message}});
 }
 
-std::string encode_heartbeat() { return encode({{"type", "heartbeat"}}); }
+std::string encode_heartbeat() {
+  return encode({{"type", "heartbeat"}});
+}
 
 }  // namespace hearth::wire

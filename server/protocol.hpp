@@ -39,32 +39,38 @@ inline constexpr std::string_view internal = "internal";
 
 struct generate_request {
   std::string id;
-  std::optional<std::string> prompt;        //!< exactly one of prompt / messages
+  std::optional<std::string> prompt;  //!< exactly one of prompt / messages
   std::vector<chat_message> messages = {};
   std::vector<std::string> tools = {};  //!< the tools' JSON texts (model/chat_tools.hpp); HTTP only
   uint32_t max_tokens = 256;
   sampling_params sampling = {};
   std::vector<std::string> stop = {};
   bool stream = true;
-  bool ignore_eos = false;                  //!< run to max_tokens: end-of-generation tokens never drawn
-  std::optional<std::string> tenant;        //!< development mode: who asks; CURVE: must match
+  bool ignore_eos = false;            //!< run to max_tokens: end-of-generation tokens never drawn
+  std::optional<std::string> tenant;  //!< development mode: who asks; CURVE: must match
 };
-struct cancel_request { std::string id; };
-struct ping_request { std::string id; };
+struct cancel_request {
+  std::string id;
+};
+struct ping_request {
+  std::string id;
+};
 struct stats_request {
   std::string id;
-  std::optional<std::string> tenant;        //!< development mode: whose counters
-  bool all = false;                         //!< every tenant's counters too: admin tenants only
+  std::optional<std::string> tenant;  //!< development mode: whose counters
+  bool all = false;                   //!< every tenant's counters too: admin tenants only
 };
-struct models_request { std::string id; };
+struct models_request {
+  std::string id;
+};
 struct admin_request {
   std::string id;
-  std::string action;                       //!< "set_policy" or "reload"
-  std::string policy = {};                  //!< set_policy: the policy's name
+  std::string action;       //!< "set_policy" or "reload"
+  std::string policy = {};  //!< set_policy: the policy's name
 };
 
-using client_message =
-    std::variant<generate_request, cancel_request, ping_request, stats_request, models_request, admin_request>;
+using client_message = std::variant<generate_request, cancel_request, ping_request, stats_request,
+                                    models_request, admin_request>;
 
 //! Why a message was refused (always answered with `bad_request`).
 struct parse_failure {
@@ -78,7 +84,8 @@ struct parse_limits {
 };
 
 //! One message as received after the routing id: exactly [marker, JSON object].
-result<client_message, parse_failure> parse_message(std::span<const std::string_view> frames, const parse_limits& lim);
+result<client_message, parse_failure> parse_message(std::span<const std::string_view> frames,
+                                                    const parse_limits& lim);
 
 //! Whether `name` is a valid tenant name (1-64 of A-Z a-z 0-9 _ . -), as in the tenants file.
 bool is_tenant_name(std::string_view name);
@@ -95,8 +102,8 @@ nlohmann::json encode_timings(const timings& time);
 std::string encode_done(std::string_view id, std::string_view finish, const usage& use, const timings& time,
                         uint32_t preemptions, const std::string* text);
 //! `id` null when the message it answers had no readable id; retry_after_ms 0 = not given.
-std::string encode_error(const std::optional<std::string>& id, std::string_view code, std::string_view message,
-                         uint64_t retry_after_ms = 0);
+std::string encode_error(const std::optional<std::string>& id, std::string_view code,
+                         std::string_view message, uint64_t retry_after_ms = 0);
 //! A message refused while a request with the same `id` is in flight on the connection: unlike
 //! `error`, it does not end that request (docs/protocol.md, "refused").
 std::string encode_refused(std::string_view id, std::string_view code, std::string_view message);

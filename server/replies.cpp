@@ -11,7 +11,8 @@ namespace {
 using json = nlohmann::json;
 
 json latency(const latency_summary& s) {
-  return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
+  return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50},
+          {"p90", s.p90},     {"p99", s.p99},   {"max", s.max}};
 }
 
 // `name`'s counters; a name counted among the unlisted ones (actors/metrics.hpp) gets theirs,

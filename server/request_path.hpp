@@ -26,7 +26,7 @@ struct model_card {
   std::string chat_format;
   uint32_t n_ctx = 0;
   uint32_t n_vocab = 0;
-  bool tools = false;  //!< its chat template renders tools and it answers with calls
+  bool tools = false;      //!< its chat template renders tools and it answers with calls
   bool generated = false;  //!< a `hearth model make` file: random weights (model_maker.hpp)
 };
 

@@ -68,7 +68,8 @@ void request_table::sent(const std::string& peer, clock_type::time_point now) {
   if (p != peers_.end()) p->second.last_sent = now;
 }
 
-std::vector<std::string> request_table::idle_peers(clock_type::time_point now, clock_type::duration interval) const {
+std::vector<std::string> request_table::idle_peers(clock_type::time_point now,
+                                                   clock_type::duration interval) const {
   std::vector<std::string> out;
   for (const auto& [peer, st] : peers_)
     if (now - st.last_sent >= interval) out.push_back(peer);

@@ -20,15 +20,15 @@ namespace hearth::server {
 using clock_type = std::chrono::steady_clock;
 
 struct flight {
-  std::string peer;            //!< the connection's routing id
-  std::string id;              //!< the client's id for it
+  std::string peer;  //!< the connection's routing id
+  std::string id;    //!< the client's id for it
   uint32_t prompt_tokens = 0;
   bool stream = true;
-  bool orphaned = false;       //!< its connection is gone, or it was ended here: cancelled, its
-                               //!< events are dropped
-  std::string text = {};       //!< non-streaming: the completion so far
-  bool tokenizing = false;     //!< its prompt is on the job thread: not yet in the engine
-  bool cancel_asked = false;   //!< cancelled while tokenizing: ends when the tokens come
+  bool orphaned = false;      //!< its connection is gone, or it was ended here: cancelled, its
+                              //!< events are dropped
+  std::string text = {};      //!< non-streaming: the completion so far
+  bool tokenizing = false;    //!< its prompt is on the job thread: not yet in the engine
+  bool cancel_asked = false;  //!< cancelled while tokenizing: ends when the tokens come
 };
 
 class request_table {

@@ -32,7 +32,8 @@ class section {
     if (!n->is_table()) fail(n, "", "must be a table: write [" + std::string(name) + "]");
     t_ = n->as_table();
     for (const auto& [k, v] : *t_)
-      if (std::find(known.begin(), known.end(), k.str()) == known.end()) fail(&v, k.str(), "is not a known field");
+      if (std::find(known.begin(), known.end(), k.str()) == known.end())
+        fail(&v, k.str(), "is not a known field");
   }
 
   void text(std::string_view field, std::string& out) const {
@@ -82,7 +83,9 @@ class section {
     if (!n->is_integer()) fail(n, field, "must be a whole number");
     const int64_t v = n->as_integer()->get();
     if (v < lo || v > hi)
-      fail(n, field, "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + " (got " + std::to_string(v) + ")");
+      fail(n, field,
+           "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + " (got " + std::to_string(v) +
+               ")");
     out = static_cast<T>(v);
   }
 
@@ -171,7 +174,7 @@ void read_engine(const section& s, serve_config& c) {
   s.text("worker_cpus", e.worker_cpus);
   s.text("decode_cpus", e.decode_cpus);
   s.choice("kv_handoff", handoff, {"automatic", "share", "copy"});
-  e.kv_handoff = handoff == "share" ? kv_handoff_mode::share
+  e.kv_handoff = handoff == "share"  ? kv_handoff_mode::share
                  : handoff == "copy" ? kv_handoff_mode::copy
                                      : kv_handoff_mode::automatic;
   s.count("threads_per_worker", e.threads_per_worker, 0, 1024);
@@ -223,7 +226,8 @@ status<> check_tenant_keys(const serve_config& c) {
   if (c.development_mode()) return {};
   for (const auto& t : c.engine.tenants)
     if (t.key.empty())
-      return error{errc::invalid_argument, "tenant '" + t.name + "': key is missing (every tenant needs one with a server key)"};
+      return error{errc::invalid_argument,
+                   "tenant '" + t.name + "': key is missing (every tenant needs one with a server key)"};
   return {};
 }
 

@@ -17,7 +17,7 @@ namespace hearth::server {
 struct serve_config {
   // [server]
   std::string endpoint = "tcp://127.0.0.1:5555";
-  std::string secret_key_file = {};      //!< from `hearth keygen`; empty: development mode
+  std::string secret_key_file = {};  //!< from `hearth keygen`; empty: development mode
   uint64_t max_message_bytes = 1 << 20;
   uint32_t heartbeat_ms = 1000;
   uint32_t drain_timeout_s = 30;   //!< on SIGTERM, how long requests in flight may run to their end; 0: cut
@@ -31,12 +31,12 @@ struct serve_config {
   uint64_t http_max_body_bytes = 1 << 20;
   std::string http_tls_cert, http_tls_key;  //!< PEM files: HTTPS (both or neither)
   // [model]
-  std::string model_path = {};           //!< empty: the default model, generated if missing
-  std::string compute = "bf16";          //!< "bf16" or "f32"
+  std::string model_path = {};   //!< empty: the default model, generated if missing
+  std::string compute = "bf16";  //!< "bf16" or "f32"
   std::string kernels = "auto";  //!< which matmul paths load may measure and choose (auto, onednn, hearth)
   // [engine]
-  engine_config engine = {};             //!< includes the [[tenant]] entries
-  uint64_t kv_tokens = 16384;            //!< KV pool capacity in positions
+  engine_config engine = {};   //!< includes the [[tenant]] entries
+  uint64_t kv_tokens = 16384;  //!< KV pool capacity in positions
 
   bool development_mode() const { return secret_key_file.empty(); }
 };

@@ -6,8 +6,12 @@
 namespace hearth {
 
 service_counters::service_counters(std::vector<double> weights, vtc_cost cost)
-    : weights_(std::move(weights)), cost_(cost), counters_(weights_.size(), 0.0), waiting_(weights_.size(), 0) {
-  assert(std::ranges::all_of(weights_, [](double w) { return w > 0; }) && "service_counters: weights must be > 0");
+    : weights_(std::move(weights)),
+      cost_(cost),
+      counters_(weights_.size(), 0.0),
+      waiting_(weights_.size(), 0) {
+  assert(std::ranges::all_of(weights_, [](double w) { return w > 0; }) &&
+         "service_counters: weights must be > 0");
 }
 
 void service_counters::enqueue(uint32_t t) {
@@ -27,13 +31,15 @@ void service_counters::dequeue(uint32_t t) {
 
 void service_counters::charge(uint32_t t, uint64_t input_tokens, uint64_t output_tokens) {
   assert(t < counters_.size() && "service_counters: unknown tenant");
-  const double cost = cost_.input * static_cast<double>(input_tokens) + cost_.output * static_cast<double>(output_tokens);
+  const double cost =
+      cost_.input * static_cast<double>(input_tokens) + cost_.output * static_cast<double>(output_tokens);
   counters_[t] += cost / weights_[t];
 }
 
 void service_counters::reconfigure(std::vector<double> weights, std::span<const std::optional<uint32_t>> from,
                                    std::vector<uint32_t> waiting) {
-  assert(from.size() == weights.size() && waiting.size() == weights.size() && "service_counters: one entry per tenant");
+  assert(from.size() == weights.size() && waiting.size() == weights.size() &&
+         "service_counters: one entry per tenant");
   const double start = floor(std::nullopt).value_or(0.0);
   std::vector<double> counters(weights.size());
   std::optional<uint32_t> last_left;

@@ -57,7 +57,7 @@ class service_counters {
   std::vector<double> weights_;
   vtc_cost cost_;
   std::vector<double> counters_;
-  std::vector<uint32_t> waiting_;     // requests waiting, per tenant
+  std::vector<uint32_t> waiting_;      // requests waiting, per tenant
   std::optional<uint32_t> last_left_;  // the tenant that last stopped being backlogged
 };
 

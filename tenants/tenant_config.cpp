@@ -2,12 +2,12 @@
 // parse_tenants, turns it (and toml++'s parse_error) into an error value.
 #include "tenants/tenant_config.hpp"
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
 #include <set>
-#include <toml++/toml.h>
 
 #include "common/text_file.hpp"
 
@@ -32,7 +32,8 @@ constexpr size_t max_name_chars = 64;
 constexpr std::string_view tenant_fields[] = {"name", "key",   "http_key_sha256", "class", "weight",
                                               "slo",  "quota", "share_prefix",    "admin"};
 constexpr std::string_view slo_fields[] = {"ttft_ms", "itl_ms", "itl_quantile"};
-constexpr std::string_view quota_fields[] = {"max_concurrent", "max_queued", "max_prompt_tokens", "tokens_per_minute"};
+constexpr std::string_view quota_fields[] = {"max_concurrent", "max_queued", "max_prompt_tokens",
+                                             "tokens_per_minute"};
 constexpr size_t sha256_hex_chars = 64;
 
 // Whether `h` is a SHA-256 as sha256sum prints it: 64 lowercase hex digits.
@@ -57,7 +58,9 @@ bool is_z85_key(std::string_view key) {
 }
 
 bool is_valid_name(std::string_view name) {
-  auto allowed = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'; };
+  auto allowed = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  };
   return !name.empty() && name.size() <= max_name_chars && std::ranges::all_of(name, allowed);
 }
 
@@ -96,7 +99,8 @@ class tenant_reader {
   }
 
  private:
-  void only_known(const toml::table& t, std::span<const std::string_view> known, std::string_view prefix) const {
+  void only_known(const toml::table& t, std::span<const std::string_view> known,
+                  std::string_view prefix) const {
     for (const auto& [k, v] : t)
       if (std::ranges::find(known, k.str()) == known.end()) {
         std::string list;
@@ -121,7 +125,8 @@ class tenant_reader {
     if (name == "interactive") return tenant_class::interactive;
     if (name == "standard") return tenant_class::standard;
     if (name == "background") return tenant_class::background;
-    fail(table_.get("class"), "class", "must be \"interactive\", \"standard\" or \"background\" (got \"" + name + "\")");
+    fail(table_.get("class"), "class",
+         "must be \"interactive\", \"standard\" or \"background\" (got \"" + name + "\")");
   }
 
   bool flag(std::string_view field, bool fallback) const {
@@ -190,7 +195,8 @@ class tenant_reader {
 void check_unique(const std::vector<tenant_config>& tenants, const tenant_reader& last) {
   const tenant_config& t = tenants.back();
   for (size_t i = 0; i + 1 < tenants.size(); ++i) {
-    if (tenants[i].name == t.name) last.fail(nullptr, "name", "is already used by tenant #" + std::to_string(i + 1));
+    if (tenants[i].name == t.name)
+      last.fail(nullptr, "name", "is already used by tenant #" + std::to_string(i + 1));
     if (!t.key.empty() && tenants[i].key == t.key)
       last.fail(nullptr, "key", "is already used by tenant '" + tenants[i].name + "'");
     if (!t.http_key_sha256.empty() && tenants[i].http_key_sha256 == t.http_key_sha256)
@@ -204,7 +210,8 @@ std::vector<tenant_config> read_tenants(const toml::table& root, key_rule keys, 
   if (!list) return tenants;
   const toml::array* array = list->as_array();
   if (!array || !array->is_array_of_tables())
-    throw bad_config{where(source, list->source()) + "tenant must be an array of tables: write each tenant as [[tenant]]"};
+    throw bad_config{where(source, list->source()) +
+                     "tenant must be an array of tables: write each tenant as [[tenant]]"};
   for (size_t i = 0; i < array->size(); ++i) {
     tenant_reader reader(source, *array->get(i)->as_table(), i);
     tenants.push_back(reader.read(keys));
@@ -223,15 +230,18 @@ status<> check_tenants(const std::vector<tenant_config>& tenants) {
   for (size_t i = 0; i < tenants.size(); ++i) {
     const tenant_config& t = tenants[i];
     if (!is_valid_name(t.name)) return bad(t, "name must be 1 to 64 letters, digits, '_', '.' or '-'");
-    if (!t.key.empty() && !is_z85_key(t.key)) return bad(t, "key must be a CURVE public key in Z85 text (40 characters)");
+    if (!t.key.empty() && !is_z85_key(t.key))
+      return bad(t, "key must be a CURVE public key in Z85 text (40 characters)");
     if (!t.http_key_sha256.empty() && !is_sha256_hex(t.http_key_sha256))
       return bad(t, "http_key_sha256 must be a SHA-256 in lowercase hex (64 characters)");
     if (!std::isfinite(t.weight) || t.weight <= 0) return bad(t, "weight must be a number > 0");
     if (!target(t.slo.ttft_ms) || !target(t.slo.itl_ms)) return bad(t, "slo targets must be numbers >= 0");
-    if (!(t.slo.itl_quantile > 0 && t.slo.itl_quantile <= 1)) return bad(t, "slo.itl_quantile must be > 0 and <= 1");
+    if (!(t.slo.itl_quantile > 0 && t.slo.itl_quantile <= 1))
+      return bad(t, "slo.itl_quantile must be > 0 and <= 1");
     for (size_t j = 0; j < i; ++j) {
       if (tenants[j].name == t.name) return bad(t, "name is used twice");
-      if (!t.key.empty() && tenants[j].key == t.key) return bad(t, "key is already used by tenant '" + tenants[j].name + "'");
+      if (!t.key.empty() && tenants[j].key == t.key)
+        return bad(t, "key is already used by tenant '" + tenants[j].name + "'");
       if (!t.http_key_sha256.empty() && tenants[j].http_key_sha256 == t.http_key_sha256)
         return bad(t, "http_key_sha256 is already used by tenant '" + tenants[j].name + "'");
     }
@@ -239,7 +249,8 @@ status<> check_tenants(const std::vector<tenant_config>& tenants) {
   return {};
 }
 
-result<std::vector<tenant_config>> parse_tenants(std::string_view toml_text, key_rule keys, std::string_view source) {
+result<std::vector<tenant_config>> parse_tenants(std::string_view toml_text, key_rule keys,
+                                                 std::string_view source) {
   try {
     return read_tenants(toml::parse(toml_text, source), keys, source);
   } catch (const toml::parse_error& e) {

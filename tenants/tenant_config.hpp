@@ -39,7 +39,7 @@ struct tenant_config {
   //! empty: no HTTP key (docs/http.md)
   std::string http_key_sha256 = {};
   tenant_class cls = tenant_class::standard;
-  double weight = 1;      //!< fair-share weight (> 0)
+  double weight = 1;  //!< fair-share weight (> 0)
   tenant_slo slo = {};
   tenant_quota quota = {};
   bool share_prefix = true;  //!< its requests may reuse each other's prefix-cache blocks

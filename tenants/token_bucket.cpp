@@ -24,7 +24,9 @@ double token_bucket::level(double now_s) const {
   return std::min(capacity_, level_ + std::max(0.0, now_s - last_s_) * rate_);
 }
 
-double token_bucket::needed(uint64_t n) const { return std::min(static_cast<double>(n), capacity_); }
+double token_bucket::needed(uint64_t n) const {
+  return std::min(static_cast<double>(n), capacity_);
+}
 
 bool token_bucket::try_take(uint64_t n, double now_s) {
   if (capacity_ == 0) return true;

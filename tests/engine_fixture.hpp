@@ -36,12 +36,14 @@ struct engine_model {
     REQUIRE(f.ok());
     auto tok = tokenizer::from_gguf(*f);
     REQUIRE(tok.ok());
-    return std::unique_ptr<engine_model>(new engine_model{std::move(bytes), std::move(*f),
-                                                              std::make_shared<const tokenizer>(std::move(*tok))});
+    return std::unique_ptr<engine_model>(new engine_model{
+        std::move(bytes), std::move(*f), std::make_shared<const tokenizer>(std::move(*tok))});
   }
 
   std::unique_ptr<cpu_backend> backend(uint64_t kv_tokens, uint32_t block_size = 16) const {
-    auto b = cpu_backend::load(file, {.compute = compute_type::f32, .kv = kv_dtype::f32, .block_size = block_size,
+    auto b = cpu_backend::load(file, {.compute = compute_type::f32,
+                                      .kv = kv_dtype::f32,
+                                      .block_size = block_size,
                                       .kv_tokens = kv_tokens});
     if (!b) FAIL(b.error().message);
     return std::move(*b);

@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   std::vector<hearth::client::stream> streams;
   const int n = std::atoi(argv[2]);
   for (int i = 0; i < n; ++i) {
-    auto s = (*c)->start({.prompt = argv[4], .max_tokens = static_cast<uint32_t>(std::atoi(argv[3])), .temperature = 0});
+    auto s = (*c)->start(
+        {.prompt = argv[4], .max_tokens = static_cast<uint32_t>(std::atoi(argv[3])), .temperature = 0});
     if (!s) return 1;
     streams.push_back(std::move(*s));
   }

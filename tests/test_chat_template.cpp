@@ -144,7 +144,8 @@ TEST_CASE("Zephyr: role tags, eos after each turn, assistant tag as generation p
 TEST_CASE("Phi-3: role tags, <|end|> after each turn, assistant tag and newline as generation prompt",
           "[chat_template]") {
   const std::string turns =
-      "<|system|>\nYou are a helpful assistant.<|end|>\n<|user|>\nHello!<|end|>\n<|assistant|>\nHi there.<|end|>\n"
+      "<|system|>\nYou are a helpful assistant.<|end|>\n<|user|>\nHello!<|end|>\n<|assistant|>\nHi "
+      "there.<|end|>\n"
       "<|user|>\nWhat's the weather?<|end|>\n";
   CHECK(format(chat_format::phi3, false) == turns);
   CHECK(format(chat_format::phi3, true) == turns + "<|assistant|>\n");

@@ -32,12 +32,13 @@ const vocab_spec& shared_vocab() {
   return v;
 }
 
-std::unique_ptr<test_model> make(const model_preset& p, tensor_type dtype, model_arch arch = model_arch::llama,
-                                 bool tied = false) {
+std::unique_ptr<test_model> make(const model_preset& p, tensor_type dtype,
+                                 model_arch arch = model_arch::llama, bool tied = false) {
   return make_test_model(make_options{p, dtype, 11, tokenizer_kind::bpe, 512, arch, tied}, shared_vocab());
 }
 
-std::unique_ptr<cpu_backend> backend_for(const test_model& m, compute_type ct, kv_dtype kv, uint32_t block = 16) {
+std::unique_ptr<cpu_backend> backend_for(const test_model& m, compute_type ct, kv_dtype kv,
+                                         uint32_t block = 16) {
   auto b = cpu_backend::load(m.file, {.compute = ct, .kv = kv, .block_size = block, .kv_tokens = 4096});
   if (!b) FAIL(b.error().message);
   return std::move(*b);
@@ -78,11 +79,13 @@ TEST_CASE("backend logits match the reference forward", "[cpu_backend]") {
     model_arch arch;
     bool tied;
   };
-  for (const config c : {config{"MHA", &mha, model_arch::llama, false}, config{"GQA", &gqa, model_arch::llama, false},
-                         config{"qwen2 biases", &gqa, model_arch::qwen2, false},
-                         config{"tied head", &mha, model_arch::llama, true}}) {
-    for (auto [dtype, ct, kv, tol] : {std::tuple{tensor_type::f32, compute_type::f32, kv_dtype::f32, 1e-4},
-                                      std::tuple{tensor_type::bf16, compute_type::bf16, kv_dtype::bf16, 2e-2}}) {
+  for (const config c :
+       {config{"MHA", &mha, model_arch::llama, false}, config{"GQA", &gqa, model_arch::llama, false},
+        config{"qwen2 biases", &gqa, model_arch::qwen2, false},
+        config{"tied head", &mha, model_arch::llama, true}}) {
+    for (auto [dtype, ct, kv, tol] :
+         {std::tuple{tensor_type::f32, compute_type::f32, kv_dtype::f32, 1e-4},
+          std::tuple{tensor_type::bf16, compute_type::bf16, kv_dtype::bf16, 2e-2}}) {
       INFO(c.name << (ct == compute_type::f32 ? " f32" : " bf16"));
       const auto m = make(*c.preset, dtype, c.arch, c.tied);
       auto be = backend_for(*m, ct, kv);
@@ -113,12 +116,14 @@ TEST_CASE("a mixed batch gives each sequence the logits it gets alone", "[cpu_ba
   // c decodes after a cached 9-token prefix; a and b prefill.
   const auto a = random_tokens(13, rng), b = random_tokens(5, rng), c_prefix = random_tokens(9, rng);
   const auto c = random_tokens(1, rng);
-  const auto blocks_a = blocks_from(0, 13, 16), blocks_b = blocks_from(10, 5, 16), blocks_c = blocks_from(20, 10, 16);
+  const auto blocks_a = blocks_from(0, 13, 16), blocks_b = blocks_from(10, 5, 16),
+             blocks_c = blocks_from(20, 10, 16);
   batch_logits out;
   REQUIRE(be->forward(std::array{batch_seq{c_prefix, 0, blocks_c}}, out).ok());
 
   std::vector<std::vector<float>> alone;
-  for (const batch_seq& s : {batch_seq{a, 0, blocks_a}, batch_seq{b, 0, blocks_b}, batch_seq{c, 9, blocks_c}}) {
+  for (const batch_seq& s :
+       {batch_seq{a, 0, blocks_a}, batch_seq{b, 0, blocks_b}, batch_seq{c, 9, blocks_c}}) {
     REQUIRE(be->forward({&s, 1}, out).ok());
     alone.emplace_back(out.last(0).begin(), out.last(0).end());
   }
@@ -143,7 +148,8 @@ TEST_CASE("chunked prefill then decode gives the tokens of one-shot prefill", "[
       pos += n;
     }
     std::vector<token_id> gen{argmax(out.last(0))};
-    for (; gen.size() < 12; ++pos) gen.push_back(argmax(last_logits(*be, {&gen.back(), 1}, pos, blocks, out)));
+    for (; gen.size() < 12; ++pos)
+      gen.push_back(argmax(last_logits(*be, {&gen.back(), 1}, pos, blocks, out)));
     return gen;
   };
   const auto one_shot = greedy({40});
@@ -183,7 +189,8 @@ TEST_CASE("greedy generation does not depend on the thread count", "[cpu_backend
     const auto blocks = blocks_from(0, 64, 16);
     batch_logits out;
     std::vector<token_id> gen{argmax(last_logits(*be, prompt, 0, blocks, out))};
-    for (uint32_t pos = 24; gen.size() < 16; ++pos) gen.push_back(argmax(last_logits(*be, {&gen.back(), 1}, pos, blocks, out)));
+    for (uint32_t pos = 24; gen.size() < 16; ++pos)
+      gen.push_back(argmax(last_logits(*be, {&gen.back(), 1}, pos, blocks, out)));
     return gen;
   };
   const auto one = run(1);

@@ -19,7 +19,8 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
   std::mt19937_64 rng(seed);
   std::vector<request> rs;
   std::uniform_int_distribution<size_t> len(1, 64), gen(1, 12);
-  for (int i = 0; i < 32; ++i) rs.push_back(greedy(random_prompt(len(rng), 32000, rng), static_cast<uint32_t>(gen(rng))));
+  for (int i = 0; i < 32; ++i)
+    rs.push_back(greedy(random_prompt(len(rng), 32000, rng), static_cast<uint32_t>(gen(rng))));
   std::vector<std::vector<token_id>> expected;
   {
     auto be = m.backend(1024);
@@ -31,17 +32,25 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
     kv_handoff_mode handoff = kv_handoff_mode::automatic;
   };
   const auto disaggregated = placement_mode::disaggregated, colocated = placement_mode::colocated;
-  for (const budget b : {budget{64, 32, 2, colocated}, budget{512, 256, 4, colocated}, budget{48, 0, 1, colocated},
-                         budget{64, 32, 2, disaggregated}, budget{128, 0, 3, disaggregated, kv_handoff_mode::copy}}) {
+  for (const budget b :
+       {budget{64, 32, 2, colocated}, budget{512, 256, 4, colocated}, budget{48, 0, 1, colocated},
+        budget{64, 32, 2, disaggregated}, budget{128, 0, 3, disaggregated, kv_handoff_mode::copy}}) {
     INFO("budget " << b.tokens << " threshold " << b.threshold << " partial " << b.partial
                    << (b.mode == disaggregated ? " disaggregated" : " colocated")
                    << (b.handoff == kv_handoff_mode::copy ? " copy" : ""));
     const bool split = b.mode == disaggregated;  // prefill on one core, decode on the other
-    auto e = start_engine({.max_batched_tokens = b.tokens, .max_seqs = 32, .long_prefill_threshold = b.threshold,
-                           .max_partial_prefills = b.partial, .mode = b.mode, .worker_cpus = split ? "0" : "",
-                           .decode_cpus = split ? "1" : "", .kv_handoff = b.handoff});
+    auto e = start_engine({.max_batched_tokens = b.tokens,
+                           .max_seqs = 32,
+                           .long_prefill_threshold = b.threshold,
+                           .max_partial_prefills = b.partial,
+                           .mode = b.mode,
+                           .worker_cpus = split ? "0" : "",
+                           .decode_cpus = split ? "1" : "",
+                           .kv_handoff = b.handoff});
     // One NUMA node here: automatic hand-off shares; copy is forced to exercise it.
-    if (split) CHECK(e->handoff() == (b.handoff == kv_handoff_mode::copy ? kv_handoff_mode::copy : kv_handoff_mode::share));
+    if (split)
+      CHECK(e->handoff() ==
+            (b.handoff == kv_handoff_mode::copy ? kv_handoff_mode::copy : kv_handoff_mode::share));
     event_queue self(*e);
     std::vector<request_id> ids;
     for (const auto& r : rs) ids.push_back(e->submit(r, self.sink()));
@@ -70,8 +79,8 @@ TEST_CASE("1000 requests cancelled at random moments leave the pool free", "[eng
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
-  auto e = start_engine({.max_batched_tokens = 96, .max_seqs = 32, .long_prefill_threshold = 32,
-                         .max_partial_prefills = 4});
+  auto e = start_engine(
+      {.max_batched_tokens = 96, .max_seqs = 32, .long_prefill_threshold = 32, .max_partial_prefills = 4});
   event_queue self(*e);
   const size_t n = 1000, window = 16;
   // Mostly short prompts, one in five long enough to take several steps of prefill.

@@ -69,7 +69,8 @@ TEST_CASE("the client streams the tokens of an in-process generation", "[gateway
   }
   // Chat turns go through the model's template, as `hearth generate --chat` formats them.
   const std::vector<chat_message> turns = {{"system", "You are terse."}, {"user", "Kitchen lights?"}};
-  auto chat = c->generate({.messages = {{"system", "You are terse."}, {"user", "Kitchen lights?"}}, .max_tokens = 16,
+  auto chat = c->generate({.messages = {{"system", "You are terse."}, {"user", "Kitchen lights?"}},
+                           .max_tokens = 16,
                            .temperature = 0});
   REQUIRE(chat.ok());
   CHECK(chat->tokens == oracle(*encode_chat(*micro().tok, turns), 16));
@@ -119,7 +120,8 @@ TEST_CASE("one thread reads many streams at once through wait() and ready()", "[
   auto refused = c->start({.prompt = "x", .temperature = -1});  // bad_request, before any `accepted`
   REQUIRE(refused.ok());
   const auto all_ended = [&] {
-    return refused->ended() && std::all_of(streams.begin(), streams.end(), [](const auto& x) { return x.ended(); });
+    return refused->ended() &&
+           std::all_of(streams.begin(), streams.end(), [](const auto& x) { return x.ended(); });
   };
   for (int rounds = 0; !all_ended() && rounds < 2000; ++rounds) {
     c->wait(10ms);
@@ -173,8 +175,11 @@ TEST_CASE("the bench's ZeroMQ target streams every request and maps refusals to 
   auto events = std::make_shared<sink>();
   const std::vector<std::string> tenants = {"chat", "rag", "background"};
   for (size_t i = 0; i < 3; ++i)
-    (*t)->submit({.index = i, .tenant = tenants[i], .prompt = "request " + std::to_string(i), .max_tokens = 12}, events);
-  (*t)->submit({.index = 3, .tenant = "chat", .prompt = "too long", .max_tokens = 600}, events);  // > n_ctx 512
+    (*t)->submit(
+        {.index = i, .tenant = tenants[i], .prompt = "request " + std::to_string(i), .max_tokens = 12},
+        events);
+  (*t)->submit({.index = 3, .tenant = "chat", .prompt = "too long", .max_tokens = 600},
+               events);  // > n_ctx 512
   {
     std::unique_lock lock(events->mu);
     REQUIRE(events->cv.wait_for(lock, 20s, [&] { return events->ends.size() == 4; }));
@@ -256,7 +261,8 @@ TEST_CASE("a client killed mid-stream has its requests cancelled and their block
   CHECK(done == 0);
 }
 
-TEST_CASE("in the queue only the first-token timeout runs, and the idle timeout starts at the first token", "[gateway]") {
+TEST_CASE("in the queue only the first-token timeout runs, and the idle timeout starts at the first token",
+          "[gateway]") {
   // One sequence at a time: the second and third requests wait ~1 s behind the first, hearing
   // only the server's heartbeats (every 100 ms), each on its own connection.
   auto s = served::start({}, {.max_batched_tokens = 64, .max_seqs = 1}, 10ms);
@@ -356,7 +362,8 @@ TEST_CASE("an id in flight cannot be reused", "[gateway]") {
     REQUIRE(zmq::recv_multipart(raw, std::back_inserter(reply)));
     return nlohmann::json::parse(reply.at(1).to_string());
   };
-  const std::string gen = R"({"type":"generate","id":"x","prompt":")" + long_prompt() + R"(","max_tokens":100})";
+  const std::string gen =
+      R"({"type":"generate","id":"x","prompt":")" + long_prompt() + R"(","max_tokens":100})";
   send(gen);
   CHECK(receive()["type"] == "accepted");
   send(gen);
@@ -390,7 +397,8 @@ TEST_CASE("development mode binds loopback and ipc only", "[gateway]") {
   auto refused = server::gateway::start(*s.eng, {.endpoint = "tcp://0.0.0.0:*"});
   REQUIRE_FALSE(refused.ok());
   CHECK_THAT(refused.error().message, Contains("development mode"));
-  auto bad_key = server::gateway::start(*s.eng, {.endpoint = "tcp://127.0.0.1:*", .secret_key = std::string(45, 'a')});
+  auto bad_key =
+      server::gateway::start(*s.eng, {.endpoint = "tcp://127.0.0.1:*", .secret_key = std::string(45, 'a')});
   REQUIRE_FALSE(bad_key.ok());
   CHECK_THAT(bad_key.error().message, Contains("secret key"));
 }
@@ -414,7 +422,8 @@ TEST_CASE("shutdown ends every request in flight with shutting_down", "[gateway]
   CHECK(st->result().error().code == "shutting_down");
 }
 
-TEST_CASE("CURVE: listed keys are accepted as their tenant, others refused, tenants stay apart", "[gateway]") {
+TEST_CASE("CURVE: listed keys are accepted as their tenant, others refused, tenants stay apart",
+          "[gateway]") {
   const auto server_keys = *client::generate_key_pair();
   const auto alice_keys = *client::generate_key_pair(), bob_keys = *client::generate_key_pair();
   const auto stranger = *client::generate_key_pair();
@@ -423,7 +432,9 @@ TEST_CASE("CURVE: listed keys are accepted as their tenant, others refused, tena
   auto s = served::start({.secret_key = server_keys.secret_key, .tenants = tenants}, {}, 5ms);
   CHECK(s.gw->public_key() == server_keys.public_key);
   auto opts = [&](const client::key_pair& k) {
-    return client::options{.endpoint = s.gw->endpoint(), .server_key = server_keys.public_key, .keys = k,
+    return client::options{.endpoint = s.gw->endpoint(),
+                           .server_key = server_keys.public_key,
+                           .keys = k,
                            .connect_timeout = 1500ms};
   };
   auto alice = connect(opts(alice_keys));

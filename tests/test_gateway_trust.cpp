@@ -336,7 +336,8 @@ TEST_CASE("a long prompt is tokenized without holding up another client's reply"
   const auto p0 = std::chrono::steady_clock::now();
   const std::array<std::string_view, 2> frames = {wire::marker, text};
   REQUIRE(wire::parse_message(frames, {static_cast<uint32_t>(tok.n_vocab())}));
-  const double parse_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p0).count();
+  const double parse_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p0).count();
   INFO("about " << parse_ms << " ms to parse");
 
   auto s = served::start({.max_message_bytes = prompt.size() + 4096});

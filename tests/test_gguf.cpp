@@ -54,7 +54,9 @@ bool same(const value& a, const value& b) {
       a);
 }
 
-array_value array_of(value_type t, std::vector<value> items) { return {t, std::move(items)}; }
+array_value array_of(value_type t, std::vector<value> items) {
+  return {t, std::move(items)};
+}
 
 // One of every value type, with edge values.
 std::vector<kv> sample_metadata() {
@@ -72,9 +74,8 @@ std::vector<kv> sample_metadata() {
       {"string.empty", std::string()},
       {"array.empty", array_of(value_type::f64, {})},
       {"array.strings", array_of(value_type::string, {std::string("a"), std::string("bc")})},
-      {"array.nested", array_of(value_type::array,
-                                {array_of(value_type::i32, {int32_t{1}, int32_t{-2}}),
-                                 array_of(value_type::i32, {})})},
+      {"array.nested", array_of(value_type::array, {array_of(value_type::i32, {int32_t{1}, int32_t{-2}}),
+                                                    array_of(value_type::i32, {})})},
       {"u64", std::numeric_limits<uint64_t>::max()},
       {"i64", std::numeric_limits<int64_t>::min()},
       {"f64", 3.141592653589793},

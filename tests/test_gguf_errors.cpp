@@ -33,8 +33,7 @@ struct builder {
     return u32(0x46554747).u32(version).u64(n_tensors).u64(n_kv);
   }
   builder& kv_u32(std::string_view key, uint32_t v) { return str(key).u32(4).u32(v); }
-  builder& tensor(std::string_view name, std::vector<uint64_t> dims, uint32_t type,
-                  uint64_t offset) {
+  builder& tensor(std::string_view name, std::vector<uint64_t> dims, uint32_t type, uint64_t offset) {
     str(name).u32(static_cast<uint32_t>(dims.size()));
     for (uint64_t d : dims) u64(d);
     return u32(type).u64(offset);
@@ -118,8 +117,7 @@ TEST_CASE("counts are checked against limits and the bytes that remain", "[gguf]
 
   lim = {};
   lim.max_string_bytes = 4;
-  e = parse_fails(builder{}.header(0, 1).str("hello").u32(4).u32(0), parse_errc::limit_exceeded,
-                  lim);
+  e = parse_fails(builder{}.header(0, 1).str("hello").u32(4).u32(0), parse_errc::limit_exceeded, lim);
   CHECK(e.field == "kv[0].key");
   CHECK(e.offset == 24);
   e = parse_fails(builder{}.header(0, 1).u64(100).zeros(20), parse_errc::truncated);
@@ -127,11 +125,10 @@ TEST_CASE("counts are checked against limits and the bytes that remain", "[gguf]
 
   lim = {};
   lim.max_array_items = 3;
-  e = parse_fails(builder{}.header(0, 1).str("a").u32(9).u32(0).u64(4).zeros(4),
-                  parse_errc::limit_exceeded, lim);
+  e = parse_fails(builder{}.header(0, 1).str("a").u32(9).u32(0).u64(4).zeros(4), parse_errc::limit_exceeded,
+                  lim);
   CHECK(e.field == "kv[0] (a).count");
-  e = parse_fails(builder{}.header(0, 1).str("a").u32(9).u32(4).u64(3).zeros(11),
-                  parse_errc::truncated);
+  e = parse_fails(builder{}.header(0, 1).str("a").u32(9).u32(4).u64(3).zeros(11), parse_errc::truncated);
   CHECK(e.field == "kv[0] (a).count");
 }
 
@@ -139,8 +136,7 @@ TEST_CASE("metadata values: types, booleans, nesting, duplicates", "[gguf]") {
   auto e = parse_fails(builder{}.header(0, 1).str("k").u32(13).u32(0), parse_errc::bad_value_type);
   CHECK(e.field == "kv[0] (k).type");
   CHECK(e.offset == 33);
-  e = parse_fails(builder{}.header(0, 1).str("k").u32(9).u32(99).u64(0),
-                  parse_errc::bad_value_type);
+  e = parse_fails(builder{}.header(0, 1).str("k").u32(9).u32(99).u64(0), parse_errc::bad_value_type);
   CHECK(e.field == "kv[0] (k).type");
 
   e = parse_fails(builder{}.header(0, 1).str("k").u32(7).u8(2), parse_errc::bad_bool);
@@ -169,15 +165,13 @@ TEST_CASE("metadata values: types, booleans, nesting, duplicates", "[gguf]") {
 
 TEST_CASE("general.alignment must be a u32 power of two", "[gguf]") {
   for (uint32_t bad : {0u, 48u, 1u << 21}) {
-    auto e = parse_fails(builder{}.header(0, 1).kv_u32("general.alignment", bad),
-                         parse_errc::bad_alignment);
+    auto e = parse_fails(builder{}.header(0, 1).kv_u32("general.alignment", bad), parse_errc::bad_alignment);
     CHECK(e.field == "kv[0] (general.alignment)");
     CHECK(e.offset == 24 + 8 + 17 + 4);
   }
-  parse_fails(builder{}.header(0, 1).str("general.alignment").u32(10).u64(32),
-              parse_errc::bad_alignment);
-  auto one = file::parse(builder{}.header(1, 1).kv_u32("general.alignment", 1)
-                             .tensor("t", {1}, 1, 0).u8(7).u8(0).b);
+  parse_fails(builder{}.header(0, 1).str("general.alignment").u32(10).u64(32), parse_errc::bad_alignment);
+  auto one =
+      file::parse(builder{}.header(1, 1).kv_u32("general.alignment", 1).tensor("t", {1}, 1, 0).u8(7).u8(0).b);
   REQUIRE(one.ok());
   CHECK(one->alignment() == 1);
   CHECK(one->data(one->tensors()[0]).size() == 2);
@@ -213,20 +207,16 @@ TEST_CASE("tensor infos: dims, types, sizes, offsets", "[gguf]") {
   CHECK(e.field == "tensor_infos[0].offset");
   e = parse_fails(one({16}, 0, 32), parse_errc::out_of_bounds);
   CHECK(e.field == "tensor_infos[0].offset");
-  parse_fails(one({4}, 0, std::numeric_limits<uint64_t>::max() & ~uint64_t{31}),
-              parse_errc::out_of_bounds);
+  parse_fails(one({4}, 0, std::numeric_limits<uint64_t>::max() & ~uint64_t{31}), parse_errc::out_of_bounds);
 
-  e = parse_fails(builder{}.header(2, 0).tensor("t", {8}, 0, 0).tensor("t", {8}, 0, 32).pad(32)
-                      .zeros(64),
+  e = parse_fails(builder{}.header(2, 0).tensor("t", {8}, 0, 0).tensor("t", {8}, 0, 32).pad(32).zeros(64),
                   parse_errc::duplicate_tensor);
   CHECK(e.field == "tensor_infos[1].name");
-  e = parse_fails(builder{}.header(2, 0).tensor("a", {16}, 0, 32).tensor("b", {16}, 0, 0).pad(32)
-                      .zeros(128),
+  e = parse_fails(builder{}.header(2, 0).tensor("a", {16}, 0, 32).tensor("b", {16}, 0, 0).pad(32).zeros(128),
                   parse_errc::overlap);
   CHECK(e.field == "tensor_infos[0].offset");
   // Tensors may share nothing, but may come in any order and leave gaps.
-  CHECK(file::parse(builder{}.header(2, 0).tensor("a", {8}, 0, 64).tensor("b", {8}, 0, 0).pad(32)
-                        .zeros(96).b)
+  CHECK(file::parse(builder{}.header(2, 0).tensor("a", {8}, 0, 64).tensor("b", {8}, 0, 0).pad(32).zeros(96).b)
             .ok());
 }
 
@@ -246,8 +236,8 @@ TEST_CASE("every prefix and random corruptions of a valid file fail cleanly", "[
     INFO("prefix of " << n << " bytes");
     // The padding after the last tensor's data is not needed.
     CHECK(r.ok() == (n >= data_end));
-    if (!r.ok()) CHECK((r.error().code == parse_errc::truncated ||
-                        r.error().code == parse_errc::out_of_bounds));
+    if (!r.ok())
+      CHECK((r.error().code == parse_errc::truncated || r.error().code == parse_errc::out_of_bounds));
   }
 
   const uint64_t seed = test::test_seed();
@@ -278,7 +268,8 @@ TEST_CASE("a tensor type Hearth does not read is refused by name, saying what wo
   };
   auto e = parse_fails(one("output.weight", 16), parse_errc::bad_tensor_type);
   CHECK_THAT(e.detail, Catch::StartsWith("tensor 'output.weight' is iq2_xxs, a type Hearth does not read"));
-  CHECK_THAT(e.detail, Catch::Contains("q4_K") && Catch::Contains("q6_K") && Catch::Contains("llama-quantize"));
+  CHECK_THAT(e.detail,
+             Catch::Contains("q4_K") && Catch::Contains("q6_K") && Catch::Contains("llama-quantize"));
   e = parse_fails(one("blk.0.ffn_up.weight", 34), parse_errc::bad_tensor_type);
   CHECK_THAT(e.detail, Catch::StartsWith("tensor 'blk.0.ffn_up.weight' is tq1_0"));
   // Numbers ggml removed (q4_2) or never had are named as numbers.
@@ -290,19 +281,28 @@ TEST_CASE("a tensor type Hearth does not read is refused by name, saying what wo
   for (const tensor_type t : tensor_types()) {
     const auto& tr = traits_of(t);
     INFO(tr.name);
-    const auto good = builder{}.header(1, 0).tensor("t", {256, 2}, static_cast<uint32_t>(t), 0).pad(32)
+    const auto good = builder{}
+                          .header(1, 0)
+                          .tensor("t", {256, 2}, static_cast<uint32_t>(t), 0)
+                          .pad(32)
                           .zeros(2 * *bytes_for(t, 256));
     auto f = file::parse(good.b);
     REQUIRE(f.ok());
     CHECK(f->tensors()[0].n_bytes == 2 * *bytes_for(t, 256));
     if (tr.block_size > 1) {
-      e = parse_fails(builder{}.header(1, 0).tensor("t", {tr.block_size + 16}, static_cast<uint32_t>(t), 0)
-                          .pad(32).zeros(1024),
+      e = parse_fails(builder{}
+                          .header(1, 0)
+                          .tensor("t", {tr.block_size + 16}, static_cast<uint32_t>(t), 0)
+                          .pad(32)
+                          .zeros(1024),
                       parse_errc::bad_dims);
       CHECK_THAT(e.detail, Catch::Contains(tr.name));
     }
     // One byte short of its data: out of bounds.
-    parse_fails(builder{}.header(1, 0).tensor("t", {256, 2}, static_cast<uint32_t>(t), 0).pad(32)
+    parse_fails(builder{}
+                    .header(1, 0)
+                    .tensor("t", {256, 2}, static_cast<uint32_t>(t), 0)
+                    .pad(32)
                     .zeros(2 * *bytes_for(t, 256) - 1),
                 parse_errc::out_of_bounds);
   }
@@ -311,8 +311,8 @@ TEST_CASE("a tensor type Hearth does not read is refused by name, saying what wo
 TEST_CASE("a file that fails to parse is named in the message", "[gguf]") {
   const std::string path = (std::filesystem::temp_directory_path() / "hearth-iq2.gguf").string();
   const auto bytes = builder{}.header(1, 0).tensor("output.weight", {256}, 16, 0).pad(32).zeros(512).b;
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   auto r = file::open(path);
   std::filesystem::remove(path);
   REQUIRE_FALSE(r.ok());

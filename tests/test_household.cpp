@@ -356,7 +356,8 @@ TEST_CASE("a sweep always runs the baseline first, and compares every capacity t
   const auto both = make_sweep_configs(grid, engine_config{}, 4096);
   CHECK(both.size() == 1 + 8);
   for (const auto& c : both) {
-    if (c.cfg.mode == placement_mode::disaggregated) CHECK((c.cfg.worker_cpus == "0" && c.cfg.decode_cpus == "1"));
+    if (c.cfg.mode == placement_mode::disaggregated)
+      CHECK((c.cfg.worker_cpus == "0" && c.cfg.decode_cpus == "1"));
   }
 
   // Each configuration's simulated server: 90 % attainment up to a capacity of its own.

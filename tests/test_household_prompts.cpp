@@ -104,7 +104,8 @@ TEST_CASE("a schedule plans exact prompts, fits the context, and keeps request k
   }
 }
 
-TEST_CASE("a trace replays its own prompts or synthesised ones, and unknown tenants are refused", "[household]") {
+TEST_CASE("a trace replays its own prompts or synthesised ones, and unknown tenants are refused",
+          "[household]") {
   const tokenizer& tok = vocab_of("micro");
   auto w = parse_workload(default_workload_text());
   REQUIRE(w.ok());

@@ -65,15 +65,16 @@ TEST_CASE("the prefix cache matches whole chained blocks of the same salt", "[kv
   CHECK(kv.stats().hits == 3);
 }
 
-TEST_CASE("shared blocks count references, and unreferenced cached blocks are evicted oldest first", "[kv_cache]") {
+TEST_CASE("shared blocks count references, and unreferenced cached blocks are evicted oldest first",
+          "[kv_cache]") {
   kv_cache kv(4, 2);
   const auto a = iota_tokens(4), b = iota_tokens(4, 100);
   const auto ta = fill(kv, a, 0);
   auto m = kv.match_prefix(a, 0, 2);  // a second sequence shares both blocks
   kv.release(ta);
-  CHECK(kv.stats().used == 2);        // still referenced by the second
+  CHECK(kv.stats().used == 2);  // still referenced by the second
   kv.release(m.blocks);
-  const auto tb = fill(kv, b, 0);     // takes the two free blocks
+  const auto tb = fill(kv, b, 0);  // takes the two free blocks
   kv.release(tb);
   CHECK(kv.stats().cached == 4);
   // A new allocation evicts the least recently released: a's blocks.

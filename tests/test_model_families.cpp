@@ -35,8 +35,8 @@ gguf::writer relabelled(model_arch arch) {
   const std::string a = to_string(arch);
   w.set("general.architecture", a);
   const std::pair<const char*, uint32_t> keys[] = {
-      {"context_length", 256}, {"embedding_length", 64}, {"block_count", 2}, {"feed_forward_length", 96},
-      {"attention.head_count", 4}, {"attention.head_count_kv", 2}};
+      {"context_length", 256},     {"embedding_length", 64},    {"block_count", 2},
+      {"feed_forward_length", 96}, {"attention.head_count", 4}, {"attention.head_count_kv", 2}};
   for (const auto& [key, n] : keys) w.set(a + "." + key, n);
   return w;
 }
@@ -53,7 +53,8 @@ hparams tiny(model_arch arch) {
 
 }  // namespace
 
-TEST_CASE("qwen3 and phi3 files read back with their family's tensors, tokens and template", "[hparams][families]") {
+TEST_CASE("qwen3 and phi3 files read back with their family's tensors, tokens and template",
+          "[hparams][families]") {
   SECTION("qwen3") {
     auto m = parse(model_writer(family(model_arch::qwen3)));
     auto hp = read_hparams(m.file);
@@ -243,7 +244,8 @@ TEST_CASE("backend logits match the reference forward: qwen3 and phi3", "[cpu_ba
       INFO(c.name << " " << traits_of(dtype).name);
       auto w = model_writer(family(c.arch, dtype));
       if (c.long_rope) {
-        w.add_tensor("rope_factors_long.weight", tensor_type::f32, {8}, floats_bytes(std::vector<float>(8, 4.0f)));
+        w.add_tensor("rope_factors_long.weight", tensor_type::f32, {8},
+                     floats_bytes(std::vector<float>(8, 4.0f)));
         w.add_tensor("rope_factors_short.weight", tensor_type::f32, {8},
                      floats_bytes({1.0f, 1.1f, 1.3f, 1.7f, 2.0f, 2.5f, 3.0f, 4.0f}));
         w.set("phi3.rope.scaling.attn_factor", 1.2f);

@@ -41,23 +41,27 @@ parsed parse(const gguf::writer& w) {
 TEST_CASE("presets have the advertised shapes", "[model_maker]") {
   const auto* tiny = find_preset("tiny");
   REQUIRE(tiny);
-  CHECK((tiny->n_embd == 288 && tiny->n_layer == 6 && tiny->n_head == 6 && tiny->n_ff == 768 && tiny->n_vocab == 32000));
+  CHECK((tiny->n_embd == 288 && tiny->n_layer == 6 && tiny->n_head == 6 && tiny->n_ff == 768 &&
+         tiny->n_vocab == 32000));
   const auto* small = find_preset("small");
   REQUIRE(small);
   CHECK((small->n_embd == 768 && small->n_layer == 12 && small->n_head == 12 && small->n_ff == 2048));
   const auto* b1 = find_preset("1b");
   REQUIRE(b1);
-  CHECK((b1->n_embd == 2048 && b1->n_layer == 22 && b1->n_head == 32 && b1->n_head_kv == 4 && b1->n_ff == 5632));
+  CHECK((b1->n_embd == 2048 && b1->n_layer == 22 && b1->n_head == 32 && b1->n_head_kv == 4 &&
+         b1->n_ff == 5632));
   CHECK_FALSE(find_preset("7b"));
   for (const auto& p : model_presets()) {
-    for (auto t : {tensor_type::f32, tensor_type::bf16, tensor_type::f16, tensor_type::q8_0, tensor_type::q4_0}) {
+    for (auto t :
+         {tensor_type::f32, tensor_type::bf16, tensor_type::f16, tensor_type::q8_0, tensor_type::q4_0}) {
       CHECK(validate(make_options{p, t, 1, tokenizer_kind::bpe, 2048}).ok());
     }
   }
 }
 
 TEST_CASE("a generated model reads back with its hyper-parameters", "[model_maker]") {
-  for (auto dtype : {tensor_type::f32, tensor_type::bf16, tensor_type::f16, tensor_type::q8_0, tensor_type::q4_0}) {
+  for (auto dtype :
+       {tensor_type::f32, tensor_type::bf16, tensor_type::f16, tensor_type::q8_0, tensor_type::q4_0}) {
     INFO(traits_of(dtype).name);
     auto m = parse(model_writer(test_options(dtype)));
     auto hp = read_hparams(m.file);
@@ -154,7 +158,8 @@ TEST_CASE("the vocabulary survives the file and tokenizes text", "[model_maker][
     const std::string text = "Dinner at 7:30 — the kitchen is warm. Grüße, 你好 🙂\n\tdone";
     const auto ids = tok->encode(text, {.add_bos = false, .parse_special = false});
     CHECK(tok->decode(ids) == text);
-    CHECK(detect_chat_format(v->chat_template) == (kind == tokenizer_kind::bpe ? chat_format::llama3 : chat_format::llama2));
+    CHECK(detect_chat_format(v->chat_template) ==
+          (kind == tokenizer_kind::bpe ? chat_format::llama3 : chat_format::llama2));
   }
 }
 
@@ -239,8 +244,8 @@ TEST_CASE("qwen2 files use half-split RoPE and biases", "[hparams]") {
   auto w = model_writer(test_options());
   w.set("general.architecture", std::string("qwen2"));
   const std::pair<const char*, uint32_t> keys[] = {
-      {"context_length", 256}, {"embedding_length", 64}, {"block_count", 2}, {"feed_forward_length", 128},
-      {"attention.head_count", 4}, {"attention.head_count_kv", 2}};
+      {"context_length", 256},      {"embedding_length", 64},    {"block_count", 2},
+      {"feed_forward_length", 128}, {"attention.head_count", 4}, {"attention.head_count_kv", 2}};
   for (const auto& [key, n] : keys) w.set(std::string("qwen2.") + key, n);
   for (int l = 0; l < 2; ++l) {
     for (const char* t : {"q", "k", "v"}) {

@@ -37,8 +37,10 @@ TEST_CASE("the registry knows every policy by name", "[policies]") {
 }
 
 TEST_CASE("without tenants every policy orders by arrival and preempts the latest arrival", "[policies]") {
-  const request_view waiting[] = {{.id = 7, .arrival_s = 3.0}, {.id = 2, .arrival_s = 1.0}, {.id = 5, .arrival_s = 1.0}};
-  const request_view running[] = {{.id = 1, .arrival_s = 0.5}, {.id = 9, .arrival_s = 4.0}, {.id = 4, .arrival_s = 2.0}};
+  const request_view waiting[] = {
+      {.id = 7, .arrival_s = 3.0}, {.id = 2, .arrival_s = 1.0}, {.id = 5, .arrival_s = 1.0}};
+  const request_view running[] = {
+      {.id = 1, .arrival_s = 0.5}, {.id = 9, .arrival_s = 4.0}, {.id = 4, .arrival_s = 2.0}};
   const policy_snapshot s{waiting, running, 5.0};
   const uint32_t all[] = {0, 1, 2}, some[] = {0, 2};
   for (const std::string& name : policy_names()) {
@@ -52,7 +54,8 @@ TEST_CASE("without tenants every policy orders by arrival and preempts the lates
 
 TEST_CASE("priority serves classes in order, FCFS within a class", "[policies]") {
   const auto p = make_policy("priority");
-  const request_view waiting[] = {req(1, 2, 9.0), req(2, 1, 9.5), req(3, 0, 9.9), req(4, 1, 9.2), req(5, 0, 9.8)};
+  const request_view waiting[] = {req(1, 2, 9.0), req(2, 1, 9.5), req(3, 0, 9.9), req(4, 1, 9.2),
+                                  req(5, 0, 9.8)};
   const policy_snapshot s{.waiting = waiting, .running = {}, .now_s = 10.0, .tenants = household};
   CHECK(p->order_waiting(s) == std::vector<uint32_t>{4, 2, 3, 1, 0});
 }
@@ -87,15 +90,17 @@ TEST_CASE("vtc serves the tenant with the least service first, FCFS within a ten
   };
   // b starts 60 behind; its first prompt (100 tokens at weight 2) brings it to 90, still behind;
   // the second to 140, so a's oldest goes next; then b again (140 < 150).
-  const request_view waiting[] = {waiting_req(1, 0, 1.0, 50), waiting_req(2, 1, 2.0, 100), waiting_req(3, 1, 3.0, 100),
-                                  waiting_req(4, 0, 4.0, 50), waiting_req(5, 1, 5.0, 100)};
+  const request_view waiting[] = {waiting_req(1, 0, 1.0, 50), waiting_req(2, 1, 2.0, 100),
+                                  waiting_req(3, 1, 3.0, 100), waiting_req(4, 0, 4.0, 50),
+                                  waiting_req(5, 1, 5.0, 100)};
   const policy_snapshot s{.waiting = waiting, .running = {}, .now_s = 6.0, .tenants = tenants};
   CHECK(p->order_waiting(s) == std::vector<uint32_t>{1, 2, 0, 4, 3});
 }
 
 TEST_CASE("vtc preempts the latest request of the tenant with the most service", "[policies]") {
   const auto p = make_policy("vtc");
-  const tenant_view tenants[] = {{.name = "a", .service = 100}, {.name = "b", .service = 300}, {.name = "c", .service = 50}};
+  const tenant_view tenants[] = {
+      {.name = "a", .service = 100}, {.name = "b", .service = 300}, {.name = "c", .service = 50}};
   const request_view running[] = {req(1, 1, 1.0), req(2, 1, 2.0), req(3, 0, 3.0), req(4, 2, 4.0)};
   const policy_snapshot s{.waiting = {}, .running = running, .now_s = 5.0, .tenants = tenants};
   const uint32_t all[] = {0, 1, 2, 3}, not_b[] = {2, 3};
@@ -131,7 +136,9 @@ struct fair_share_sim {
   }
 
   void arrive(uint32_t t) {
-    waiting.push_back({.id = next_id, .tenant_index = t, .arrival_s = static_cast<double>(next_id),
+    waiting.push_back({.id = next_id,
+                       .tenant_index = t,
+                       .arrival_s = static_cast<double>(next_id),
                        .prompt_tokens = 16 + static_cast<uint32_t>(draws.below(497))});
     output.push_back(16 + static_cast<uint32_t>(draws.below(241)));
     ++next_id;
@@ -141,8 +148,8 @@ struct fair_share_sim {
   void serve(const policy& p, int decisions) {
     for (int d = 0; d < decisions; ++d) {
       for (uint32_t t = 0; t < tenants.size(); ++t) tenants[t].service = counters.counters()[t];
-      const policy_snapshot s{.waiting = waiting, .running = {}, .now_s = static_cast<double>(next_id),
-                              .tenants = tenants};
+      const policy_snapshot s{
+          .waiting = waiting, .running = {}, .now_s = static_cast<double>(next_id), .tenants = tenants};
       const uint32_t i = p.order_waiting(s).front();
       const uint32_t t = waiting[i].tenant_index;
       counters.dequeue(t);
@@ -183,7 +190,8 @@ TEST_CASE("slo serves the earliest TTFT deadline still ahead first, missed ones 
   // Deadlines: docs 9.0 + 2 s = 11.0; voice 10.5 + 0.3 s = 10.8; voice 8.0 + 0.3 s = 8.3 and docs
   // 6.0 + 2 s = 8.0 (missed: after those that can still make it, earliest first); nightly has no
   // TTFT target and goes last despite arriving first.
-  const request_view waiting[] = {req(1, 1, 9.0), req(2, 0, 10.5), req(3, 2, 1.0), req(4, 0, 8.0), req(5, 1, 6.0)};
+  const request_view waiting[] = {req(1, 1, 9.0), req(2, 0, 10.5), req(3, 2, 1.0), req(4, 0, 8.0),
+                                  req(5, 1, 6.0)};
   const policy_snapshot s{.waiting = waiting, .running = {}, .now_s = 10.6, .tenants = household};
   CHECK(p->order_waiting(s) == std::vector<uint32_t>{1, 0, 4, 3, 2});
 }
@@ -195,7 +203,10 @@ TEST_CASE("slo puts a request that cannot finish its prefill by its deadline aft
   // arrived at 10.8, deadline 11.1, 40 tokens: in time).
   request_view waiting[] = {req(1, 1, 9.0), req(2, 0, 10.8)};
   waiting[1].prompt_tokens = 40;
-  policy_snapshot s{.waiting = waiting, .running = {}, .now_s = 10.6, .tenants = household,
+  policy_snapshot s{.waiting = waiting,
+                    .running = {},
+                    .now_s = 10.6,
+                    .tenants = household,
                     .step_time = {.per_token_ms = 1}};
   waiting[0].prompt_tokens = 300;  // 0.3 s: ends at 10.9, in time, and its deadline is earlier
   CHECK(p->order_waiting(s) == std::vector<uint32_t>{0, 1});
@@ -217,7 +228,8 @@ TEST_CASE("slo preempts the loosest ITL target, latest arrival first", "[policie
 namespace {
 
 request_view decoding(request_id id, uint32_t tenant) {
-  return {.id = id, .tenant_index = tenant, .prompt_tokens = 64, .computed_tokens = 70, .generated_tokens = 7};
+  return {
+      .id = id, .tenant_index = tenant, .prompt_tokens = 64, .computed_tokens = 70, .generated_tokens = 7};
 }
 
 }  // namespace
@@ -229,10 +241,18 @@ TEST_CASE("slo and household cap prefill so the predicted step keeps the tightes
   const auto p = make_policy(name);
   static_assert(slo_policy::default_min_prefill_tokens == household_policy::default_min_prefill_tokens);
   // Three voice streams (ITL 100 ms) and a docs stream decode; a docs prompt is mid-prefill.
-  const request_view running[] = {decoding(1, 0), decoding(2, 0), decoding(3, 0), decoding(4, 1),
-                                  {.id = 5, .tenant_index = 1, .prompt_tokens = 1500, .computed_tokens = 512}};
-  policy_snapshot s{.waiting = {}, .running = running, .now_s = 10.0, .tenants = household,
-                    .step_time = {.base_ms = 10, .per_token_ms = 0.05, .per_seq_ms = 0.5}, .max_batched_tokens = 4096};
+  const request_view running[] = {
+      decoding(1, 0),
+      decoding(2, 0),
+      decoding(3, 0),
+      decoding(4, 1),
+      {.id = 5, .tenant_index = 1, .prompt_tokens = 1500, .computed_tokens = 512}};
+  policy_snapshot s{.waiting = {},
+                    .running = running,
+                    .now_s = 10.0,
+                    .tenants = household,
+                    .step_time = {.base_ms = 10, .per_token_ms = 0.05, .per_seq_ms = 0.5},
+                    .max_batched_tokens = 4096};
   const auto cap = p->prefill_cap(s);
   REQUIRE(cap);
   const double decodes = 4, seqs = 6;
@@ -304,8 +324,12 @@ TEST_CASE("slo spends the long gaps streams have earned only on a prompt that wo
   request_view docs = req(9, 1, 10.0);
   docs.prompt_tokens = 37000;
   std::vector<request_view> waiting = {docs};
-  policy_snapshot s{.waiting = waiting, .running = running, .now_s = 10.0, .tenants = tenants,
-                    .step_time = {.base_ms = 10, .per_token_ms = 0.05, .per_seq_ms = 0.5}, .max_batched_tokens = 8192};
+  policy_snapshot s{.waiting = waiting,
+                    .running = running,
+                    .now_s = 10.0,
+                    .tenants = tenants,
+                    .step_time = {.base_ms = 10, .per_token_ms = 0.05, .per_seq_ms = 0.5},
+                    .max_batched_tokens = 8192};
   CHECK(p->prefill_cap(s) == 8192u);  // nobody holds the step back: the whole budget
 
   auto capped_at = [&](double itl_ms) {

@@ -75,7 +75,8 @@ TEST_CASE("the other requests parse", "[protocol]") {
   CHECK(parse_as<ping_request>(R"({"type":"ping","id":"p1"})").id == "p1");
   CHECK(parse_as<models_request>(R"({"type":"models","id":"m1"})").id == "m1");
   CHECK(parse_as<stats_request>(R"({"type":"stats","id":"s1","tenant":"docs"})").tenant == "docs");
-  const auto a = parse_as<admin_request>(R"({"type":"admin","id":"a1","action":"set_policy","policy":"slo"})");
+  const auto a =
+      parse_as<admin_request>(R"({"type":"admin","id":"a1","action":"set_policy","policy":"slo"})");
   CHECK((a.action == "set_policy" && a.policy == "slo"));
   CHECK(parse_as<admin_request>(R"({"type":"admin","id":"a2","action":"reload"})").action == "reload");
 }
@@ -98,7 +99,8 @@ TEST_CASE("top_k is bounded by the model's vocabulary", "[protocol]") {
 }
 
 TEST_CASE("replies are protocol.md's JSON", "[protocol]") {
-  CHECK(json::parse(encode_accepted("t", 42)) == json{{"type", "accepted"}, {"id", "t"}, {"prompt_tokens", 42}});
+  CHECK(json::parse(encode_accepted("t", 42)) ==
+        json{{"type", "accepted"}, {"id", "t"}, {"prompt_tokens", 42}});
   CHECK(json::parse(encode_token("t", 0, 3821, "Done")) ==
         json{{"type", "token"}, {"id", "t"}, {"index", 0}, {"token", 3821}, {"text", "Done"}});
   const std::string whole = "Done.";
@@ -118,5 +120,7 @@ TEST_CASE("replies are protocol.md's JSON", "[protocol]") {
 
 TEST_CASE("invalid UTF-8 from the model never breaks a reply", "[protocol]") {
   const json t = json::parse(encode_token("t", 1, 7, std::string("a\xff") + "b"));
-  CHECK(t["text"] == "a\xEF\xBF\xBD" "b");  // U+FFFD
+  CHECK(t["text"] ==
+        "a\xEF\xBF\xBD"
+        "b");  // U+FFFD
 }

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "kernels/reference_model.hpp"
-#include "model_test_support.hpp"
 #include "kernels/reference_ops.hpp"
+#include "model_test_support.hpp"
 #include "test_seed.hpp"
 
 using namespace hearth;
@@ -48,13 +48,13 @@ reference_weights random_weights(const hparams& hp, std::mt19937_64& rng) {
   reference_weights w;
   w.layers.resize(hp.n_layer);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for_each_weight(hp, w, [&](const std::string& name, const std::vector<uint64_t>& dims,
-                             std::vector<float>& data) {
-    const bool is_norm = name.find("norm") != std::string::npos;
-    const float scale = dims.size() == 2 ? 1.0f / std::sqrt(static_cast<float>(dims[0])) : 0.1f;
-    data.resize(dims.size() == 2 ? dims[0] * dims[1] : dims[0]);
-    for (auto& x : data) x = (is_norm ? 1.0f : 0.0f) + scale * normal(rng);
-  });
+  for_each_weight(
+      hp, w, [&](const std::string& name, const std::vector<uint64_t>& dims, std::vector<float>& data) {
+        const bool is_norm = name.find("norm") != std::string::npos;
+        const float scale = dims.size() == 2 ? 1.0f / std::sqrt(static_cast<float>(dims[0])) : 0.1f;
+        data.resize(dims.size() == 2 ? dims[0] * dims[1] : dims[0]);
+        for (auto& x : data) x = (is_norm ? 1.0f : 0.0f) + scale * normal(rng);
+      });
   return w;
 }
 
@@ -73,12 +73,13 @@ void check_close(std::span<const float> got, std::span<const float> want, double
   }
 }
 
-std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
+std::vector<float> copy(std::span<const float> s) {
+  return {s.begin(), s.end()};
+}
 
 }  // namespace
 
-TEST_CASE("decoding one token at a time equals prefill, through rewinds and resets",
-          "[reference_model]") {
+TEST_CASE("decoding one token at a time equals prefill, through rewinds and resets", "[reference_model]") {
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
@@ -129,8 +130,7 @@ TEST_CASE("out-of-range tokens and positions change nothing", "[reference_model]
   CHECK(m.n_past() == 4);
 }
 
-TEST_CASE("create rejects inconsistent hparams and weights, naming the problem",
-          "[reference_model]") {
+TEST_CASE("create rejects inconsistent hparams and weights, naming the problem", "[reference_model]") {
   std::mt19937_64 rng(2);
   const hparams hp = tiny_llama();
   const reference_weights w = random_weights(hp, rng);
@@ -308,8 +308,12 @@ struct tiny_weights {
   std::array<vec2, 3> output = {vec2{1, 0}, {0, 1}, {1, 1}};
 };
 
-vec2 operator+(vec2 a, vec2 b) { return {a[0] + b[0], a[1] + b[1]}; }
-vec2 operator*(double s, vec2 a) { return {s * a[0], s * a[1]}; }
+vec2 operator+(vec2 a, vec2 b) {
+  return {a[0] + b[0], a[1] + b[1]};
+}
+vec2 operator*(double s, vec2 a) {
+  return {s * a[0], s * a[1]};
+}
 vec2 operator*(const mat2& m, vec2 x) {
   return {m[0][0] * x[0] + m[0][1] * x[1], m[1][0] * x[0] + m[1][1] * x[1]};
 }
@@ -322,12 +326,13 @@ vec2 rotate(vec2 x, int pos) {
   const std::complex<double> z = std::complex<double>(x[0], x[1]) * std::polar(1.0, double(pos));
   return {z.real(), z.imag()};
 }
-double dot2(vec2 a, vec2 b) { return a[0] * b[0] + a[1] * b[1]; }
+double dot2(vec2 a, vec2 b) {
+  return a[0] * b[0] + a[1] * b[1];
+}
 
 // Logits of token b at position 1 after token a at position 0 (or of a at 0 when `second` is
 // false), written with complex rotation and the two-way softmax as a sigmoid.
-std::array<double, 3> tiny_expected(const tiny_weights& t, int a, int b, bool second,
-                                    double eps) {
+std::array<double, 3> tiny_expected(const tiny_weights& t, int a, int b, bool second, double eps) {
   auto project = [&](int tok) {
     const vec2 h = norm(t.embd[tok], t.attn_norm, eps);
     return std::array<vec2, 3>{t.wq * h, t.wk * h, t.wv * h};
@@ -418,12 +423,11 @@ TEST_CASE("rmsnorm, silu, softmax and matvec match their formulas", "[reference_
   std::vector<float> p = {1, 2, 3};
   ref::softmax(p);
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
-  check_close(p, std::vector<float>{float(std::exp(1.0) / z), float(std::exp(2.0) / z),
-                                    float(std::exp(3.0) / z)});
+  check_close(
+      p, std::vector<float>{float(std::exp(1.0) / z), float(std::exp(2.0) / z), float(std::exp(3.0) / z)});
   std::vector<float> big = {1000, 1001, -std::numeric_limits<float>::infinity()};
   ref::softmax(big);  // no overflow: shifted by the max
-  check_close(big, std::vector<float>{float(1 / (1 + std::exp(1.0))),
-                                      float(1 / (1 + std::exp(-1.0))), 0});
+  check_close(big, std::vector<float>{float(1 / (1 + std::exp(1.0))), float(1 / (1 + std::exp(-1.0))), 0});
   std::vector<float> one = {-7};
   ref::softmax(one);
   CHECK(one[0] == 1.0f);

@@ -124,7 +124,8 @@ TEST_CASE("at temperature T the draws follow softmax(logits / T)", "[sampler]") 
 namespace {
 
 // Draws 2000 tokens from four candidates with each setting of one filter and checks which survive.
-void check_kept(const std::vector<std::pair<float, std::set<token_id>>>& cases, float sampling_params::*field) {
+void check_kept(const std::vector<std::pair<float, std::set<token_id>>>& cases,
+                float sampling_params::*field) {
   const auto logits = logits_of({0.5, 0.3, 0.15, 0.05});
   test::seed_sequence seeds(test::test_seed());
   for (const auto& [value, kept] : cases) {
@@ -140,11 +141,13 @@ void check_kept(const std::vector<std::pair<float, std::set<token_id>>>& cases, 
 }  // namespace
 
 TEST_CASE("top_p keeps the smallest set that reaches p", "[sampler]") {
-  check_kept({{0.45f, {0}}, {0.75f, {0, 1}}, {0.85f, {0, 1, 2}}, {1.0f, {0, 1, 2, 3}}}, &sampling_params::top_p);
+  check_kept({{0.45f, {0}}, {0.75f, {0, 1}}, {0.85f, {0, 1, 2}}, {1.0f, {0, 1, 2, 3}}},
+             &sampling_params::top_p);
 }
 
 TEST_CASE("min_p drops tokens below min_p times the top probability", "[sampler]") {
-  check_kept({{0.2f, {0, 1, 2}}, {0.5f, {0, 1}}, {0.9f, {0}}, {0.05f, {0, 1, 2, 3}}}, &sampling_params::min_p);
+  check_kept({{0.2f, {0, 1, 2}}, {0.5f, {0, 1}}, {0.9f, {0}}, {0.05f, {0, 1, 2, 3}}},
+             &sampling_params::min_p);
 }
 
 TEST_CASE("top_k keeps the k most likely tokens, ties to the lower id", "[sampler]") {
@@ -168,9 +171,9 @@ TEST_CASE("the repetition penalty moves the argmax off recent tokens", "[sampler
   const std::vector<float> positive = {2.0f, 1.9f, 0.5f};  // 2.0 / 1.5 = 1.33 < 1.9
   CHECK(s.sample(positive, std::vector<token_id>{}) == 0);
   CHECK(s.sample(positive, std::vector<token_id>{0}) == 1);
-  CHECK(s.sample(positive, std::vector<token_id>{0, 2, 2, 2}) == 0);  // 0 is outside the window
+  CHECK(s.sample(positive, std::vector<token_id>{0, 2, 2, 2}) == 0);   // 0 is outside the window
   CHECK(s.sample(positive, std::vector<token_id>{-3, 7, 1000}) == 0);  // unknown ids ignored
-  const std::vector<float> negative = {-1.0f, -1.2f};  // -1.0 * 1.5 = -1.5 < -1.2
+  const std::vector<float> negative = {-1.0f, -1.2f};                  // -1.0 * 1.5 = -1.5 < -1.2
   CHECK(s.sample(negative, std::vector<token_id>{0}) == 1);
   // Once per distinct token: 4.0 / 1.5 = 2.67 > 1.5 (thrice would be 1.19).
   CHECK(s.sample(std::vector<float>{4.0f, 1.5f}, std::vector<token_id>{0, 0, 0}) == 0);

@@ -61,20 +61,23 @@ outcome drive(scheduler_core& core, step_runner& runner,
   return o;
 }
 
-request make_request(std::vector<token_id> prompt, uint32_t max_tokens, uint64_t seed, std::string tenant = "t") {
+request make_request(std::vector<token_id> prompt, uint32_t max_tokens, uint64_t seed,
+                     std::string tenant = "t") {
   request r;
   r.tenant = std::move(tenant);
   r.prompt = std::move(prompt);
   r.max_tokens = max_tokens;
   // Half greedy, half sampled: draws depend on (seed, index) only, so both must replay exactly.
-  r.sampling = seed % 2 ? sampling_params{.temperature = 0} : sampling_params{.temperature = 0.9f, .top_k = 40, .seed = seed};
+  r.sampling = seed % 2 ? sampling_params{.temperature = 0}
+                        : sampling_params{.temperature = 0.9f, .top_k = 40, .seed = seed};
   return r;
 }
 
 std::vector<request> mixed_requests(size_t n, const engine_model& m, std::mt19937_64& rng) {
   std::vector<request> rs;
   std::uniform_int_distribution<size_t> len(1, 90), gen(1, 24);
-  for (size_t i = 0; i < n; ++i) rs.push_back(make_request(random_prompt(len(rng), 600, rng), static_cast<uint32_t>(gen(rng)), i));
+  for (size_t i = 0; i < n; ++i)
+    rs.push_back(make_request(random_prompt(len(rng), 600, rng), static_cast<uint32_t>(gen(rng)), i));
   (void)m;
   return rs;
 }
@@ -98,10 +101,14 @@ TEST_CASE("concurrent requests get exactly the tokens they get alone", "[schedul
   struct budget {
     uint32_t tokens, threshold, partial, block;
   };
-  for (const budget b : {budget{64, 16, 2, 16}, budget{256, 128, 4, 16}, budget{40, 0, 1, 8}, budget{512, 7, 8, 4}}) {
-    INFO("budget " << b.tokens << " threshold " << b.threshold << " partial " << b.partial << " block " << b.block);
+  for (const budget b :
+       {budget{64, 16, 2, 16}, budget{256, 128, 4, 16}, budget{40, 0, 1, 8}, budget{512, 7, 8, 4}}) {
+    INFO("budget " << b.tokens << " threshold " << b.threshold << " partial " << b.partial << " block "
+                   << b.block);
     auto be = m->backend(8192, b.block);
-    engine_config cfg{.max_batched_tokens = b.tokens, .max_seqs = 32, .long_prefill_threshold = b.threshold,
+    engine_config cfg{.max_batched_tokens = b.tokens,
+                      .max_seqs = 32,
+                      .long_prefill_threshold = b.threshold,
                       .max_partial_prefills = b.partial};
     scheduler_core core(cfg, *m->tok, 512, be->kv().n_blocks(), b.block, make_policy("fcfs"));
     for (size_t i = 0; i < rs.size(); ++i) core.add(i + 1, rs[i], 0);
@@ -126,7 +133,8 @@ TEST_CASE("a pool too small for the load preempts, recomputes and changes no tok
   for (size_t i = 0; i < 12; ++i) rs.push_back(make_request(random_prompt(40 + i * 3, 600, rng), 40, i));
   const auto expected = alone(*m, rs);
   auto be = m->backend(160, 8);  // 20 blocks: two or three requests at a time
-  engine_config cfg{.max_batched_tokens = 128, .max_seqs = 12, .long_prefill_threshold = 32, .max_preemptions = 2};
+  engine_config cfg{
+      .max_batched_tokens = 128, .max_seqs = 12, .long_prefill_threshold = 32, .max_preemptions = 2};
   scheduler_core core(cfg, *m->tok, 512, be->kv().n_blocks(), 8, make_policy("fcfs"));
   for (size_t i = 0; i < rs.size(); ++i) core.add(i + 1, rs[i], 0);
   step_runner runner(*be);
@@ -202,7 +210,8 @@ TEST_CASE("a cancel ends a request in every state, at once or when its step comp
   const auto m = engine_model::make();
   std::mt19937_64 rng(11);
   auto be = m->backend(2048);
-  engine_config cfg{.max_batched_tokens = 64, .max_seqs = 8, .long_prefill_threshold = 32, .max_partial_prefills = 1};
+  engine_config cfg{
+      .max_batched_tokens = 64, .max_seqs = 8, .long_prefill_threshold = 32, .max_partial_prefills = 1};
   scheduler_core core(cfg, *m->tok, 512, be->kv().n_blocks(), 16, make_policy("fcfs"));
   step_runner runner(*be);
   std::vector<request_event> events;
@@ -232,8 +241,11 @@ TEST_CASE("a cancel ends a request in every state, at once or when its step comp
   events.clear();
   REQUIRE(core.cancel(3, 0, events));
   core.complete(s3, runner.run(s3), 0, events);
-  CHECK(std::ranges::count_if(events, [](const request_event& e) { return e.id == 3 && e.kind == event_kind::token; }) == 0);
-  CHECK(std::ranges::count_if(events, [](const request_event& e) { return e.id == 3 && e.kind == event_kind::cancelled; }) == 1);
+  CHECK(std::ranges::count_if(
+            events, [](const request_event& e) { return e.id == 3 && e.kind == event_kind::token; }) == 0);
+  CHECK(std::ranges::count_if(events, [](const request_event& e) {
+          return e.id == 3 && e.kind == event_kind::cancelled;
+        }) == 1);
   CHECK(cancelled_now(4));
   CHECK_FALSE(core.cancel(4, 0, events));  // gone: a second cancel is a no-op
   CHECK_FALSE(core.has_work());
@@ -244,7 +256,9 @@ TEST_CASE("a cancel ends a request in every state, at once or when its step comp
 class capped_fcfs final : public policy {
  public:
   std::string_view name() const override { return "capped"; }
-  std::vector<uint32_t> order_waiting(const policy_snapshot& s) const override { return inner_.order_waiting(s); }
+  std::vector<uint32_t> order_waiting(const policy_snapshot& s) const override {
+    return inner_.order_waiting(s);
+  }
   uint32_t pick_victim(const policy_snapshot& s, std::span<const uint32_t> c) const override {
     return inner_.pick_victim(s, c);
   }
@@ -273,7 +287,8 @@ TEST_CASE("a policy's prefill cap limits prefill tokens per step, not decodes", 
   while (core.has_work()) {
     const step st = core.plan(0);
     uint32_t prefill = 0;
-    for (const auto& e : st.seqs) prefill += e.tokens.size() > 1 || !e.sample ? static_cast<uint32_t>(e.tokens.size()) : 0;
+    for (const auto& e : st.seqs)
+      prefill += e.tokens.size() > 1 || !e.sample ? static_cast<uint32_t>(e.tokens.size()) : 0;
     CHECK(prefill <= 10);
     core.complete(st, runner.run(st), 0, events);
   }
@@ -291,13 +306,15 @@ std::vector<std::string> first_finishers(const std::string& policy_name, size_t 
   REQUIRE(hp.ok());
   auto be = null_backend::create(*hp, 512, 16, 100);
   REQUIRE(be.ok());
-  engine_config cfg{.max_batched_tokens = 64, .max_seqs = 4, .long_prefill_threshold = 64, .max_partial_prefills = 1};
+  engine_config cfg{
+      .max_batched_tokens = 64, .max_seqs = 4, .long_prefill_threshold = 64, .max_partial_prefills = 1};
   cfg.tenants = {tenant_config{.name = "light", .weight = 1}, tenant_config{.name = "heavy", .weight = 3}};
   scheduler_core core(cfg, *m->tok, 512, 512, 16, make_policy(policy_name));
   std::vector<std::string> tenant_of(81);
   for (request_id id = 1; id <= 80; ++id) {
     tenant_of[id] = id <= 40 ? "light" : "heavy";
-    core.add(id, make_request(std::vector<token_id>(32, 7), 4, 1, tenant_of[id]), 0.001 * static_cast<double>(id));
+    core.add(id, make_request(std::vector<token_id>(32, 7), 4, 1, tenant_of[id]),
+             0.001 * static_cast<double>(id));
   }
   step_runner runner(**be);
   std::vector<request_event> events;
@@ -313,7 +330,8 @@ std::vector<std::string> first_finishers(const std::string& policy_name, size_t 
   return order;
 }
 
-TEST_CASE("configured tenants reach the policies: vtc shares service by weight, fcfs does not", "[scheduler_core]") {
+TEST_CASE("configured tenants reach the policies: vtc shares service by weight, fcfs does not",
+          "[scheduler_core]") {
   auto count = [](const std::vector<std::string>& v, const char* t) { return std::ranges::count(v, t); };
   const auto fair = first_finishers("vtc", 40);
   CAPTURE(fair);

@@ -223,8 +223,11 @@ TEST_CASE("under slo a voice turn's chunk goes ahead of a long document's, takin
   // arrives. Budget and slots go in the policy's order over waiting and mid-prefill requests
   // together: slo puts the voice turn's earlier deadline first; fcfs the documents' arrival.
   auto voice_start_step = [](const char* policy) {
-    engine_config cfg{.max_batched_tokens = 64, .max_seqs = 8, .long_prefill_threshold = 32,
-                      .max_partial_prefills = 2, .policy = policy};
+    engine_config cfg{.max_batched_tokens = 64,
+                      .max_seqs = 8,
+                      .long_prefill_threshold = 32,
+                      .max_partial_prefills = 2,
+                      .policy = policy};
     cfg.tenants = {{.name = "voice", .cls = tenant_class::interactive, .slo = {.ttft_ms = 1000}},
                    {.name = "docs", .slo = {.ttft_ms = 8000}}};
     rig r(cfg, 256, make_policy(policy));
@@ -247,7 +250,9 @@ namespace {
 class recording_slo final : public policy {
  public:
   std::string_view name() const override { return "recording"; }
-  std::vector<uint32_t> order_waiting(const policy_snapshot& s) const override { return inner_->order_waiting(s); }
+  std::vector<uint32_t> order_waiting(const policy_snapshot& s) const override {
+    return inner_->order_waiting(s);
+  }
   uint32_t pick_victim(const policy_snapshot& s, std::span<const uint32_t> c) const override {
     return inner_->pick_victim(s, c);
   }
@@ -264,9 +269,11 @@ class recording_slo final : public policy {
 
 }  // namespace
 
-TEST_CASE("the scheduler counts each stream's gaps and those over its tenant's ITL target", "[scheduler_tenants]") {
+TEST_CASE("the scheduler counts each stream's gaps and those over its tenant's ITL target",
+          "[scheduler_tenants]") {
   engine_config cfg{.max_batched_tokens = 64, .max_seqs = 8};
-  cfg.tenants = {{.name = "voice", .cls = tenant_class::interactive, .slo = {.itl_ms = 100}}, {.name = "nightly"}};
+  cfg.tenants = {{.name = "voice", .cls = tenant_class::interactive, .slo = {.itl_ms = 100}},
+                 {.name = "nightly"}};
   auto pol = std::make_unique<recording_slo>();
   const auto seen = pol->seen_;
   rig r(cfg, 256, std::move(pol));
@@ -285,7 +292,8 @@ TEST_CASE("the scheduler counts each stream's gaps and those over its tenant's I
   CHECK(seen->at(2) == std::pair(10u, 0u));
 }
 
-TEST_CASE("a request started in a step is never the victim of a preemption in that step", "[scheduler_tenants]") {
+TEST_CASE("a request started in a step is never the victim of a preemption in that step",
+          "[scheduler_tenants]") {
   // A pool of 8 blocks of 16. The document holds 6 blocks mid-prefill when a voice turn arrives
   // that needs the last 2: slo ranks the voice turn first, so it takes them, and when the
   // document's next chunk finds no block, the document gives way, not the turn it let ahead.

@@ -95,12 +95,15 @@ TEST_CASE("an empty configuration is development mode with the defaults", "[serv
 }
 
 TEST_CASE("bad fields are named with their line", "[serve]") {
-  CHECK_THAT(error_for("[server]\nendpont = \"x\""), Contains("home.toml:2: [server].endpont is not a known field"));
-  CHECK_THAT(error_for("[server]\nheartbeat_ms = 5"), Contains("home.toml:2: [server].heartbeat_ms must be from 10"));
+  CHECK_THAT(error_for("[server]\nendpont = \"x\""),
+             Contains("home.toml:2: [server].endpont is not a known field"));
+  CHECK_THAT(error_for("[server]\nheartbeat_ms = 5"),
+             Contains("home.toml:2: [server].heartbeat_ms must be from 10"));
   CHECK_THAT(error_for("[server]\ndrain_timeout_s = -1"),
              Contains("home.toml:2: [server].drain_timeout_s must be from 0"));
   CHECK_THAT(error_for("[server]\nendpoint = 5"), Contains("[server].endpoint must be a string"));
-  CHECK_THAT(error_for("[model]\ncompute = \"int4\""), Contains("home.toml:2: [model].compute must be one of"));
+  CHECK_THAT(error_for("[model]\ncompute = \"int4\""),
+             Contains("home.toml:2: [model].compute must be one of"));
   CHECK_THAT(error_for("[server]\nlog_level = \"loud\""),
              Contains("home.toml:2: [server].log_level must be one of"));
   CHECK_THAT(error_for("[model]\nkernels = \"fast\""),
@@ -179,7 +182,8 @@ TEST_CASE("key files: written 0600, read back, never overwritten, checked", "[se
   CHECK_FALSE(client::write_key_file(path, *pair).ok());
   // A public key that is not the secret's, and a broken line, are refused.
   const auto other = client::generate_key_pair();
-  std::ofstream(dir + "/mixed.key") << "public = \"" << other->public_key << "\"\nsecret = \"" << pair->secret_key << "\"\n";
+  std::ofstream(dir + "/mixed.key") << "public = \"" << other->public_key << "\"\nsecret = \""
+                                    << pair->secret_key << "\"\n";
   CHECK_THAT(client::read_key_file(dir + "/mixed.key").error().message, Contains("does not belong"));
   std::ofstream(dir + "/bad.key") << "public = " << other->public_key << "\n";
   CHECK_THAT(client::read_key_file(dir + "/bad.key").error().message, Contains("bad.key:1:"));

@@ -100,7 +100,8 @@ TEST_CASE("TOML syntax errors name the line", "[tenants]") {
 }
 
 TEST_CASE("every bad tenant field is named with its line", "[tenants]") {
-  CHECK_THAT(error_for("qouta = { max_queued = 1 }"), Contains("home.toml:3: tenant 'voice': qouta is not a known field"));
+  CHECK_THAT(error_for("qouta = { max_queued = 1 }"),
+             Contains("home.toml:3: tenant 'voice': qouta is not a known field"));
   CHECK_THAT(error_for("key = \"short\""), Contains(":3: tenant 'voice': key must be a CURVE public key"));
   CHECK_THAT(error_for("key = \"" + key_a.substr(0, 39) + "~\""), Contains("key must be a CURVE public key"));
   CHECK_THAT(error_for("key = \"" + std::string(40, '#') + "\""), Contains("key must be a CURVE public key"));
@@ -114,14 +115,20 @@ TEST_CASE("every bad tenant field is named with its line", "[tenants]") {
   CHECK_THAT(error_for("share_prefix = \"yes\""), Contains("share_prefix must be true or false"));
   CHECK_THAT(error_for("admin = 1"), Contains(":3: tenant 'voice': admin must be true or false"));
   CHECK_THAT(error_for("slo = 300"), Contains("slo must be a table"));
-  CHECK_THAT(error_for("slo = { ttft_ms = -1 }"), Contains(":3: tenant 'voice': slo.ttft_ms must be a number >= 0"));
+  CHECK_THAT(error_for("slo = { ttft_ms = -1 }"),
+             Contains(":3: tenant 'voice': slo.ttft_ms must be a number >= 0"));
   CHECK_THAT(error_for("slo = { itl_ms = inf }"), Contains("slo.itl_ms must be a number >= 0"));
-  CHECK_THAT(error_for("slo = { ttft = 300 }"), Contains("slo.ttft is not a known field (known: ttft_ms, itl_ms, itl_quantile)"));
-  CHECK_THAT(error_for("slo = { itl_quantile = 0 }"), Contains(":3: tenant 'voice': slo.itl_quantile must be a number > 0"));
+  CHECK_THAT(error_for("slo = { ttft = 300 }"),
+             Contains("slo.ttft is not a known field (known: ttft_ms, itl_ms, itl_quantile)"));
+  CHECK_THAT(error_for("slo = { itl_quantile = 0 }"),
+             Contains(":3: tenant 'voice': slo.itl_quantile must be a number > 0"));
   CHECK_THAT(error_for("slo = { itl_quantile = 1.5 }"), Contains("slo.itl_quantile must be at most 1"));
-  CHECK_THAT(error_for("quota = { max_queued = -1 }"), Contains(":3: tenant 'voice': quota.max_queued must be from 0"));
-  CHECK_THAT(error_for("quota = { max_concurrent = 1.5 }"), Contains("quota.max_concurrent must be a whole number"));
-  CHECK_THAT(error_for("quota = { tokens_per_minute = 5000000000 }"), Contains("quota.tokens_per_minute must be from 0"));
+  CHECK_THAT(error_for("quota = { max_queued = -1 }"),
+             Contains(":3: tenant 'voice': quota.max_queued must be from 0"));
+  CHECK_THAT(error_for("quota = { max_concurrent = 1.5 }"),
+             Contains("quota.max_concurrent must be a whole number"));
+  CHECK_THAT(error_for("quota = { tokens_per_minute = 5000000000 }"),
+             Contains("quota.tokens_per_minute must be from 0"));
   CHECK_THAT(error_for("quota = { rpm = 5 }"), Contains("quota.rpm is not a known field"));
 }
 
@@ -136,7 +143,8 @@ TEST_CASE("names must be present, well-formed and unique, and keys unique", "[te
   CHECK_THAT(error_of("[[tenant]]\nname = \"my voice\"\n"), Contains("tenant #1: name must be 1 to 64"));
   CHECK_THAT(error_of("[[tenant]]\nname = \"a\"\n[[tenant]]\nname = \"a\"\n"),
              Contains("home.toml:3: tenant 'a': name is already used by tenant #1"));
-  CHECK_THAT(error_of("[[tenant]]\nname = \"a\"\nkey = \"" + key_a + "\"\n[[tenant]]\nname = \"b\"\nkey = \"" + key_a + "\"\n"),
+  CHECK_THAT(error_of("[[tenant]]\nname = \"a\"\nkey = \"" + key_a +
+                      "\"\n[[tenant]]\nname = \"b\"\nkey = \"" + key_a + "\"\n"),
              Contains("home.toml:4: tenant 'b': key is already used by tenant 'a'"));
   CHECK_THAT(error_of("[tenant]\nname = \"a\"\n"), Contains("tenant must be an array of tables"));
 }

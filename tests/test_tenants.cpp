@@ -122,7 +122,7 @@ TEST_CASE("a preempted request back in the queue lifts nothing", "[tenants]") {
   c.dequeue(1);  // 1 starts at 500 (lifted) and is served
   c.charge(1, 100, 0);
   c.charge(0, 1000, 0);  // 0 at 1500, 1 at 600
-  c.requeue(1);  // preempted: interrupted service, not a new arrival
+  c.requeue(1);          // preempted: interrupted service, not a new arrival
   CHECK(c.counters()[1] == Approx(600));
   CHECK(c.backlogged(1));
 }
@@ -156,7 +156,9 @@ TEST_CASE("a reconfigured table keeps counters by tenant, and a new tenant start
 }
 
 TEST_CASE("tenant tables built in code are checked like the file's", "[tenants]") {
-  auto with_voice = [](tenant_config second) { return check_tenants({{.name = "voice"}, std::move(second)}); };
+  auto with_voice = [](tenant_config second) {
+    return check_tenants({{.name = "voice"}, std::move(second)});
+  };
   auto message = [&](tenant_config second) { return with_voice(std::move(second)).error().message; };
   CHECK(with_voice({.name = "docs"}).ok());
   CHECK_THAT(message({.name = "voice"}), Catch::Contains("twice"));

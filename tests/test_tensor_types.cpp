@@ -40,7 +40,7 @@ TEST_CASE("bytes_for follows the block layouts", "[tensor_types]") {
   CHECK_FALSE(bytes_for(tensor_type::f32, uint64_t{1} << 63));
   CHECK(bytes_for(tensor_type::q4_k, 512) == 288u);
   CHECK_FALSE(bytes_for(tensor_type::q6_k, 288));  // 256-element super-blocks
-  CHECK_FALSE(traits_of(uint32_t{16}));  // iq2_xxs: a ggml type Hearth does not read
+  CHECK_FALSE(traits_of(uint32_t{16}));            // iq2_xxs: a ggml type Hearth does not read
   CHECK(tensor_type_from_name("q8_0") == tensor_type::q8_0);
   CHECK(tensor_type_from_name("q5_k") == tensor_type::q5_k);
   CHECK(tensor_type_from_name("Q5_K") == tensor_type::q5_k);
@@ -92,11 +92,11 @@ TEST_CASE("every type round-trips within its precision", "[tensor_types]") {
   // (q4_K), 0.076 (iq4_nl), 0.078 (q4_1), 0.086 (q4_0), 0.152 (q3_K), 0.296 (q2_K) over five
   // seeds, each within 2 %; the bounds leave ~15 %.
   const bound bounds[] = {
-      {tensor_type::f32, 0.0},     {tensor_type::f16, 3e-4},    {tensor_type::bf16, 2.5e-3},
-      {tensor_type::q8_0, 6.5e-3}, {tensor_type::q8_k, 8.5e-3}, {tensor_type::q6_k, 0.021},
-      {tensor_type::q5_k, 0.042},  {tensor_type::q5_1, 0.044},  {tensor_type::q5_0, 0.05},
+      {tensor_type::f32, 0.0},     {tensor_type::f16, 3e-4},     {tensor_type::bf16, 2.5e-3},
+      {tensor_type::q8_0, 6.5e-3}, {tensor_type::q8_k, 8.5e-3},  {tensor_type::q6_k, 0.021},
+      {tensor_type::q5_k, 0.042},  {tensor_type::q5_1, 0.044},   {tensor_type::q5_0, 0.05},
       {tensor_type::q4_k, 0.082},  {tensor_type::iq4_nl, 0.088}, {tensor_type::q4_1, 0.09},
-      {tensor_type::q4_0, 0.1},    {tensor_type::q3_k, 0.175},  {tensor_type::q2_k, 0.34},
+      {tensor_type::q4_0, 0.1},    {tensor_type::q3_k, 0.175},   {tensor_type::q2_k, 0.34},
   };
   REQUIRE(std::size(bounds) == tensor_types().size());
   for (auto [type, tol] : bounds) {

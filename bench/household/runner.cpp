@@ -98,8 +98,8 @@ class recorder final : public bench_sink {
 
 // The ETA: the arrivals still to come, then about one request's time end to end for the last
 // ones (the mean so far), never past the drain deadline.
-void draw_progress(std::FILE* out, double now_s, double last_arrival_s, double deadline_s, size_t sent, size_t ended,
-                   size_t total, double mean_e2e_s) {
+void draw_progress(std::FILE* out, double now_s, double last_arrival_s, double deadline_s, size_t sent,
+                   size_t ended, size_t total, double mean_e2e_s) {
   const double frac = total == 0 ? 1.0
                                  : 0.5 * std::min(1.0, now_s / std::max(last_arrival_s, 1e-9)) +
                                        0.5 * static_cast<double>(ended) / static_cast<double>(total);
@@ -124,7 +124,8 @@ run_result run_open_loop(bench_target& target, const std::vector<bench_request>&
   std::atomic<size_t> sent{0};
   std::atomic<bool> stop{false};
   std::thread sampler([&] {
-    const auto period = std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(opt.gauge_period_s));
+    const auto period =
+        std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(opt.gauge_period_s));
     // A slow answer delays the next sample rather than bunching the ones after it. At least
     // one sample, however short the run.
     auto next = t0;

@@ -22,8 +22,8 @@ struct chart {
   std::string title, x_label, y_label;
   std::vector<chart_series> series;
   double y_min = 0, y_max = 1;
-  double reference_y = NAN;  //!< a dashed horizontal line (e.g. the 90 % target); NaN: none
-  double reference_x = NAN;  //!< a dashed vertical line (e.g. an SLO target, ms); NaN: none
+  double reference_y = NAN;            //!< a dashed horizontal line (e.g. the 90 % target); NaN: none
+  double reference_x = NAN;            //!< a dashed vertical line (e.g. an SLO target, ms); NaN: none
   std::string reference_x_label = {};  //!< written beside that line
   //! Where the x axis ends; points beyond it are drawn at its edge. NaN: at the largest x.
   double x_end = NAN;

@@ -36,7 +36,8 @@ struct sweep_config {
 //! gives the other fields. Combinations equal to the baseline are left out, and so are those
 //! check() refuses, each with its reason in `refused` when given.
 std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engine_config& base,
-                                             uint32_t longest_prompt, std::vector<std::string>* refused = nullptr);
+                                             uint32_t longest_prompt,
+                                             std::vector<std::string>* refused = nullptr);
 
 //! One trial's outcome as the sweep keeps it.
 struct sweep_trial {

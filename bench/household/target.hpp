@@ -22,8 +22,8 @@ struct bench_request {
   std::string tenant;  //!< its class's name
   double at_s = 0;     //!< arrival, seconds from the start of the run
   std::string prompt;  //!< the text, as sent over the wire
-  std::vector<token_id>
-      prompt_tokens = {};  //!< the same text encoded (BOS as the model adds it), as the server counts it
+  std::vector<token_id> prompt_tokens =
+      {};  //!< the same text encoded (BOS as the model adds it), as the server counts it
   uint32_t max_tokens = 0;
 };
 

@@ -73,8 +73,10 @@ struct zmq_target::impl {
       }
       for (pending& p : fresh) {
         auto s = io->start(p.params);
-        if (!s) p.sink->on_end(p.index, outcome_of(s.error(), false));
-        else streams.push_back({p.index, std::move(p.sink), std::move(*s)});
+        if (!s)
+          p.sink->on_end(p.index, outcome_of(s.error(), false));
+        else
+          streams.push_back({p.index, std::move(p.sink), std::move(*s)});
       }
       io->wait(poll_interval);
       for (auto it = streams.begin(); it != streams.end();) {

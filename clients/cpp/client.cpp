@@ -78,12 +78,18 @@ first_attempt watch_first_attempt(zmq::socket_t& monitor, clock_type::time_point
 }
 
 json request_json(const std::string& id, const generate_params& p, const std::string& tenant) {
-  json j = {{"type", "generate"},          {"id", id},
-            {"max_tokens", p.max_tokens},  {"temperature", p.temperature},
-            {"top_k", p.top_k},            {"top_p", p.top_p},
-            {"min_p", p.min_p},            {"repetition_penalty", p.repetition_penalty},
-            {"repeat_last_n", p.repeat_last_n}, {"seed", p.seed},
-            {"stop", p.stop},              {"stream", p.stream}};
+  json j = {{"type", "generate"},
+            {"id", id},
+            {"max_tokens", p.max_tokens},
+            {"temperature", p.temperature},
+            {"top_k", p.top_k},
+            {"top_p", p.top_p},
+            {"min_p", p.min_p},
+            {"repetition_penalty", p.repetition_penalty},
+            {"repeat_last_n", p.repeat_last_n},
+            {"seed", p.seed},
+            {"stop", p.stop},
+            {"stream", p.stream}};
   if (p.ignore_eos) j["ignore_eos"] = true;
   if (p.messages.empty()) {
     j["prompt"] = p.prompt;
@@ -170,9 +176,10 @@ client::~client() = default;
 
 outcome<std::unique_ptr<client>> client::connect(options opt) {
   if (auto mistake = endpoint_mistake(opt.endpoint)) return error{"bad_request", "endpoint " + *mistake};
-  if (!opt.server_key.empty() && (!is_z85_key(opt.server_key) || !is_z85_key(opt.keys.public_key) ||
-                                  !is_z85_key(opt.keys.secret_key)))
-    return error{"bad_request", "CURVE needs the server's public key and this client's key pair, each 40 Z85 characters"};
+  if (!opt.server_key.empty() &&
+      (!is_z85_key(opt.server_key) || !is_z85_key(opt.keys.public_key) || !is_z85_key(opt.keys.secret_key)))
+    return error{"bad_request",
+                 "CURVE needs the server's public key and this client's key pair, each 40 Z85 characters"};
   std::unique_ptr<client> c(new client(std::move(opt)));
   auto& s = c->socket_;
   const auto deadline = clock_type::now() + c->opt_.connect_timeout;
@@ -269,7 +276,9 @@ bool client::receive(clock_type::time_point deadline) {
   return any;
 }
 
-bool client::wait(std::chrono::milliseconds timeout) { return receive(clock_type::now() + timeout); }
+bool client::wait(std::chrono::milliseconds timeout) {
+  return receive(clock_type::now() + timeout);
+}
 
 void client::abandon(const std::string& id) {
   inbox_.erase(id);
@@ -289,7 +298,8 @@ outcome<stream> client::start(const generate_params& p) {
   return stream(this, std::move(id), p);
 }
 
-outcome<completion> client::generate(const generate_params& p, const std::function<bool(const token&)>& on_token) {
+outcome<completion> client::generate(const generate_params& p,
+                                     const std::function<bool(const token&)>& on_token) {
   auto s = start(p);
   if (!s) return s.error();
   while (auto t = s->next())
@@ -325,7 +335,9 @@ outcome<json> client::call(json msg) {
   return std::move(r.body);
 }
 
-outcome<json> client::ping() { return call({{"type", "ping"}}); }
+outcome<json> client::ping() {
+  return call({{"type", "ping"}});
+}
 
 outcome<json> client::stats(bool all) {
   json msg = {{"type", "stats"}};
@@ -334,7 +346,9 @@ outcome<json> client::stats(bool all) {
   return call(std::move(msg));
 }
 
-outcome<json> client::models() { return call({{"type", "models"}}); }
+outcome<json> client::models() {
+  return call({{"type", "models"}});
+}
 
 outcome<json> client::admin(const std::string& action, const std::string& policy) {
   json msg = {{"type", "admin"}, {"action", action}};

@@ -117,7 +117,8 @@ class client {
   //! Sends a generate request; read it with the stream.
   outcome<stream> start(const generate_params& p);
   //! Generates to the end, calling on_token for each token; on_token returning false cancels.
-  outcome<completion> generate(const generate_params& p, const std::function<bool(const token&)>& on_token = {});
+  outcome<completion> generate(const generate_params& p,
+                               const std::function<bool(const token&)>& on_token = {});
   //! Waits up to `timeout` for messages and sorts whatever arrives into the streams' inboxes;
   //! returns whether any message arrived. Then next() on each stream that is ready().
   bool wait(std::chrono::milliseconds timeout);

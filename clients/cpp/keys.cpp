@@ -53,7 +53,8 @@ bool is_z85_key(std::string_view z85) {
 result<key_pair> generate_key_pair() {
   char pub[z85_chars + 1], sec[z85_chars + 1];
   if (zmq_curve_keypair(pub, sec) != 0)
-    return error{errc::unsupported, std::string("cannot make a CURVE key pair: ") + zmq_strerror(zmq_errno())};
+    return error{errc::unsupported,
+                 std::string("cannot make a CURVE key pair: ") + zmq_strerror(zmq_errno())};
   return key_pair{pub, sec};
 }
 
@@ -67,8 +68,10 @@ result<std::string> public_key_of(std::string_view secret_z85) {
 }
 
 status<> write_key_file(const std::string& path, const key_pair& keys) {
-  const std::string text = "# hearth CURVE key pair (ZeroMQ Z85 text). Keep this file secret: it holds the secret key.\n"
-                           "public = \"" + keys.public_key + "\"\nsecret = \"" + keys.secret_key + "\"\n";
+  const std::string text =
+      "# hearth CURVE key pair (ZeroMQ Z85 text). Keep this file secret: it holds the secret key.\n"
+      "public = \"" +
+      keys.public_key + "\"\nsecret = \"" + keys.secret_key + "\"\n";
   return write_new_file(path, text, 0600);
 }
 
@@ -101,18 +104,22 @@ result<key_pair> read_key_file(const std::string& path) {
   key_pair keys;
   std::string line, name, value;
   for (int n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+    if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#')
+      continue;
     if (!read_assignment(line, name, value) || (name != "public" && name != "secret"))
-      return error{errc::malformed, path + ":" + std::to_string(n) + ": expected public = \"...\" or secret = \"...\""};
+      return error{errc::malformed,
+                   path + ":" + std::to_string(n) + ": expected public = \"...\" or secret = \"...\""};
     if (!is_z85_key(value))
-      return error{errc::malformed, path + ":" + std::to_string(n) + ": " + name + " is not a Z85 key of 40 characters"};
+      return error{errc::malformed,
+                   path + ":" + std::to_string(n) + ": " + name + " is not a Z85 key of 40 characters"};
     (name == "public" ? keys.public_key : keys.secret_key) = value;
   }
   if (keys.public_key.empty() || keys.secret_key.empty())
     return error{errc::malformed, path + ": needs both public = \"...\" and secret = \"...\""};
   auto derived = public_key_of(keys.secret_key);
   if (!derived) return derived.error();
-  if (*derived != keys.public_key) return error{errc::malformed, path + ": the public key does not belong to the secret key"};
+  if (*derived != keys.public_key)
+    return error{errc::malformed, path + ": the public key does not belong to the secret key"};
   return keys;
 }
 

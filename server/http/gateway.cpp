@@ -395,8 +395,7 @@ struct gateway::impl {
     svr.set_keep_alive_timeout(keep_alive_s);
     svr.set_tcp_nodelay(true);  // a token is a few bytes: never wait to fill a segment
     port = hp.port == 0 ? svr.bind_to_any_port(hp.host) : (svr.bind_to_port(hp.host, hp.port) ? hp.port : -1);
-    if (port <= 0 || !widen_backlog(svr))
-      return error{errc::io, "cannot bind http endpoint " + opt.endpoint};
+    if (port <= 0 || !widen_backlog(svr)) return error{errc::io, "cannot bind http endpoint " + opt.endpoint};
     const bool v6 = hp.host.find(':') != std::string::npos;
     endpoint = (v6 ? "[" + hp.host + "]" : hp.host) + ":" + std::to_string(port);
     return {};

@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto r = wire::parse_message(frames, {1000});
   if (!r) {
     check(!r.error().message.empty(), "a refusal without a message");
-    if (r.error().id) check(!r.error().id->empty() && r.error().id->size() <= wire::max_id_bytes, "a bad id echoed");
+    if (r.error().id)
+      check(!r.error().id->empty() && r.error().id->size() <= wire::max_id_bytes, "a bad id echoed");
     (void)wire::encode_error(r.error().id, wire::code::bad_request, r.error().message);
     return 0;
   }

@@ -28,7 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 using bytes = std::vector<uint8_t>;
 
-void run(const bytes& in) { LLVMFuzzerTestOneInput(in.data(), in.size()); }
+void run(const bytes& in) {
+  LLVMFuzzerTestOneInput(in.data(), in.size());
+}
 
 bytes read_all(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
