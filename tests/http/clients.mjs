@@ -4,19 +4,12 @@
 // client turns into its own exception (400, 401, 404, 429 with Retry-After).
 // Usage: node clients.mjs PATH/TO/hearth
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 
-const here = dirname(fileURLToPath(import.meta.url));
-if (!existsSync(join(here, 'node_modules', 'ollama')) || !existsSync(join(here, 'node_modules', 'openai'))) {
-  console.error(`clients.mjs: the client packages are not installed: run \`npm ci\` in ${here} (scripts/install-deps.sh does)`);
-  process.exit(1);
-}
-const { Ollama } = await import('ollama');
-const { default: OpenAI } = await import('openai');
+import { Ollama, OpenAI } from './packages.mjs';
 
 const hearth = process.argv[2];
 const dir = mkdtempSync(join(tmpdir(), 'hearth-http-'));

@@ -4,18 +4,9 @@
 // HTTP gateway on a backend that answers with fixed tokens, once a call, once text.
 // Usage: node tools.mjs PATH/TO/http_script_server
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 
-const here = dirname(fileURLToPath(import.meta.url));
-if (!existsSync(join(here, 'node_modules', 'ollama')) || !existsSync(join(here, 'node_modules', 'openai'))) {
-  console.error(`tools.mjs: the client packages are not installed: run \`npm ci\` in ${here} (scripts/install-deps.sh does)`);
-  process.exit(1);
-}
-const { Ollama } = await import('ollama');
-const { default: OpenAI } = await import('openai');
+import { Ollama, OpenAI } from './packages.mjs';
 
 const turnOn = {
   type: 'function',
