@@ -8,10 +8,12 @@
 //                               the server finds too long loses its oldest exchanges.
 // Exit codes: 0 answered; 1 bad options or key file; 2 the server could not be reached or went
 // silent (timeout, transport); 3 the server refused or failed the request (its code is printed).
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -143,13 +145,26 @@ constexpr const char* help_text =
     "End a line with \\ to continue the message on the next. Ctrl-C stops an answer.\n";
 
 // Reads one message: lines ending in '\' continue it. False at end of input or on Ctrl-C.
+// Waits until standard input has a line or Ctrl-C came. A signal that lands between a look at
+// the flag and a blocking read would not interrupt that read (the chat then hung at its prompt
+// under load), so no read blocks without polling; standard input is unbuffered (conversation()),
+// so poll sees every byte not yet read.
+bool wait_for_input() {
+  for (;;) {
+    if (interrupted) return false;
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    const int ready = ::poll(&p, 1, 100);
+    if (ready > 0 || (ready < 0 && errno != EINTR)) return true;  // a line, or an error getline reports
+  }
+}
+
 bool read_message(std::string& out) {
   out.clear();
   interrupted = false;
   std::string line;
   std::fputs("> ", stdout);
   std::fflush(stdout);
-  while (std::getline(std::cin, line)) {
+  while (wait_for_input() && std::getline(std::cin, line)) {
     if (line.empty() || line.back() != '\\') {
       out += line;
       return true;
@@ -167,6 +182,7 @@ int conversation(client::client& c, const chat_args& a) {
   std::printf("hearth chat on %s: /help lists the commands; Ctrl-C stops an answer; Ctrl-D ends the chat\n",
               a.server.endpoint.c_str());
   catch_interrupts();
+  std::setvbuf(stdin, nullptr, _IONBF, 0);  // for wait_for_input: no line waits in stdio's buffer
   auto turns = opening(a);
   std::string text;
   while (read_message(text)) {
