@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <span>
+#include <vector>
 
 #include "actors/engine.hpp"
 #include "cli/commands.hpp"
@@ -133,10 +135,11 @@ class reloader {
 // SIGTERM: new requests are refused with `shutting_down` while those in flight run to their end,
 // for up to `timeout`; a second SIGTERM or SIGINT cuts it short. What is left then ends with
 // `shutting_down` when the engine shuts down.
-void drain(server::gateway& gw, http::gateway* web, std::chrono::seconds timeout, const sigset_t& signals) {
-  gw.drain();
-  if (web) web->drain();
-  const auto busy = [&] { return gw.busy() || (web && web->busy()); };
+void drain(std::span<server::front_end* const> doors, std::chrono::seconds timeout, const sigset_t& signals) {
+  for (server::front_end* d : doors) d->drain();
+  const auto busy = [&] {
+    return std::any_of(doors.begin(), doors.end(), [](auto* d) { return d->busy(); });
+  };
   if (timeout.count() > 0 && busy()) {
     log_line("stopping: the requests in flight may run for up to " + std::to_string(timeout.count()) +
              " s (SIGTERM again cuts them)");
@@ -309,7 +312,9 @@ int run_serve(const serve_args& a) {
     std::_Exit(1);
   }
   server::notify_stopping();
-  drain(*gw, web.get(), std::chrono::seconds(cfg->drain_timeout_s), signals);
+  std::vector<server::front_end*> doors = {gw.get()};
+  if (web) doors.push_back(web.get());
+  drain(doors, std::chrono::seconds(cfg->drain_timeout_s), signals);
   (*eng)->shutdown();
   gw->stop(grace);
   if (web) web->stop(grace);  // before the engine goes: its threads call it until they end

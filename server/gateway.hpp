@@ -22,6 +22,7 @@
 
 #include "common/result.hpp"
 #include "server/endpoint.hpp"  // is_local_endpoint, for callers of the gateway
+#include "server/front_end.hpp"
 #include "server/request_path.hpp"
 #include "tenants/tenant_config.hpp"
 
@@ -55,7 +56,7 @@ struct gateway_options {
   std::function<void(const std::string&)> log = {};
 };
 
-class gateway {
+class gateway final : public front_end {
  public:
   //! Binds (the ZAP handler first), then starts the thread. Fails for a non-local endpoint in
   //! development mode, a bad key, an endpoint check_bindable refuses, or an endpoint that cannot
@@ -76,15 +77,11 @@ class gateway {
   //! connection whose key is no longer listed for its tenant is revoked: its requests end with
   //! `unauthorized`, and so does every message it sends from then on.
   void reconfigure(gateway_config c);
-  //! From now on every request is refused with `shutting_down`; requests in flight continue.
-  void drain();
-  //! Whether some client still waits for a request's end: what a drain waits for.
-  bool busy() const;
-  //! Drains, waits up to `grace` for every request in flight to send its terminal message, ends
-  //! the rest with `shutting_down`, and lets go of the engine (which may then be destroyed).
-  //! Until the gateway is destroyed it still answers: every request with `shutting_down`, so a
-  //! client that connects while the server stops learns so at once. Idempotent.
-  void stop(std::chrono::milliseconds grace);
+  // front_end. After stop, until the gateway is destroyed, it still answers: every request with
+  // `shutting_down`, so a client that connects while the server stops learns so at once.
+  void drain() override;
+  bool busy() const override;
+  void stop(std::chrono::milliseconds grace) override;
 
  private:
   struct impl;

@@ -23,6 +23,10 @@
 
 namespace hearth::http {
 
+//! Bounds both APIs hold a chat request to.
+inline constexpr size_t max_messages = 256;
+inline constexpr size_t max_calls = 32;  //!< tool calls in one assistant turn
+
 //! What a route read from its request's body.
 struct api_request {
   wire::generate_request g;    //!< the gateways' shared client request; g.stream: stream the reply

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "server/front_end.hpp"
 #include "server/request_path.hpp"
 #include "tenants/tenant_config.hpp"
 
@@ -53,7 +54,7 @@ struct gateway_options {
 //! keys or allow_public say otherwise. The message names the endpoint.
 status<> check_http_endpoint(const gateway_options& opt);
 
-class gateway {
+class gateway final : public server::front_end {
  public:
   //! Binds and starts serving. Fails for an endpoint check_http_endpoint refuses or that cannot
   //! be bound. If the engine fails, every request in flight ends with an internal error (500).
@@ -70,13 +71,11 @@ class gateway {
   uint16_t port() const;
   //! New tenants (their HTTP keys), from a reload; requests in flight keep their tenant.
   void reconfigure(std::vector<tenant_config> tenants);
-  //! From now on every request is refused with 503 `shutting_down`; /ready says 503.
-  void drain();
-  //! Whether some reply has not been fully handed to its connection: what a drain waits for.
-  bool busy() const;
-  //! Drains, waits up to `grace` for every reply to end, ends the rest with `shutting_down`,
-  //! and stops serving; the engine may then be destroyed. Idempotent.
-  void stop(std::chrono::milliseconds grace);
+  // server::front_end. Draining, new requests get a 503 and /ready says 503; busy while some
+  // reply is not fully handed to its connection; stop also stops serving.
+  void drain() override;
+  bool busy() const override;
+  void stop(std::chrono::milliseconds grace) override;
 
  private:
   struct impl;

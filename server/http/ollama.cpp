@@ -15,8 +15,6 @@ namespace {
 using json = nlohmann::json;
 using wire::fields;
 
-constexpr size_t max_messages = 256;
-constexpr size_t max_calls = 32;  // in one assistant turn
 // Runtime options that change where and how fast Ollama computes, never what it samples:
 // accepted and ignored, so a client's tuning for its own machine does not fail here.
 constexpr std::string_view ignored_options[] = {"num_thread", "num_gpu",  "num_batch", "main_gpu", "use_mmap",

@@ -12,8 +12,6 @@ namespace {
 using json = nlohmann::json;
 using wire::fields;
 
-constexpr size_t max_messages = 256;
-constexpr size_t max_calls = 32;                    // in one assistant turn
 constexpr uint32_t default_completion_tokens = 16;  // OpenAI's legacy completions default
 
 // The fields both endpoints read (read_sampling), and the model and logprobs they check.
