@@ -58,6 +58,19 @@ status<> ensure_default_model() {
   return make_model({.preset = *find_preset("tiny"), .dtype = tensor_type::f32, .seed = 1}, default_model);
 }
 
+// The HTTP gateway's options but its model card, which only the loaded model gives.
+http::gateway_options http_options(const server::serve_config& c) {
+  return {.endpoint = c.http_endpoint,
+          .allow_public = c.http_public,
+          .anonymous_tenant = c.http_anonymous_tenant,
+          .tenants = c.engine.tenants,
+          .threads = c.http_threads,
+          .max_body_bytes = c.http_max_body_bytes,
+          .tls_cert_file = c.http_tls_cert,
+          .tls_key_file = c.http_tls_key,
+          .log = log_line};
+}
+
 result<server::serve_config> configure(const serve_args& a) {
   server::serve_config c;
   if (!a.config.empty()) {
@@ -74,8 +87,13 @@ result<server::serve_config> configure(const serve_args& a) {
   if (!a.kernels.empty()) c.kernels = a.kernels;
   if (a.threads >= 0) c.engine.threads_per_worker = static_cast<uint32_t>(a.threads);
   if (auto st = server::check_tenant_keys(c); !st) return st.error();
-  // Before the default model is written: a mistyped --endpoint is told at once.
+  // Before the default model is written or any model read: a mistyped or public endpoint is
+  // told at once, not after loading a 4 GiB file.
   if (auto st = server::check_bindable(c.endpoint); !st) return st.error();
+  if (c.development_mode())
+    if (auto st = server::check_development_endpoint(c.endpoint); !st) return st.error();
+  if (c.http)
+    if (auto st = http::check_http_endpoint(http_options(c)); !st) return st.error();
   if (c.model_path.empty()) {
     if (auto st = ensure_default_model(); !st) return st.error();
     c.model_path = default_model;
@@ -160,16 +178,9 @@ void drain(std::span<server::front_end* const> doors, std::chrono::seconds timeo
 result<std::unique_ptr<http::gateway>> start_http(engine& eng, const server::serve_config& c,
                                                   const server::model_card& card) {
   if (!c.http) return std::unique_ptr<http::gateway>();
-  return http::gateway::start(eng, {.endpoint = c.http_endpoint,
-                                    .allow_public = c.http_public,
-                                    .anonymous_tenant = c.http_anonymous_tenant,
-                                    .tenants = c.engine.tenants,
-                                    .model = card,
-                                    .threads = c.http_threads,
-                                    .max_body_bytes = c.http_max_body_bytes,
-                                    .tls_cert_file = c.http_tls_cert,
-                                    .tls_key_file = c.http_tls_key,
-                                    .log = log_line});
+  http::gateway_options opt = http_options(c);
+  opt.model = card;
+  return http::gateway::start(eng, std::move(opt));
 }
 
 int run_serve(const serve_args& a) {

@@ -111,4 +111,11 @@ status<> check_bindable(std::string_view endpoint) {
   return {};
 }
 
+status<> check_development_endpoint(std::string_view endpoint) {
+  if (is_local_endpoint(endpoint)) return {};
+  return error{errc::invalid_argument, "endpoint " + std::string(endpoint) +
+                                           ": without a server key (development mode) only loopback "
+                                           "tcp:// or ipc:// endpoints are allowed"};
+}
+
 }  // namespace hearth::server

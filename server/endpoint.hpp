@@ -27,4 +27,7 @@ status<> check_endpoint_port(std::string_view endpoint);
 //! reclaimed. Another process may still take the path between this check and the bind.
 status<> check_bindable(std::string_view endpoint);
 
+//! A server without a key (development mode) binds only where is_local_endpoint says.
+status<> check_development_endpoint(std::string_view endpoint);
+
 }  // namespace hearth::server

@@ -103,10 +103,8 @@ struct gateway::impl {
         public_key = pub_text;
         router.set(zmq::sockopt::curve_server, 1);
         router.set(zmq::sockopt::curve_secretkey, zmq::const_buffer(secret, sizeof secret));
-      } else if (!is_local_endpoint(opt.endpoint)) {
-        return error{errc::invalid_argument, "endpoint " + opt.endpoint +
-                                                 ": without a server key (development mode) only loopback "
-                                                 "tcp:// or ipc:// endpoints are allowed"};
+      } else if (auto st = check_development_endpoint(opt.endpoint); !st) {
+        return st.error();
       }
       router.set(zmq::sockopt::router_mandatory, 1);
       router.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(opt.max_message_bytes));

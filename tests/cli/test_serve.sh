@@ -34,27 +34,27 @@ expect_one_line_error "chat endpoint without a scheme" "did you mean tcp://local
 expect_one_line_error "serve endpoint without a scheme" "did you mean tcp://127.0.0.1:5555?" \
   "$hearth" serve --model "$dir/none.gguf" -e 127.0.0.1:5555
 
-"$hearth" model make --preset tiny --dtype f32 --seed 5 -o "$dir/tiny.gguf" >/dev/null
-
-# Development mode: loopback only.
+# Development mode: loopback only. These refusals come before any model is read (none.gguf
+# does not exist): a mistake is told at once, not after loading a large file.
 expect_one_line_error "public bind without keys" "development mode" \
-  "$hearth" serve --model "$dir/tiny.gguf" --endpoint 'tcp://0.0.0.0:*'
+  "$hearth" serve --model "$dir/none.gguf" --endpoint 'tcp://0.0.0.0:*'
 
 # Operator traps refused at start, not served past: a misspelt section (ignored, it left the
 # server in development mode) and ports libzmq wraps (99999 binds 34463). `timeout`: a server
 # that starts anyway fails the check instead of hanging the script.
 printf '[sever]\nsecret_key_file = "%s/server.key"\nendpoint = "tcp://0.0.0.0:5555"\n' "$dir" >"$dir/typo.toml"
 expect_one_line_error "misspelt section" "typo.toml:1: \[sever\] is not a known section" \
-  timeout 30 "$hearth" serve --model "$dir/tiny.gguf" --config "$dir/typo.toml"
+  timeout 30 "$hearth" serve --model "$dir/none.gguf" --config "$dir/typo.toml"
 printf '[server]\nendpoint = "tcp://127.0.0.1:99999"\n' >"$dir/port.toml"
 expect_one_line_error "port out of range in the file" "port.toml:2: \[server\].endpoint .*port 99999" \
-  timeout 30 "$hearth" serve --model "$dir/tiny.gguf" --config "$dir/port.toml"
+  timeout 30 "$hearth" serve --model "$dir/none.gguf" --config "$dir/port.toml"
 expect_one_line_error "port out of range on the command line" "endpoint tcp://127.0.0.1:99999: port 99999" \
-  timeout 30 "$hearth" serve --model "$dir/tiny.gguf" --endpoint 'tcp://127.0.0.1:99999'
+  timeout 30 "$hearth" serve --model "$dir/none.gguf" --endpoint 'tcp://127.0.0.1:99999'
 
 # The HTTP gateway too: a non-loopback address without keys is refused like the ZeroMQ one.
 expect_one_line_error "public http without keys" "non-loopback address needs HTTP keys" \
-  timeout 30 "$hearth" serve --model "$dir/tiny.gguf" --http 0.0.0.0:0 --endpoint 'tcp://127.0.0.1:*'
+  timeout 30 "$hearth" serve --model "$dir/none.gguf" --http 0.0.0.0:0 --endpoint 'tcp://127.0.0.1:*'
+"$hearth" model make --preset tiny --dtype f32 --seed 5 -o "$dir/tiny.gguf" >/dev/null
 start_serve dev --model "$dir/tiny.gguf" --http 127.0.0.1:0
 grep -q "development mode" "$dir/dev.out" || fail "serve does not say it is in development mode"
 http=$(grep -o 'APIs on http://[0-9.:]*' "$dir/dev.out" | cut -c9-)
