@@ -3,8 +3,6 @@
 // engine's face (engine.hpp) is free of it.
 
 #include <cstdint>
-#include <functional>
-#include <memory>
 #include <string>
 
 #include "common/result.hpp"
@@ -21,8 +19,5 @@ struct worker_info {
   uint32_t threads = 0;
   std::string cpus;  //!< the cpuset it is bound to, or "" when not pinned
 };
-
-//! Builds the worker's backend, on the worker's thread.
-using backend_factory = std::function<result<std::unique_ptr<backend>>()>;
 
 }  // namespace hearth

@@ -6,7 +6,7 @@
 #include "actors/event_queue.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "kernels/null_backend.hpp"
-#include "model/gguf.hpp"
+#include "model/model_file.hpp"
 
 namespace hearth {
 
@@ -57,39 +57,31 @@ result<engine_run> run_once(const engine_bench_options& opt, std::shared_ptr<con
 }  // namespace
 
 result<engine_bench_report> run_engine_bench(const engine_bench_options& opt) {
-  auto f = gguf::file::open(opt.model_path);
-  if (!f) return f.error().to_error();
-  auto tok = tokenizer::from_gguf(*f);
-  if (!tok) return tok.error();
-  auto hp = read_hparams(*f);
-  if (!hp) return hp.error();
-  const auto shared_tok = std::make_shared<const tokenizer>(std::move(*tok));
-  const auto ids = shared_tok->encode(" the", {.add_bos = false, .parse_special = false});
+  auto m = open_model_file(opt.model_path);
+  if (!m) return m.error();
+  const hparams& hp = m->hp;
+  const auto ids = m->tok->encode(" the", {.add_bos = false, .parse_special = false});
   if (ids.empty()) return error{errc::invalid_argument, "engine bench: the vocabulary cannot encode ' the'"};
   const token_id filler = ids.back();
   const uint32_t block = 16;
   const uint64_t tokens = uint64_t{opt.seqs} * (opt.prompt + opt.gen + block);
-  if (opt.prompt + opt.gen > hp->n_ctx_train)
+  if (opt.prompt + opt.gen > hp.n_ctx_train)
     return error{errc::invalid_argument, "engine bench: prompt + gen exceeds the context"};
 
   engine_bench_report r;
   r.opt = opt;
-  auto null_run = run_once(opt, shared_tok, filler, [&]() -> result<std::unique_ptr<backend>> {
-    auto b = null_backend::create(*hp, static_cast<uint32_t>((tokens + block - 1) / block), block, filler);
+  auto null_run = run_once(opt, m->tok, filler, [&]() -> result<std::unique_ptr<backend>> {
+    auto b = null_backend::create(hp, static_cast<uint32_t>((tokens + block - 1) / block), block, filler);
     if (!b) return b.error();
     return std::unique_ptr<backend>(std::move(*b));
   });
   if (!null_run) return null_run.error();
   r.null_run = *null_run;
-  auto real_run = run_once(opt, shared_tok, filler, [&]() -> result<std::unique_ptr<backend>> {
-    auto b = cpu_backend::load(*f, {.compute = opt.compute,
-                                    .kv = kv_dtype_for(opt.compute),
-                                    .block_size = block,
-                                    .kv_tokens = tokens,
-                                    .kernels = opt.kernels});
-    if (!b) return b.error();
-    return std::unique_ptr<backend>(std::move(*b));
-  });
+  auto real_run = run_once(
+      opt, m->tok, filler,
+      cpu_backend::factory(
+          m->gguf,
+          {.compute = opt.compute, .block_size = block, .kv_tokens = tokens, .kernels = opt.kernels}));
   if (!real_run) return real_run.error();
   r.real_run = *real_run;
   r.overhead_share =

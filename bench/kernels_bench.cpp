@@ -11,7 +11,7 @@
 #include "common/rng.hpp"
 #include "kernels/matmul_bench.hpp"
 #include "kernels/parallel.hpp"
-#include "model/gguf.hpp"
+#include "model/model_file.hpp"
 
 // FLOP counting (2 per multiply-add). A forward of T new tokens at positions [p, p + T):
 //   linears   2 T (n_layer (qkv + wo + gate_up + down params)) + 2 R vocab d, R = rows with logits
@@ -265,8 +265,14 @@ void compare(kernels_bench_report& r) {
 
 result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const plan& p) {
   const auto t0 = clock_type::now();
-  auto f = gguf::file::open(r.model_path);
-  if (!f) return f.error().to_error();
+  auto m = open_model_file(r.model_path);
+  if (!m) return m.error();
+  if (positions_per_seq(p) > m->hp.n_ctx_train) {
+    return error{errc::invalid_argument, "bench needs " + std::to_string(positions_per_seq(p)) +
+                                             " positions; the model's context is " +
+                                             std::to_string(m->hp.n_ctx_train)};
+  }
+  const gguf::file* f = m->gguf.get();
   const gguf::tensor_info* embd = f->find_tensor("token_embd.weight");
   if (!embd) return error{errc::malformed, r.model_path + ": no token_embd.weight"};
   r.embedding_bytes = static_cast<double>(embd->n_bytes);
@@ -295,11 +301,6 @@ result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const
     r.plans.push_back({s.name, d != decisions.end() ? *d : kept});
   }
   r.file_bytes = static_cast<double>(f->size_bytes());
-  if (positions_per_seq(p) > r.hp.n_ctx_train) {
-    return error{errc::invalid_argument, "bench needs " + std::to_string(positions_per_seq(p)) +
-                                             " positions; the model's context is " +
-                                             std::to_string(r.hp.n_ctx_train)};
-  }
   r.weight_bytes = static_cast<double>((*be)->weight_bytes());
   r.kv_pool_bytes = static_cast<double>((*be)->kv().size_bytes());
   return be;

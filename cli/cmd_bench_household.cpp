@@ -67,28 +67,15 @@ result<household::workload> load_household_workload(const household_args& a) {
   return w;
 }
 
-result<household_model> load_household_model(const household_args& a) {
-  auto f = gguf::file::open(a.model);
-  if (!f) return f.error().to_error();
-  auto tok = tokenizer::from_gguf(*f);
-  if (!tok) return tok.error();
-  if (!a.server.empty()) {
-    auto hp = read_hparams(*f);
-    if (!hp) return hp.error();
-    return household_model{std::make_shared<const tokenizer>(std::move(*tok)), hp->n_ctx_train, nullptr};
-  }
-  const compute_type ct = apply_compute_args(a.compute);
-  auto be = cpu_backend::load(*f, {.compute = ct,
-                                   .kv = kv_dtype_for(ct),
-                                   .block_size = 16,
-                                   .kv_tokens = a.kv_tokens,
-                                   .kernels = kernels_of(a.compute)});
+status<> household_model::load_backend(const household_args& a) {
+  if (!a.server.empty()) return {};
+  auto be = cpu_backend::load(*file.gguf, {.compute = apply_compute_args(a.compute),
+                                           .block_size = 16,
+                                           .kv_tokens = a.kv_tokens,
+                                           .kernels = kernels_of(a.compute)});
   if (!be) return be.error();
-  household_model m;
-  m.tok = std::make_shared<const tokenizer>(std::move(*tok));
-  m.n_ctx = (*be)->params().n_ctx_train;
-  m.prototype = std::shared_ptr<backend>(std::move(*be));
-  return m;
+  prototype = std::shared_ptr<backend>(std::move(*be));
+  return {};
 }
 
 engine_config household_engine(const household_args& a) {
@@ -189,15 +176,14 @@ status<> bench_server::start_own(const household_args& a, const engine_config& c
     keys[k.name] = random_key();
     c.tenants.back().http_key_sha256 = http::sha256_hex(keys[k.name]);
   }
-  auto e = engine::start(c, m.tok, m.factory());
+  auto e = engine::start(c, m.file.tok, m.factory());
   if (!e) return e.error();
   engine_ = std::move(*e);
   std::string dir = (std::filesystem::temp_directory_path() / "hearth-bench-XXXXXX").string();
   if (!mkdtemp(dir.data()))
     return error{errc::io, "cannot create a temporary folder for the ipc:// endpoint"};
   dir_ = dir;
-  const server::model_card card{std::filesystem::path(a.model).stem().string(), "", "", m.n_ctx,
-                                static_cast<uint32_t>(m.tok->n_vocab())};
+  const server::model_card card{m.file.name(), "", "", m.n_ctx(), static_cast<uint32_t>(m.tok().n_vocab())};
   // The ZeroMQ gateway always runs: the gauges and figures come from its `stats`.
   auto g = server::gateway::start(*engine_, {.endpoint = "ipc://" + (dir_ / "hearth.sock").string(),
                                              .tenants = c.tenants,

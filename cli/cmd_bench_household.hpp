@@ -17,6 +17,7 @@
 #include "bench/household/schedule.hpp"
 #include "bench/household/target.hpp"
 #include "cli/common_options.hpp"
+#include "model/model_file.hpp"
 #include "server/gateway.hpp"
 #include "server/http/gateway.hpp"
 
@@ -50,12 +51,15 @@ void add_server_options(CLI::App* cmd, household_args& a);
 status<> check_server_options(const household_args& a);
 
 //! The model, loaded once: every engine of a sweep shares its converted weights and KV pool.
-//! With --server only its tokenizer and context (prompts are synthesized to token counts).
+//! With --server only the file is opened (prompts are synthesized to token counts).
 struct household_model {
-  std::shared_ptr<const tokenizer> tok;
-  uint32_t n_ctx = 0;
-  std::shared_ptr<backend> prototype;  //!< null with --server
+  model_file file;
+  std::shared_ptr<backend> prototype;  //!< null with --server, and until load_backend
+  const tokenizer& tok() const { return *file.tok; }
+  uint32_t n_ctx() const { return file.hp.n_ctx_train; }
   backend_factory factory() const;
+  //! Loads the weights and KV pool for the bench's own server (nothing with --server).
+  status<> load_backend(const household_args& a);
 };
 
 //! What one run drives. Destroyed in order: the target (cancelling what is in flight), the
@@ -85,7 +89,6 @@ class bench_server {
 };
 
 result<household::workload> load_household_workload(const household_args& a);
-result<household_model> load_household_model(const household_args& a);
 //! The engine configuration from the flags (mode resolved).
 engine_config household_engine(const household_args& a);
 //! The configuration as it goes into every JSON report.

@@ -36,11 +36,14 @@ int run_bench_serve(const bench_serve_args& a) {
     if (!t) return fail(t.error().message);
     trace = std::move(*t);
   }
-  auto m = load_household_model(a.h);
-  if (!m) return fail(m.error().message);
-  household::schedule_builder builder(*w, *m->tok, m->n_ctx);
+  auto file = open_model_file(a.h.model);
+  if (!file) return fail(file.error().message);
+  household_model m{std::move(*file), nullptr};
+  // The schedule before the weights: a trace naming no class is told at once.
+  household::schedule_builder builder(*w, m.tok(), m.n_ctx());
   auto s = trace.empty() ? builder.generate(a.rate_scale, w->duration_s) : builder.replay(trace);
   if (!s) return fail(s.error().message);
+  if (auto st = m.load_backend(a.h); !st) return fail(st.error().message);
   const engine_config cfg = household_engine(a.h);
   // --via both: alternate requests of each class over the two gateways, then the same schedule
   // again on a fresh server with the gateways swapped, so each carries every request once.
@@ -55,7 +58,7 @@ int run_bench_serve(const bench_serve_args& a) {
   const bool bar = !a.h.no_progress && isatty(fileno(stderr));
   std::vector<household::run_result> runs;
   for (const std::vector<uint8_t>& pass : lanes) {
-    auto server = bench_server::open(a.h, cfg, *w, *m, pass);
+    auto server = bench_server::open(a.h, cfg, *w, m, pass);
     if (!server) return fail(server.error().message);
     // Once the first server answers: an error before it is the one line printed.
     if (runs.empty())

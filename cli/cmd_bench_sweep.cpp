@@ -38,15 +38,17 @@ int run_bench_sweep(bench_sweep_args& a) {
   if (a.h.drain_s < 0) a.h.drain_s = 30;
   auto w = load_household_workload(a.h);
   if (!w) return fail(w.error().message);
-  auto m = load_household_model(a.h);
-  if (!m) return fail(m.error().message);
+  auto file = open_model_file(a.h.model);
+  if (!file) return fail(file.error().message);
+  household_model m{std::move(*file), nullptr};
+  if (auto st = m.load_backend(a.h); !st) return fail(st.error().message);
   a.grid.mode.clear();
   for (const auto& mode : a.modes) {
     a.grid.mode.push_back(mode == "disaggregated" ? placement_mode::disaggregated
                                                   : placement_mode::colocated);
   }
   uint32_t longest = 0;
-  for (const auto& c : w->classes) longest = std::max(longest, std::min(c.prompt.max, m->n_ctx));
+  for (const auto& c : w->classes) longest = std::max(longest, std::min(c.prompt.max, m.n_ctx()));
   std::vector<std::string> refused;
   const auto configs = household::make_sweep_configs(a.grid, household_engine(a.h), longest, &refused);
   for (const auto& r : refused) std::fprintf(stderr, "hearth bench sweep: left out %s\n", r.c_str());
@@ -60,12 +62,12 @@ int run_bench_sweep(bench_sweep_args& a) {
                "%d trials each\n",
                configs.size(), w->duration_s, a.min_requests, a.search.max_runs);
 
-  household::schedule_builder builder(*w, *m->tok, m->n_ctx);
+  household::schedule_builder builder(*w, m.tok(), m.n_ctx());
   const bool bar = !a.h.no_progress && isatty(fileno(stderr));
   auto trial = [&](const household::sweep_config& c, double rate) -> result<household::sweep_trial> {
     auto s = builder.generate(rate / w->total_rate(), std::max(w->duration_s, a.min_requests / rate));
     if (!s) return s.error();
-    auto server = bench_server::open(a.h, c.cfg, *w, *m);
+    auto server = bench_server::open(a.h, c.cfg, *w, m);
     if (!server) return server.error();
     household::sweep_trial t;
     t.rate = rate;

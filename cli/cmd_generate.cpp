@@ -14,9 +14,7 @@
 #include "kernels/cpu_backend.hpp"
 #include "kernels/sampler.hpp"
 #include "model/chat_prompt.hpp"
-#include "model/gguf.hpp"
-#include "model/model_maker.hpp"
-#include "model/tokenizer.hpp"
+#include "model/model_file.hpp"
 
 namespace hearth::cli {
 namespace {
@@ -48,35 +46,25 @@ result<std::vector<token_id>> prompt_tokens(const tokenizer& tok, const generate
   return tokens;
 }
 
-struct loaded_model {
-  tokenizer tok;
-  std::unique_ptr<cpu_backend> backend;
-  bool generated = false;  //!< random weights (is_generated_model)
-};
-
-result<loaded_model> load(const generate_args& a, compute_type ct, kernel_choice kernels) {
-  auto f = gguf::file::open(a.model);
-  if (!f) return f.error().to_error();
-  auto tok = tokenizer::from_gguf(*f);
-  if (!tok) return tok.error();
-  progress_line loading("loading " + a.model);
+result<std::unique_ptr<cpu_backend>> load_backend(const model_file& m, compute_type ct,
+                                                  kernel_choice kernels) {
+  progress_line loading("loading " + m.path);
   auto be = cpu_backend::load(
-      *f, {.compute = ct,
-           .kv = kv_dtype_for(ct),
-           .kernels = kernels,
-           .progress = [&](uint64_t done, uint64_t total) { loading.update(done, total); }});
+      *m.gguf, {.compute = ct, .kernels = kernels, .progress = [&](uint64_t done, uint64_t total) {
+                  loading.update(done, total);
+                }});
   loading.finish();
-  if (!be) return be.error();
-  return loaded_model{std::move(*tok), std::move(*be), is_generated_model(*f)};
+  return be;
 }
 
 int run_generate(const generate_args& a) {
   auto smp = sampler::create(a.sampling);
   if (!smp) return fail(smp.error().message);
-  auto loaded = load(a, apply_compute_args(a.compute), kernels_of(a.compute));
-  if (!loaded) return fail(loaded.error().message);
-  auto& [tok, backend, generated] = *loaded;
-  const uint32_t n_ctx = backend->params().n_ctx_train;
+  auto model = open_model_file(a.model);
+  if (!model) return fail(model.error().message);
+  const tokenizer& tok = *model->tok;
+  const uint32_t n_ctx = model->hp.n_ctx_train;
+  // The prompt is checked before the weights are read.
   auto prompt = prompt_tokens(tok, a);
   if (!prompt) return fail(prompt.error().message);
   std::vector<token_id> tokens = std::move(*prompt);
@@ -85,8 +73,11 @@ int run_generate(const generate_args& a) {
     return fail("prompt of " + std::to_string(n_prompt) + " tokens does not fit the context of " +
                 std::to_string(n_ctx));
   }
+  auto loaded = load_backend(*model, apply_compute_args(a.compute), kernels_of(a.compute));
+  if (!loaded) return fail(loaded.error().message);
+  const std::unique_ptr<cpu_backend>& backend = *loaded;
   // Once nothing else can fail (a refusal stays one line): the text to come is noise.
-  if (generated) std::fprintf(stderr, "hearth: %s\n", generated_model_note(a.model).c_str());
+  if (model->generated) std::fprintf(stderr, "hearth: %s\n", generated_model_note(a.model).c_str());
   // One sequence owns the whole pool, its blocks in order.
   std::vector<uint32_t> blocks(backend->kv().n_blocks());
   std::iota(blocks.begin(), blocks.end(), 0u);

@@ -23,8 +23,7 @@
 #include "kernels/cpu_backend.hpp"
 #include "model/chat_template.hpp"
 #include "model/chat_tools.hpp"
-#include "model/gguf.hpp"
-#include "model/hparams.hpp"
+#include "model/model_file.hpp"
 #include "model/model_maker.hpp"
 #include "policies/policy.hpp"
 #include "server/endpoint.hpp"
@@ -206,20 +205,14 @@ int run_serve(const serve_args& a) {
           "public key in a [[tenant]], docs/configuration.md)");
   }
   server::notify_status("loading " + cfg->model_path);
-  auto file = gguf::file::open(cfg->model_path);
-  if (!file) return fail(file.error().to_error().message);
-  auto shared_file = std::make_shared<gguf::file>(std::move(*file));
-  auto tok = tokenizer::from_gguf(*shared_file);
-  if (!tok) return fail(tok.error().message);
-  auto hp = read_hparams(*shared_file);
-  if (!hp) return fail(hp.error().message);
+  auto model = open_model_file(cfg->model_path);
+  if (!model) return fail(model.error().message);
   const compute_type ct = cfg->compute == "f32" ? compute_type::f32 : compute_type::bf16;
   // Loading a large file takes a while: a progress line, and systemd's status line at each tenth.
   auto loading = std::make_shared<progress_line>("loading " + cfg->model_path);
   auto shown_tenth = std::make_shared<std::atomic<int>>(-1);
   const cpu_backend_options backend_opt{
       .compute = ct,
-      .kv = kv_dtype_for(ct),
       .kv_tokens = cfg->kv_tokens,
       .kernels = kernel_choice_from_name(cfg->kernels).value_or(kernel_choice::automatic),
       .progress = [loading, shown_tenth, path = cfg->model_path](uint64_t done, uint64_t total) {
@@ -228,14 +221,8 @@ int run_serve(const serve_args& a) {
         if (shown_tenth->exchange(tenth) != tenth)
           server::notify_status("loading " + path + ": " + std::to_string(10 * tenth) + " %");
       }};
-  auto shared_tok = std::make_shared<const tokenizer>(std::move(*tok));
   auto eng =
-      engine::start(cfg->engine, shared_tok,
-                    [shared_file, backend_opt]() -> result<std::unique_ptr<backend>> {
-                      auto b = cpu_backend::load(*shared_file, backend_opt);
-                      if (!b) return b.error();
-                      return std::unique_ptr<backend>(std::move(*b));
-                    },
+      engine::start(cfg->engine, model->tok, cpu_backend::factory(model->gguf, backend_opt),
                     {.alive = {.every = server::watchdog_ping_period(), .ping = server::notify_watchdog},
                      .request_end = [](const request_record& r) {
                        server::log(server::log_level::info, server::describe_end(r));
@@ -243,14 +230,14 @@ int run_serve(const serve_args& a) {
   loading->finish();
   if (!eng) return fail(eng.error().message);
 
-  const server::model_card card{
-      std::filesystem::path(cfg->model_path).stem().string(),
-      to_string(hp->arch),
-      chat_format_name(shared_tok->spec().chat_template),
-      hp->n_ctx_train,
-      hp->n_vocab,
-      has_tools(detect_chat_format(shared_tok->spec().chat_template).value_or(chat_format::plain)),
-      is_generated_model(*shared_file)};
+  const std::string& chat_template = model->tok->spec().chat_template;
+  const server::model_card card{model->name(),
+                                to_string(model->hp.arch),
+                                chat_format_name(chat_template),
+                                model->hp.n_ctx_train,
+                                model->hp.n_vocab,
+                                has_tools(detect_chat_format(chat_template).value_or(chat_format::plain)),
+                                model->generated};
   reloader reload(a, *cfg);
   // The HTTP gateway first: the ZeroMQ gateway's admin `reload` hands it the new tenants too.
   auto started_web = start_http(**eng, *cfg, card);
@@ -276,7 +263,7 @@ int run_serve(const serve_args& a) {
   gw = std::move(*started);
 
   // The context requests are checked against (the engine's, at most the file's training length).
-  const std::string summary = cfg->model_path + " (" + to_string(hp->arch) + ", context " +
+  const std::string summary = cfg->model_path + " (" + to_string(model->hp.arch) + ", context " +
                               std::to_string((*eng)->worker().n_ctx) + ", policy " + cfg->engine.policy +
                               ", " + std::to_string(cfg->engine.tenants.size()) + " tenants) on " +
                               gw->endpoint() + (web ? " and " + web->url() : std::string());

@@ -5,6 +5,7 @@
 // later). Backends are driven from one thread (the worker's); they are not thread-safe.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -59,5 +60,9 @@ class backend {
   //! sequences whose written blocks differ. Call it on the thread that will use the result.
   virtual result<std::unique_ptr<backend>> share() = 0;
 };
+
+//! Builds a backend where it will run: a worker calls it on its own thread (and again when it
+//! is restarted).
+using backend_factory = std::function<result<std::unique_ptr<backend>>()>;
 
 }  // namespace hearth

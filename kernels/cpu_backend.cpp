@@ -191,12 +191,23 @@ result<std::unique_ptr<backend>> cpu_backend::share() {
   return std::unique_ptr<backend>(new cpu_backend(hp_, w_, kv_));
 }
 
+backend_factory cpu_backend::factory(std::shared_ptr<const gguf::file> f, cpu_backend_options opt) {
+  return [f = std::move(f), opt = std::move(opt)]() -> result<std::unique_ptr<backend>> {
+    auto b = load(*f, opt);
+    if (!b) return b.error();
+    return std::unique_ptr<backend>(std::move(*b));
+  };
+}
+
 result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, const cpu_backend_options& opt) {
+  // Before the pool is zeroed and any weight read: a contradiction in the options is told first.
+  if (auto st = check_kernel_choice(opt.compute, opt.kernels); !st) return st.error();
   auto hp = read_hparams(f);
   if (!hp) return hp.error();
   auto ix = tensor_index::build(f, *hp);
   if (!ix) return ix.error();
-  const kv_layout layout{hp->n_layer, hp->n_head_kv, hp->head_dim, opt.block_size, opt.kv};
+  const kv_layout layout{hp->n_layer, hp->n_head_kv, hp->head_dim, opt.block_size,
+                         opt.kv.value_or(kv_dtype_for(opt.compute))};
   auto n_blocks = pool_blocks(*hp, layout, opt);
   if (!n_blocks) return n_blocks.error();
   auto pool = kv_pool::create(layout, *n_blocks);

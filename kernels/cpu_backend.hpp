@@ -35,10 +35,10 @@ inline kv_dtype kv_dtype_for(compute_type ct) {
 
 struct cpu_backend_options {
   compute_type compute = compute_type::bf16;
-  kv_dtype kv = kv_dtype::bf16;
-  uint32_t block_size = 16;  //!< KV positions per block
-  uint64_t kv_tokens = 0;    //!< pool capacity in positions (0: see kv_bytes)
-  uint64_t kv_bytes = 0;     //!< pool capacity in bytes (0 and kv_tokens 0: one full-context sequence)
+  std::optional<kv_dtype> kv = std::nullopt;  //!< nullopt: kv_dtype_for(compute)
+  uint32_t block_size = 16;                   //!< KV positions per block
+  uint64_t kv_tokens = 0;                     //!< pool capacity in positions (0: see kv_bytes)
+  uint64_t kv_bytes = 0;  //!< pool capacity in bytes (0 and kv_tokens 0: one full-context sequence)
   kernel_choice kernels = kernel_choice::automatic;  //!< which matmul paths the tuner may choose
   //! Told the layers prepared so far (the head counts as one more) and their number: loading a
   //! large file takes a while.
@@ -50,6 +50,9 @@ class cpu_backend final : public backend {
   //! Converts and reorders every weight once; errc::malformed naming a missing or misshapen
   //! tensor, errc::invalid_argument for bad options.
   static result<std::unique_ptr<cpu_backend>> load(const gguf::file& f, const cpu_backend_options& opt);
+  //! load() as a backend_factory, for a worker that loads on its own thread; `f` stays mapped
+  //! while the factory is kept.
+  static backend_factory factory(std::shared_ptr<const gguf::file> f, cpu_backend_options opt);
 
   const hparams& params() const override { return hp_; }
   kv_pool& kv() override { return *kv_; }

@@ -125,6 +125,15 @@ result<std::vector<matmul_path>> candidates(compute_type ct, kernel_choice choic
   return all;
 }
 
+}  // namespace
+
+status<> check_kernel_choice(compute_type ct, kernel_choice choice) {
+  if (auto c = candidates(ct, choice); !c) return c.error();
+  return {};
+}
+
+namespace {
+
 bool same_key(const shape_plan& a, const shape_plan& b) {
   return a.n_in == b.n_in && a.n_out == b.n_out && a.ct == b.ct && a.choice == b.choice &&
          a.threads == b.threads;

@@ -34,6 +34,10 @@ struct path_rates {
 //! choice that measures the same. Pure.
 matmul_plan choose_plan(std::span<const path_rates> rates, matmul_path incumbent, double margin = 1.05);
 
+//! Whether `choice` has a path for `ct` on this CPU (errc::unsupported, saying why, if not):
+//! what plan() would refuse at load, told before the weights are read.
+status<> check_kernel_choice(compute_type ct, kernel_choice choice);
+
 //! What one shape was given, and why.
 struct shape_plan {
   uint32_t n_in = 0, n_out = 0;
