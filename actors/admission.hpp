@@ -2,7 +2,7 @@
 // The admission actor: the engine's front door. It checks each request before any expensive
 // work (prompt and completion fit the context and the KV pool, tokens in the vocabulary,
 // sampling parameters in range), then its tenant's quotas and the queue limits, answering a
-// refusal at once with a typed reason (engine/admission_core.hpp decides; every refusal is
+// refusal at once with a typed reason (core/admission_core.hpp decides; every refusal is
 // counted by tenant and reason in metrics). Accepted requests go on to the scheduler,
 // cancellations after them, in order.
 
@@ -10,7 +10,7 @@
 
 #include <caf/fwd.hpp>
 
-#include "engine/admission_core.hpp"
+#include "core/admission_core.hpp"
 
 namespace hearth {
 

@@ -27,9 +27,9 @@
 
 #include "actors/metrics_types.hpp"
 #include "actors/worker_info.hpp"
-#include "engine/config.hpp"
-#include "engine/engine_hooks.hpp"
-#include "engine/request.hpp"
+#include "core/config.hpp"
+#include "core/engine_hooks.hpp"
+#include "core/request.hpp"
 #include "model/tokenizer.hpp"
 
 namespace hearth {
@@ -58,7 +58,7 @@ class engine {
  public:
   //! Starts the actors and waits for the worker to be pinned and loaded. errc::invalid_argument
   //! for a bad configuration; the worker's error when its backend fails to load. `hooks`: a
-  //! watchdog's pings and each request's end (engine/engine_hooks.hpp).
+  //! watchdog's pings and each request's end (core/engine_hooks.hpp).
   static result<std::unique_ptr<engine>> start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
                                                backend_factory make_backend, engine_hooks hooks = {});
   ~engine();

@@ -1,7 +1,7 @@
 #pragma once
 // Every message the actors exchange, in one place: the atoms, the payload types' inspect
 // functions (so CAF can print and, later, serialize them) and, per actor, the messages it
-// handles. Payload types themselves live with their logic (engine/, kernels/).
+// handles. Payload types themselves live with their logic (core/, kernels/).
 //
 // admission   (submit, request_id, request, actor sink, ns)   validate, queue limits; to scheduler
 //                                                             (ns: steady-clock time of submission)
@@ -36,9 +36,9 @@
 
 #include "actors/metrics_types.hpp"
 #include "actors/worker.hpp"
-#include "engine/request.hpp"
-#include "engine/scheduler_core.hpp"
-#include "engine/step.hpp"
+#include "core/request.hpp"
+#include "core/scheduler_core.hpp"
+#include "core/step.hpp"
 
 namespace hearth {
 

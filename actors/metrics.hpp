@@ -11,13 +11,13 @@
 
 #include <caf/fwd.hpp>
 
-#include "engine/scheduler_core.hpp"
+#include "core/scheduler_core.hpp"
 #include "tenants/tenant_config.hpp"
 
 namespace hearth {
 
 //! `tenants`: the table's names (tenants_atom replaces them).
-//! `request_end`: told of each record and refusal as it arrives (engine/engine_hooks.hpp); may be empty.
+//! `request_end`: told of each record and refusal as it arrives (core/engine_hooks.hpp); may be empty.
 caf::actor spawn_metrics(caf::actor_system& sys, const std::vector<tenant_config>& tenants,
                          std::function<void(const request_record&)> request_end = {});
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/request.hpp"
-#include "engine/scheduler_core.hpp"
+#include "core/request.hpp"
+#include "core/scheduler_core.hpp"
 
 namespace hearth {
 

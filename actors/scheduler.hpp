@@ -9,8 +9,8 @@
 
 #include <caf/actor.hpp>
 
-#include "engine/config.hpp"
-#include "engine/engine_hooks.hpp"
+#include "core/config.hpp"
+#include "core/engine_hooks.hpp"
 #include "model/tokenizer.hpp"
 
 namespace hearth {
@@ -25,7 +25,7 @@ struct scheduler_options {
   caf::actor decode_worker;  //!< disaggregated only
   caf::actor admission;
   caf::actor metrics;
-  keep_alive alive;  //!< pings from this loop (engine/engine_hooks.hpp)
+  keep_alive alive;  //!< pings from this loop (core/engine_hooks.hpp)
 };
 
 caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_options opt);

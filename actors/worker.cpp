@@ -2,7 +2,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/placement.hpp"
-#include "engine/step_runner.hpp"
+#include "core/step_runner.hpp"
 #include "kernels/parallel.hpp"
 
 namespace hearth {

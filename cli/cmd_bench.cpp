@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/kernels_bench.hpp"
+#include "bench/kernels/kernels_bench.hpp"
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "common/text_file.hpp"

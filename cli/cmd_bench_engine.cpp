@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/engine_bench.hpp"
+#include "bench/engine/engine_bench.hpp"
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "common/text_file.hpp"

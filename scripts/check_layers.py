@@ -48,9 +48,9 @@ rooms = {
     "caf/": {"actors"},
     "oneapi/dnnl/": {"kernels"}, "dnnl": {"kernels"},
     "zmq": {"server", "clients/cpp"},
-    "httplib.h": {"server/http", "bench"},  # and the bench's HTTP target (bench/household/http_target.cpp)
+    "httplib.h": {"server/http", "bench/household"},  # and the bench's HTTP target
     "hwloc": {"actors"},
-    "toml++/": {"tenants", "server", "bench"},
+    "toml++/": {"tenants", "server", "bench/household"},
 }
 
 problems = []

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <variant>
 
-#include "engine/request.hpp"
+#include "core/request.hpp"
 
 namespace hearth::server {
 

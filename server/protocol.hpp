@@ -18,7 +18,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/result.hpp"
-#include "engine/request.hpp"
+#include "core/request.hpp"
 #include "model/chat_template.hpp"
 
 namespace hearth::wire {

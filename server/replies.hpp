@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/metrics_types.hpp"
-#include "engine/config.hpp"
+#include "core/config.hpp"
 #include "server/gateway.hpp"
 
 namespace hearth::server {

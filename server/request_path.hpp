@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/request.hpp"
+#include "core/request.hpp"
 #include "model/tokenizer.hpp"
 #include "server/protocol.hpp"
 #include "tenants/tenant_config.hpp"

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/request.hpp"
+#include "core/request.hpp"
 #include "server/connection.hpp"
 
 namespace hearth::server {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "engine/config.hpp"
+#include "core/config.hpp"
 
 namespace hearth::server {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/scheduler_core.hpp"
+#include "core/scheduler_core.hpp"
 
 namespace hearth::server {
 

@@ -8,7 +8,7 @@
 #include <numeric>
 #include <random>
 
-#include "engine/request.hpp"
+#include "core/request.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "kernels/sampler.hpp"
 #include "micro_models.hpp"

@@ -3,7 +3,7 @@
 // queue's class shares, and a tenant table replaced at run time.
 #include <catch2/catch.hpp>
 
-#include "engine/admission_core.hpp"
+#include "core/admission_core.hpp"
 
 using namespace hearth;
 

@@ -3,7 +3,7 @@
 
 #include <numeric>
 
-#include "engine/kv_cache.hpp"
+#include "core/kv_cache.hpp"
 
 using namespace hearth;
 

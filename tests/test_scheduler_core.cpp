@@ -6,8 +6,8 @@
 #include <functional>
 #include <map>
 
-#include "engine/scheduler_core.hpp"
-#include "engine/step_runner.hpp"
+#include "core/scheduler_core.hpp"
+#include "core/step_runner.hpp"
 #include "engine_fixture.hpp"
 #include "kernels/null_backend.hpp"
 #include "policies/fcfs.hpp"

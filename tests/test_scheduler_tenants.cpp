@@ -9,8 +9,8 @@
 #include <map>
 #include <set>
 
-#include "engine/scheduler_core.hpp"
-#include "engine/step_runner.hpp"
+#include "core/scheduler_core.hpp"
+#include "core/step_runner.hpp"
 #include "engine_fixture.hpp"
 #include "kernels/null_backend.hpp"
 #include "model/hparams.hpp"

@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "engine/step_time.hpp"
+#include "core/step_time.hpp"
 
 using namespace hearth;
 

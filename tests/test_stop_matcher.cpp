@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "engine/stop_matcher.hpp"
+#include "core/stop_matcher.hpp"
 
 using namespace hearth;
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "bench/stream_triad.hpp"
+#include "bench/kernels/stream_triad.hpp"
 #include "kernels/parallel.hpp"
 
 using namespace hearth;

@@ -10,7 +10,7 @@
 
 #include "bench/household/runner.hpp"
 #include "bench/household/schedule.hpp"
-#include "engine/config.hpp"
+#include "core/config.hpp"
 
 namespace hearth::household {
 

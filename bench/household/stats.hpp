@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/request.hpp"
+#include "core/request.hpp"
 
 namespace hearth::household {
 

@@ -12,7 +12,7 @@
 
 #include "bench/household/capacity.hpp"
 #include "bench/household/report.hpp"
-#include "engine/config.hpp"
+#include "core/config.hpp"
 
 namespace hearth::household {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench/household/stats.hpp"
-#include "engine/request.hpp"
+#include "core/request.hpp"
 
 namespace hearth::household {
 

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.hpp"
-#include "engine/request.hpp"
+#include "core/request.hpp"
 #include "model/chat_tools.hpp"
 #include "server/json_fields.hpp"
 #include "server/protocol.hpp"

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/request.hpp"
+#include "core/request.hpp"
 
 namespace hearth::http {
 

@@ -1,4 +1,4 @@
-#include "engine/stop_matcher.hpp"
+#include "core/stop_matcher.hpp"
 
 #include <algorithm>
 #include <utility>

@@ -3,7 +3,7 @@
 // ends its prompt or decodes. Sampling runs on the worker's cores, next to the logits, so only
 // token ids travel back to the scheduler. Used by the worker actors, the tests and the bench.
 
-#include "engine/step.hpp"
+#include "core/step.hpp"
 #include "kernels/backend.hpp"
 
 namespace hearth {

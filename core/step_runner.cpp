@@ -1,4 +1,4 @@
-#include "engine/step_runner.hpp"
+#include "core/step_runner.hpp"
 
 #include <algorithm>
 #include <chrono>

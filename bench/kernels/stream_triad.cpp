@@ -1,4 +1,4 @@
-#include "bench/stream_triad.hpp"
+#include "bench/kernels/stream_triad.hpp"
 
 #include <algorithm>
 #include <chrono>

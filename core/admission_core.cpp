@@ -1,4 +1,4 @@
-#include "engine/admission_core.hpp"
+#include "core/admission_core.hpp"
 
 #include <cassert>
 

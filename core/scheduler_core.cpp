@@ -1,4 +1,4 @@
-#include "engine/scheduler_core.hpp"
+#include "core/scheduler_core.hpp"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "engine/kv_cache.hpp"
+#include "core/kv_cache.hpp"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "engine/step_time.hpp"
+#include "core/step_time.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/request.hpp"
+#include "core/request.hpp"
 #include "tenants/tenant_config.hpp"
 #include "tenants/token_bucket.hpp"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/request.hpp"
+#include "core/request.hpp"
 #include "kernels/sampler.hpp"
 
 namespace hearth {

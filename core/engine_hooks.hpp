@@ -10,7 +10,7 @@
 #include <chrono>
 #include <functional>
 
-#include "engine/scheduler_core.hpp"
+#include "core/scheduler_core.hpp"
 
 namespace hearth {
 

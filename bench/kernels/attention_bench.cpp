@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "bench/stream_triad.hpp"
+#include "bench/kernels/stream_triad.hpp"
 #include "kernels/cpu_ops.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"

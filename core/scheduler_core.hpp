@@ -30,11 +30,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/config.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/step.hpp"
-#include "engine/step_time.hpp"
-#include "engine/stop_matcher.hpp"
+#include "core/config.hpp"
+#include "core/kv_cache.hpp"
+#include "core/step.hpp"
+#include "core/step_time.hpp"
+#include "core/stop_matcher.hpp"
 #include "model/tokenizer.hpp"
 #include "policies/policy.hpp"
 #include "tenants/service_counters.hpp"

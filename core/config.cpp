@@ -1,4 +1,4 @@
-#include "engine/config.hpp"
+#include "core/config.hpp"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "bench/engine_bench.hpp"
+#include "bench/engine/engine_bench.hpp"
 
 #include <chrono>
 

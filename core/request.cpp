@@ -1,4 +1,4 @@
-#include "engine/request.hpp"
+#include "core/request.hpp"
 
 namespace hearth {
 

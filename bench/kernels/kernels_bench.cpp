@@ -1,4 +1,4 @@
-#include "bench/kernels_bench.hpp"
+#include "bench/kernels/kernels_bench.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 
 #include <sys/resource.h>
 
-#include "bench/stream_triad.hpp"
+#include "bench/kernels/stream_triad.hpp"
 #include "common/rng.hpp"
 #include "kernels/matmul_bench.hpp"
 #include "kernels/parallel.hpp"
