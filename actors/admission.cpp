@@ -3,8 +3,6 @@
 #include <chrono>
 #include <memory>
 
-#include "actors/messages.hpp"
-
 namespace hearth {
 
 namespace {
@@ -15,17 +13,19 @@ double now_s() {
 
 struct admission_state {
   std::unique_ptr<admission_core> core;
-  caf::actor scheduler, metrics;
+  scheduler_actor scheduler;
+  metrics_actor metrics;
   static inline const char* name = "admission";
 };
 
-caf::behavior admission(caf::stateful_actor<admission_state>* self, admission_limits limits,
-                        std::vector<tenant_config> tenants, caf::actor metrics) {
+admission_actor::behavior_type admission(admission_actor::stateful_pointer<admission_state> self,
+                                         admission_limits limits, std::vector<tenant_config> tenants,
+                                         metrics_actor metrics) {
   self->state.core = std::make_unique<admission_core>(limits, std::move(tenants), now_s());
   self->state.metrics = std::move(metrics);
   return {
-      [=](ready_atom, caf::actor& scheduler) { self->state.scheduler = std::move(scheduler); },
-      [=](submit_atom, request_id id, request& r, caf::actor& sink, int64_t submitted_ns) {
+      [=](ready_atom, scheduler_actor& scheduler) { self->state.scheduler = std::move(scheduler); },
+      [=](submit_atom, request_id id, request& r, sink_actor& sink, int64_t submitted_ns) {
         auto& st = self->state;
         request_event ev;
         ev.id = id;
@@ -55,7 +55,7 @@ caf::behavior admission(caf::stateful_actor<admission_state>* self, admission_li
         self->state.core->set_tenants(std::move(table), now_s());
         return true;
       },
-      [=](drain_atom a) {
+      [=](drain_atom a) -> caf::delegated<bool> {
         // Delegated after every request forwarded so far: the scheduler ends them all.
         self->state.core->drain();
         return self->delegate(self->state.scheduler, a);
@@ -65,8 +65,8 @@ caf::behavior admission(caf::stateful_actor<admission_state>* self, admission_li
 
 }  // namespace
 
-caf::actor spawn_admission(caf::actor_system& sys, admission_limits limits,
-                           std::vector<tenant_config> tenants, caf::actor metrics) {
+admission_actor spawn_admission(caf::actor_system& sys, admission_limits limits,
+                                std::vector<tenant_config> tenants, metrics_actor metrics) {
   return sys.spawn(admission, limits, std::move(tenants), std::move(metrics));
 }
 

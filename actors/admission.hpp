@@ -8,14 +8,13 @@
 
 #include <vector>
 
-#include <caf/fwd.hpp>
-
+#include "actors/messages.hpp"
 #include "core/admission_core.hpp"
 
 namespace hearth {
 
-//! Spawns admission; it forwards to `scheduler` once told with (ready_atom, actor).
-caf::actor spawn_admission(caf::actor_system& sys, admission_limits limits,
-                           std::vector<tenant_config> tenants, caf::actor metrics);
+//! Spawns admission; it forwards to the scheduler once told with (ready_atom, scheduler).
+admission_actor spawn_admission(caf::actor_system& sys, admission_limits limits,
+                                std::vector<tenant_config> tenants, metrics_actor metrics);
 
 }  // namespace hearth

@@ -25,7 +25,7 @@ caf::actor_system_config& configured(caf::actor_system_config& cfg) {
 
 // A sink's behavior. Spawned with its callback as an argument: CAF 0.17 spawning a functor with
 // no arguments binds a reference to a null std::tuple<> (UBSan reports it).
-caf::behavior sink_behavior(caf::event_based_actor*, std::function<void(request_event&)> on_event) {
+sink_actor::behavior_type sink_behavior(sink_actor::pointer, std::function<void(request_event&)> on_event) {
   return {[f = std::move(on_event)](request_event& e) { f(e); }};
 }
 
@@ -34,9 +34,13 @@ caf::behavior sink_behavior(caf::event_based_actor*, std::function<void(request_
 struct engine::actors {
   caf::actor_system_config cfg;
   caf::actor_system system{configured(cfg)};
-  caf::actor worker, decode_worker, metrics, admission, scheduler, supervisor;
+  worker_actor worker, decode_worker;
+  metrics_actor metrics;
+  admission_actor admission;
+  scheduler_actor scheduler;
+  supervisor_actor supervisor;
 
-  result<worker_info> await_ready(const caf::actor& w) {
+  result<worker_info> await_ready(const worker_actor& w) {
     return ask<worker_info>([&](caf::scoped_actor& self, auto& out) {
       out = error{errc::invalid_argument, "worker: no answer"};
       self->request(w, caf::infinite, ready_atom::value)
@@ -69,7 +73,7 @@ struct engine::actors {
 };
 
 struct event_sink::actor {
-  caf::actor handle;
+  sink_actor handle;
 };
 
 event_sink::event_sink(std::unique_ptr<actor> a) : a_(std::move(a)) {}
@@ -131,9 +135,12 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   a.scheduler = spawn_scheduler(sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, a.worker,
                                       a.decode_worker, a.admission, a.metrics, std::move(hooks.alive)});
   caf::anon_send(a.admission, ready_atom::value, a.scheduler);
-  std::vector<supervised> watched = {
-      {"admission", a.admission}, {"scheduler", a.scheduler}, {"metrics", a.metrics}, {"worker", a.worker}};
-  if (a.decode_worker) watched.push_back({"decode worker", a.decode_worker});
+  auto untyped = [](const auto& handle) { return caf::actor_cast<caf::actor>(handle); };
+  std::vector<supervised> watched = {{"admission", untyped(a.admission)},
+                                     {"scheduler", untyped(a.scheduler)},
+                                     {"metrics", untyped(a.metrics)},
+                                     {"worker", untyped(a.worker)}};
+  if (a.decode_worker) watched.push_back({"decode worker", untyped(a.decode_worker)});
   a.supervisor = spawn_supervisor(sys, std::move(watched), a.scheduler, e->health_);
   return e;
 }
@@ -148,9 +155,11 @@ engine::~engine() {
   shutdown();
   health_->stopping();
   const actors& a = *actors_;
-  for (const auto& x : {a.supervisor, a.admission, a.scheduler, a.metrics, a.worker, a.decode_worker}) {
+  auto stop = [](const auto& x) {
     if (x) caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
-  }
+  };
+  stop(a.supervisor), stop(a.admission), stop(a.scheduler), stop(a.metrics), stop(a.worker),
+      stop(a.decode_worker);
   actors_->system.await_all_actors_done();
 }
 
@@ -193,12 +202,13 @@ status<> engine::set_tenants(std::vector<tenant_config> tenants) {
   if (auto st = check_tenants(tenants); !st) return st;
   auto ok = actors_->ask<bool>([&](caf::scoped_actor& self, result<bool>& out) {
     bool all = true;
-    // Admission first: a request it admits under the new quotas then meets the new table at the
-    // scheduler; metrics learns which names to count on their own.
-    for (const caf::actor& a : {actors_->admission, actors_->scheduler, actors_->metrics}) {
+    auto tell = [&](const auto& a) {
       self->request(a, caf::infinite, tenants_atom::value, tenants)
           .receive([&](bool b) { all = all && b; }, [&](caf::error&) { all = false; });
-    }
+    };
+    // Admission first: a request it admits under the new quotas then meets the new table at the
+    // scheduler; metrics learns which names to count on their own.
+    tell(actors_->admission), tell(actors_->scheduler), tell(actors_->metrics);
     out = all;
   });
   if (!ok || !*ok)

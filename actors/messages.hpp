@@ -1,41 +1,13 @@
 #pragma once
-// Every message the actors exchange, in one place: the atoms, the payload types' inspect
-// functions (so CAF can print and, later, serialize them) and, per actor, the messages it
-// handles. Payload types themselves live with their logic (core/, kernels/).
-//
-// admission   (submit, request_id, request, actor sink, ns)   validate, queue limits; to scheduler
-//                                                             (ns: steady-clock time of submission)
-//             (cancel, request_id)                            forwarded, keeping the order
-//             (dequeued, vector<request_id>)                  started (or ended) waiting: queue accounting
-//             (finished, vector<request_id>, vector<uint32>)  ended, with completion tokens: bucket refunds
-//             (tenants, vector<tenant_config>) -> bool        new tenant quotas for the next request
-//             (drain)                                         refuse new work from now on
-// scheduler   (enqueue, request_id, request, actor sink, ns)  from admission
-//             (cancel, request_id)
-//             (policy, string) -> bool                        switch the policy at the next step
-//             (tenants, vector<tenant_config>) -> bool        new tenant table at the next step
-//             (gauges) -> scheduler_gauges
-//             (drain) -> bool                                 end every request (shutdown)
-//             (fail, string why)                              the engine failed: end every request
-//                                                             with `internal`, then stop
-//             (overdue, size_t lane, uint64 step)             that step's timeout: if it is still out,
-//                                                             the backend hangs (fail)
-// worker      step -> step_result                             one iteration on the backend
-//             (ready) -> worker_info                          after pinning and loading
-// metrics     (records, vector<request_record>)
-//             (rejected, string tenant, reject_reason)
-//             (gauges, scheduler_gauges)
-//             (stepped, step_sample)                          one finished iteration
-//             (tenants, vector<tenant_config>) -> bool        the names counted each on its own
-//             (stats) -> metrics_snapshot
-//             (stats, string tenant) -> metrics_snapshot      the engine's figures and that tenant's
-// supervisor  (monitors every other actor; handles no message of its own)
-// sink        request_event                                   what every client of the engine gets
+// Every message the actors exchange, in one place: the atoms, each actor's interface as a CAF
+// typed actor (so a message an actor does not handle, or a reply of the wrong type, fails to
+// compile), and the payload types' inspect functions (so CAF can print and, later, serialize
+// them). Payload types themselves live with their logic (core/, kernels/).
 
 #include <caf/all.hpp>
 
 #include "actors/metrics_types.hpp"
-#include "actors/worker.hpp"
+#include "actors/worker_info.hpp"
 #include "core/request.hpp"
 #include "core/scheduler_core.hpp"
 #include "core/step.hpp"
@@ -59,6 +31,59 @@ using ready_atom = caf::atom_constant<caf::atom("ready")>;
 using fail_atom = caf::atom_constant<caf::atom("fail")>;
 using overdue_atom = caf::atom_constant<caf::atom("overdue")>;
 using alive_atom = caf::atom_constant<caf::atom("alive")>;
+
+//! What every client of the engine gets: each event of its requests.
+using sink_actor = caf::typed_actor<caf::reacts_to<request_event>>;
+
+//! One iteration on the backend; (ready) once pinned and loaded, an error if that failed.
+using worker_actor = caf::typed_actor<caf::replies_to<step>::with<step_result>,
+                                      caf::replies_to<ready_atom>::with<worker_info>>;
+
+using metrics_actor =
+    caf::typed_actor<caf::reacts_to<records_atom, std::vector<request_record>>,
+                     caf::reacts_to<rejected_atom, std::string, reject_reason>,  // tenant, why
+                     caf::reacts_to<gauges_atom, scheduler_gauges>,
+                     caf::reacts_to<stepped_atom, step_sample>,  // one finished iteration
+                     // the names counted each on their own
+                     caf::replies_to<tenants_atom, std::vector<tenant_config>>::with<bool>,
+                     caf::replies_to<stats_atom>::with<metrics_snapshot>,
+                     // the engine's figures and that tenant's
+                     caf::replies_to<stats_atom, std::string>::with<metrics_snapshot>>;
+
+using scheduler_actor =
+    caf::typed_actor<caf::reacts_to<enqueue_atom, request_id, request, sink_actor, int64_t>,  // from
+                                                                                              // admission
+                     caf::reacts_to<cancel_atom, request_id>,
+                     // switch the policy / the tenant table at the next step
+                     caf::replies_to<policy_atom, std::string>::with<bool>,
+                     caf::replies_to<tenants_atom, std::vector<tenant_config>>::with<bool>,
+                     caf::replies_to<gauges_atom>::with<scheduler_gauges>,
+                     caf::replies_to<drain_atom>::with<bool>,  // end every request (shutdown)
+                     // the engine failed: end every request with `internal`, then stop
+                     caf::reacts_to<fail_atom, std::string>,
+                     // its own timers: the watchdog's tick, and a step's timeout (lane, step
+                     // number): if that step is still out, the backend hangs
+                     caf::reacts_to<alive_atom>, caf::reacts_to<overdue_atom, size_t, uint64_t>>;
+
+using admission_actor =
+    caf::typed_actor<caf::reacts_to<ready_atom, scheduler_actor>,  // where accepted requests go
+                                                                   // validate, queue limits, then to the
+                                                                   // scheduler (ns: steady-clock time of
+                                                                   // submission)
+                     caf::reacts_to<submit_atom, request_id, request, sink_actor, int64_t>,
+                     caf::reacts_to<cancel_atom, request_id>,  // forwarded, keeping the order
+                     // started (or ended) waiting: queue accounting
+                     caf::reacts_to<dequeued_atom, std::vector<request_id>>,
+                     // ended, with completion tokens: bucket refunds
+                     caf::reacts_to<finished_atom, std::vector<request_id>, std::vector<uint32_t>>,
+                     // new tenant quotas for the next request
+                     caf::replies_to<tenants_atom, std::vector<tenant_config>>::with<bool>,
+                     // refuse new work from now on; answered once the scheduler has ended it all
+                     caf::replies_to<drain_atom>::with<bool>>;
+
+//! The supervisor monitors every other actor; it takes no message of its own (the one it
+//! declares keeps its behavior non-empty, so it lives).
+using supervisor_actor = caf::typed_actor<caf::reacts_to<ready_atom>>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_info& x) {

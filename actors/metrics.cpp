@@ -120,9 +120,10 @@ std::set<std::string> names_of(const std::vector<tenant_config>& tenants) {
   return names;
 }
 
-caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::steady_clock::time_point started,
-                      std::vector<tenant_config> tenants,
-                      std::function<void(const request_record&)> request_end) {
+metrics_actor::behavior_type metrics(metrics_actor::stateful_pointer<metrics_state> self,
+                                     std::chrono::steady_clock::time_point started,
+                                     std::vector<tenant_config> tenants,
+                                     std::function<void(const request_record&)> request_end) {
   self->state.started = started;
   self->state.listed = names_of(tenants);
   return {
@@ -162,8 +163,8 @@ caf::behavior metrics(caf::stateful_actor<metrics_state>* self, std::chrono::ste
 
 // The start time is an argument, not taken inside: CAF 0.17 binds a reference through a null
 // pointer for actors spawned without arguments, which UBSan reports.
-caf::actor spawn_metrics(caf::actor_system& sys, const std::vector<tenant_config>& tenants,
-                         std::function<void(const request_record&)> request_end) {
+metrics_actor spawn_metrics(caf::actor_system& sys, const std::vector<tenant_config>& tenants,
+                            std::function<void(const request_record&)> request_end) {
   return sys.spawn(metrics, std::chrono::steady_clock::now(), tenants, std::move(request_end));
 }
 

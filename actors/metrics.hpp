@@ -9,8 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include <caf/fwd.hpp>
-
+#include "actors/messages.hpp"
 #include "core/scheduler_core.hpp"
 #include "tenants/tenant_config.hpp"
 
@@ -18,7 +17,7 @@ namespace hearth {
 
 //! `tenants`: the table's names (tenants_atom replaces them).
 //! `request_end`: told of each record and refusal as it arrives (core/engine_hooks.hpp); may be empty.
-caf::actor spawn_metrics(caf::actor_system& sys, const std::vector<tenant_config>& tenants,
-                         std::function<void(const request_record&)> request_end = {});
+metrics_actor spawn_metrics(caf::actor_system& sys, const std::vector<tenant_config>& tenants,
+                            std::function<void(const request_record&)> request_end = {});
 
 }  // namespace hearth

@@ -5,8 +5,6 @@
 #include <optional>
 #include <unordered_map>
 
-#include "actors/messages.hpp"
-
 namespace hearth {
 
 namespace {
@@ -15,7 +13,7 @@ using clock_type = std::chrono::steady_clock;
 
 // One worker and the step it is computing.
 struct lane {
-  caf::actor worker;
+  worker_actor worker;
   step_kind kind = step_kind::mixed;
   std::optional<step> in_flight;
   clock_type::time_point sent_at;
@@ -24,7 +22,7 @@ struct lane {
 struct scheduler_state {
   scheduler_options opt;
   std::unique_ptr<scheduler_core> core;
-  std::unordered_map<request_id, caf::actor> sinks;
+  std::unordered_map<request_id, sink_actor> sinks;
   std::vector<lane> lanes;
   clock_type::time_point epoch = clock_type::now();
   double compute_ms = 0, overhead_ms = 0;
@@ -33,7 +31,7 @@ struct scheduler_state {
   double now() const { return std::chrono::duration<double>(clock_type::now() - epoch).count(); }
 };
 
-using self_ptr = caf::stateful_actor<scheduler_state>*;
+using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
 
 // The bookkeeping the other actors need, then each event to its request's sink (after a terminal
 // one the sink is forgotten). Metrics first: a request's record is in by the time its client
@@ -140,7 +138,7 @@ void on_alive_tick(self_ptr self) {
   self->delayed_send(self, st.opt.alive.every, alive_atom::value);
 }
 
-caf::behavior scheduler(self_ptr self, scheduler_options opt) {
+scheduler_actor::behavior_type scheduler(self_ptr self, scheduler_options opt) {
   auto& st = self->state;
   st.core = std::make_unique<scheduler_core>(opt.config, *opt.tok, opt.n_ctx, opt.n_blocks, opt.block_size,
                                              make_policy(opt.config.policy));
@@ -152,7 +150,7 @@ caf::behavior scheduler(self_ptr self, scheduler_options opt) {
   st.opt = std::move(opt);
   if (st.opt.alive.every.count() > 0 && st.opt.alive.ping) on_alive_tick(self);
   return {
-      [=](enqueue_atom, request_id id, request& r, caf::actor& sink, int64_t submitted_ns) {
+      [=](enqueue_atom, request_id id, request& r, sink_actor& sink, int64_t submitted_ns) {
         auto& s = self->state;
         const clock_type::time_point submitted{clock_type::duration(submitted_ns)};
         s.sinks.emplace(id, std::move(sink));
@@ -195,7 +193,7 @@ caf::behavior scheduler(self_ptr self, scheduler_options opt) {
 
 }  // namespace
 
-caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_options opt) {
+scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options opt) {
   return sys.spawn(scheduler, std::move(opt));
 }
 

@@ -7,8 +7,7 @@
 
 #include <memory>
 
-#include <caf/actor.hpp>
-
+#include "actors/messages.hpp"
 #include "core/config.hpp"
 #include "core/engine_hooks.hpp"
 #include "model/tokenizer.hpp"
@@ -21,13 +20,13 @@ struct scheduler_options {
   uint32_t n_ctx = 0;
   uint32_t n_blocks = 0;
   uint32_t block_size = 0;
-  caf::actor worker;         //!< colocated: the one worker; disaggregated: the prefill worker
-  caf::actor decode_worker;  //!< disaggregated only
-  caf::actor admission;
-  caf::actor metrics;
+  worker_actor worker;         //!< colocated: the one worker; disaggregated: the prefill worker
+  worker_actor decode_worker;  //!< disaggregated only
+  admission_actor admission;
+  metrics_actor metrics;
   keep_alive alive;  //!< pings from this loop (core/engine_hooks.hpp)
 };
 
-caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_options opt);
+scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options opt);
 
 }  // namespace hearth

@@ -1,7 +1,5 @@
 #include "actors/supervisor.hpp"
 
-#include "actors/messages.hpp"
-
 namespace hearth {
 
 void engine_health::fail(const std::string& why) {
@@ -47,7 +45,7 @@ namespace {
 
 struct supervisor_state {
   std::vector<supervised> actors;
-  caf::actor scheduler;
+  scheduler_actor scheduler;
   std::shared_ptr<engine_health> health;
   static inline const char* name = "supervisor";
 };
@@ -61,8 +59,9 @@ std::string reason_text(caf::actor_system& sys, const caf::error& reason) {
   return sys.render(reason);
 }
 
-caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self, std::vector<supervised> actors,
-                         caf::actor scheduler, std::shared_ptr<engine_health> health) {
+supervisor_actor::behavior_type supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
+                                           std::vector<supervised> actors, scheduler_actor scheduler,
+                                           std::shared_ptr<engine_health> health) {
   auto& st = self->state;
   st.actors = std::move(actors);
   st.scheduler = std::move(scheduler);
@@ -84,8 +83,8 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self, std::vecto
 
 }  // namespace
 
-caf::actor spawn_supervisor(caf::actor_system& sys, std::vector<supervised> actors, caf::actor scheduler,
-                            std::shared_ptr<engine_health> health) {
+supervisor_actor spawn_supervisor(caf::actor_system& sys, std::vector<supervised> actors,
+                                  scheduler_actor scheduler, std::shared_ptr<engine_health> health) {
   return sys.spawn(supervisor, std::move(actors), std::move(scheduler), std::move(health));
 }
 

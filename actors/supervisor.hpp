@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <caf/fwd.hpp>
+#include "actors/messages.hpp"
 
 namespace hearth {
 
@@ -37,7 +37,7 @@ struct supervised {
   caf::actor actor;
 };
 
-caf::actor spawn_supervisor(caf::actor_system& sys, std::vector<supervised> actors, caf::actor scheduler,
-                            std::shared_ptr<engine_health> health);
+supervisor_actor spawn_supervisor(caf::actor_system& sys, std::vector<supervised> actors,
+                                  scheduler_actor scheduler, std::shared_ptr<engine_health> health);
 
 }  // namespace hearth

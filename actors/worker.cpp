@@ -46,7 +46,7 @@ void start(worker_state& st, const worker_options& opt) {
   st.info.threads = threads;
 }
 
-caf::behavior worker(caf::stateful_actor<worker_state>* self, worker_options opt) {
+worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> self, worker_options opt) {
   start(self->state, opt);
   return {
       [=](ready_atom) -> caf::result<worker_info> {
@@ -73,7 +73,7 @@ caf::behavior worker(caf::stateful_actor<worker_state>* self, worker_options opt
 
 }  // namespace
 
-caf::actor spawn_worker(caf::actor_system& sys, worker_options opt) {
+worker_actor spawn_worker(caf::actor_system& sys, worker_options opt) {
   return sys.spawn<caf::detached>(worker, std::move(opt));
 }
 

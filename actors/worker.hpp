@@ -7,8 +7,7 @@
 #include <memory>
 #include <string>
 
-#include <caf/fwd.hpp>
-
+#include "actors/messages.hpp"
 #include "actors/worker_info.hpp"
 
 namespace hearth {
@@ -22,6 +21,6 @@ struct worker_options {
 
 //! Spawns a worker. Ask it (ready_atom) for its worker_info before sending steps: the answer is
 //! an error when pinning or loading failed.
-caf::actor spawn_worker(caf::actor_system& sys, worker_options opt);
+worker_actor spawn_worker(caf::actor_system& sys, worker_options opt);
 
 }  // namespace hearth
