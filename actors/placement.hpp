@@ -1,6 +1,6 @@
 #pragma once
 // Binding a worker thread to its cores with hwloc. Called on the worker's own thread before its
-// first kernel: OpenMP teams started afterwards inherit the binding (shared facts), so the
+// first kernel: OpenMP teams started afterwards inherit the binding (docs/threads.md), so the
 // worker's oneDNN and kernel threads all stay on its cpuset.
 
 #include <string>

@@ -19,7 +19,7 @@
 
 // Primitives, one per batch size. A matmul primitive is built for a fixed m: oneDNN's runtime-M
 // primitive (DNNL_RUNTIME_DIM_VAL) falls back to gemm:jit, which on AVX-512 machines is much
-// slower at the small m of decode (shared facts). Primitives are cached process-wide by
+// slower at the small m of decode (docs/threads.md). Primitives are cached process-wide by
 // (weights layout, m, bias, threads) in dnnl_context, so the layers of
 // a model, which repeat a handful of shapes, share them. Exact m up to max_rows_per_call; a larger m runs in
 // chunks of max_rows_per_call rows plus one remainder, so a shape has at most max_rows_per_call primitives.
