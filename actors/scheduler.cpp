@@ -5,17 +5,17 @@
 #include <optional>
 #include <unordered_map>
 
+#include "core/step_lanes.hpp"
+
 namespace hearth {
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// One worker and the step it is computing.
+// A lane's worker, and when its step in flight left.
 struct lane {
   worker_actor worker;
-  step_kind kind = step_kind::mixed;
-  std::optional<step> in_flight;
   clock_type::time_point sent_at;
 };
 
@@ -23,6 +23,7 @@ struct scheduler_state {
   scheduler_options opt;
   std::unique_ptr<scheduler_core> core;
   std::unordered_map<request_id, sink_actor> sinks;
+  std::optional<step_lanes> loop;  // the decisions; lanes[i] is its lane i's worker
   std::vector<lane> lanes;
   clock_type::time_point epoch = clock_type::now();
   double compute_ms = 0, overhead_ms = 0;
@@ -81,19 +82,15 @@ void fail(self_ptr self, const std::string& why) {
 // Starts a step on every idle worker for which something can run.
 void kick(self_ptr self) {
   auto& st = self->state;
-  for (size_t i = 0; i < st.lanes.size(); ++i) {
-    lane& l = st.lanes[i];
-    if (l.in_flight || !st.core->has_work()) continue;
-    step s = st.core->plan(st.now(), l.kind);
-    if (s.seqs.empty()) continue;
-    l.in_flight = s;
-    l.sent_at = clock_type::now();
+  for (size_t i : st.loop->start(*st.core, st.now())) {
+    const step& s = *st.loop->in_flight(i);
+    st.lanes[i].sent_at = clock_type::now();
     self->delayed_send(self, std::chrono::milliseconds(st.opt.config.step_timeout_ms), overdue_atom::value, i,
                        s.number);
-    self->request(l.worker, caf::infinite, std::move(s))
+    self->request(st.lanes[i].worker, caf::infinite, s)
         .then([=](step_result& r) { on_result(self, i, r); },
               [=](caf::error& err) {
-                step_result r{.number = self->state.lanes[i].in_flight->number,
+                step_result r{.number = self->state.loop->in_flight(i)->number,
                               .error = "worker: " + self->system().render(err)};
                 on_result(self, i, r);
               });
@@ -103,19 +100,16 @@ void kick(self_ptr self) {
 void on_result(self_ptr self, size_t lane_index, step_result& r) {
   auto& st = self->state;
   const auto received = clock_type::now();
-  lane& l = st.lanes[lane_index];
-  const double round_trip = std::chrono::duration<double, std::milli>(received - l.sent_at).count();
-  std::vector<request_event> events;
+  const double round_trip =
+      std::chrono::duration<double, std::milli>(received - st.lanes[lane_index].sent_at).count();
   if (r.error.empty()) {
-    const step& s = *l.in_flight;
+    const step& s = *st.loop->in_flight(lane_index);
     const uint32_t decode = s.n_tokens_decode();
     self->send(st.opt.metrics, stepped_atom::value,
                step_sample{static_cast<uint32_t>(s.seqs.size()), s.n_tokens() - decode, decode, round_trip});
-    st.core->complete(s, r, st.now(), events);
-  } else {
-    st.core->abort(*l.in_flight, r.error, st.now(), events);
   }
-  l.in_flight.reset();
+  std::vector<request_event> events;
+  st.loop->finish(lane_index, r, *st.core, st.now(), events);
   dispatch(self, events);
   self->send(st.opt.metrics, gauges_atom::value, gauges_of(st));
   kick(self);
@@ -123,7 +117,7 @@ void on_result(self_ptr self, size_t lane_index, step_result& r) {
   // to this worker's next step leaving.
   const double turn = std::chrono::duration<double, std::milli>(clock_type::now() - received).count();
   st.compute_ms += r.compute_ms;
-  st.overhead_ms += std::max(0.0, round_trip - r.compute_ms) + (l.in_flight ? turn : 0.0);
+  st.overhead_ms += std::max(0.0, round_trip - r.compute_ms) + (st.loop->in_flight(lane_index) ? turn : 0.0);
 }
 
 // The engine is alive when this loop runs and every step in flight is younger than the step
@@ -132,8 +126,9 @@ void on_alive_tick(self_ptr self) {
   auto& st = self->state;
   const auto limit = std::chrono::milliseconds(st.opt.config.step_timeout_ms);
   const auto now = clock_type::now();
-  const bool stuck = std::any_of(st.lanes.begin(), st.lanes.end(),
-                                 [&](const lane& l) { return l.in_flight && now - l.sent_at > limit; });
+  bool stuck = false;
+  for (size_t i = 0; i < st.lanes.size(); ++i)
+    stuck = stuck || (st.loop->in_flight(i) && now - st.lanes[i].sent_at > limit);
   if (!stuck) st.opt.alive.ping();
   self->delayed_send(self, st.opt.alive.every, alive_atom::value);
 }
@@ -142,11 +137,9 @@ scheduler_actor::behavior_type scheduler(self_ptr self, scheduler_options opt) {
   auto& st = self->state;
   st.core = std::make_unique<scheduler_core>(opt.config, *opt.tok, opt.n_ctx, opt.n_blocks, opt.block_size,
                                              make_policy(opt.config.policy));
-  if (opt.decode_worker) {
-    st.lanes = {{opt.worker, step_kind::prefill, {}, {}}, {opt.decode_worker, step_kind::decode, {}, {}}};
-  } else {
-    st.lanes = {{opt.worker, step_kind::mixed, {}, {}}};
-  }
+  st.loop.emplace(opt.decode_worker ? placement_mode::disaggregated : placement_mode::colocated);
+  st.lanes = {{opt.worker, {}}};
+  if (opt.decode_worker) st.lanes.push_back({opt.decode_worker, {}});
   st.opt = std::move(opt);
   if (st.opt.alive.every.count() > 0 && st.opt.alive.ping) on_alive_tick(self);
   return {
@@ -183,8 +176,8 @@ scheduler_actor::behavior_type scheduler(self_ptr self, scheduler_options opt) {
       [=](fail_atom, const std::string& why) { fail(self, why); },
       [=](alive_atom) { on_alive_tick(self); },
       [=](overdue_atom, size_t lane_index, uint64_t number) {
-        const lane& l = self->state.lanes[lane_index];
-        if (!l.in_flight || l.in_flight->number != number) return;
+        const std::optional<step>& s = self->state.loop->in_flight(lane_index);
+        if (!s || s->number != number) return;
         fail(self, "worker: step " + std::to_string(number) + " has not returned in " +
                        std::to_string(self->state.opt.config.step_timeout_ms) + " ms (a hung backend)");
       },
