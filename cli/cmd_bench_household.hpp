@@ -22,7 +22,7 @@
 #include "server/http/gateway.hpp"
 
 namespace hearth {
-class engine;  // (not actors/engine.hpp here: <caf/all.hpp> is slow to compile)
+class engine;  // the members below hold it by pointer only
 }
 
 namespace hearth::cli {

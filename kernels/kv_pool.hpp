@@ -1,7 +1,7 @@
 #pragma once
 // The paged KV cache's storage: a pool of fixed-size blocks, each holding keys and values of
 // `block_size` consecutive positions of one sequence for every layer. Which block belongs to
-// which sequence is the KV-cache manager's business (actors/); the pool only stores bytes.
+// which sequence is the KV block manager's business (core/kv_cache.hpp); the pool only stores bytes.
 //
 // One block, contiguous, so handing a block to another worker or NUMA node is one copy:
 //   block (n_layer, 2 [k, v], n_head_kv, block_size, head_dim) in `dtype`
