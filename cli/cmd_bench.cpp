@@ -120,6 +120,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--quick", a->quick, "Seconds, not minutes: fewer reps, contexts 64/128, batches 1/4");
   cmd->callback([a, &exit_code] { exit_code = run_bench_kernels(*a); });
   add_bench_engine_command(*bench, exit_code);
+  add_bench_profile_command(*bench, exit_code);
   add_bench_serve_command(*bench, exit_code);
   add_bench_sweep_command(*bench, exit_code);
 }

@@ -11,9 +11,8 @@
 #include "bench/household/zmq_target.hpp"
 #include "clients/cpp/keys.hpp"
 #include "kernels/cpu_backend.hpp"
-#include "model/gguf.hpp"
-#include "model/hparams.hpp"
 #include "server/http/keys.hpp"
+#include "sim/simulator.hpp"
 
 namespace hearth::cli {
 
@@ -35,6 +34,8 @@ void add_household_options(CLI::App* cmd, household_args& a) {
   cmd->add_option("--decode-cpus", e.decode_cpus, "Disaggregated: the decode worker's cpuset");
   add_compute_options(cmd, a.compute);
   cmd->add_flag("--no-progress", a.no_progress, "No progress bar");
+  cmd->add_option("--sim", a.sim,
+                  "Run on the simulator over this step profile (`hearth bench profile`) instead of a server");
 }
 
 void add_server_options(CLI::App* cmd, household_args& a) {
@@ -57,6 +58,30 @@ backend_factory household_model::factory() const {
   return [p = prototype]() -> result<std::unique_ptr<backend>> { return p->share(); };
 }
 
+result<household::run_result> run_household(const household_args& a, const engine_config& cfg,
+                                            const household::workload& w, const household_model& m,
+                                            const household::schedule& s, const std::vector<uint8_t>& lanes,
+                                            std::FILE* progress) {
+  if (m.profile) {
+    engine_config c = cfg;
+    c.tenants = household::tenants_of(w);
+    const uint32_t block = 16;
+    const sim::sim_engine e{.cfg = c,
+                            .tok = m.file.tok.get(),
+                            .n_ctx = m.n_ctx(),
+                            .n_vocab = static_cast<uint32_t>(m.tok().n_vocab()),
+                            .n_blocks = static_cast<uint32_t>((a.kv_tokens + block - 1) / block),
+                            .block_size = block,
+                            .profile = *m.profile,
+                            .decode_profile = std::nullopt};
+    return sim::simulate(e, s.requests, s.cls, w.drain_s);
+  }
+  auto server = bench_server::open(a, cfg, w, m, lanes);
+  if (!server) return server.error();
+  return household::run_open_loop((*server)->target(), s.requests, s.cls,
+                                  {.drain_s = w.drain_s, .progress = progress});
+}
+
 result<household::workload> load_household_workload(const household_args& a) {
   auto w = a.workload.empty()
                ? household::parse_workload(household::default_workload_text(), "household.toml")
@@ -69,6 +94,12 @@ result<household::workload> load_household_workload(const household_args& a) {
 
 status<> household_model::load_backend(const household_args& a) {
   if (!a.server.empty()) return {};
+  if (!a.sim.empty()) {
+    auto p = sim::load_profile(a.sim);
+    if (!p) return p.error();
+    profile = std::move(*p);
+    return {};
+  }
   auto be = cpu_backend::load(*file.gguf, {.compute = apply_compute_args(a.compute),
                                            .block_size = 16,
                                            .kv_tokens = a.kv_tokens,
@@ -123,6 +154,8 @@ status<> check_server_options(const household_args& a) {
   if (a.via != "zmq" && !a.server.empty())
     return error{errc::invalid_argument,
                  "--via is for the bench's own server: --server's scheme says the gateway"};
+  if (!a.sim.empty() && (a.via != "zmq" || !a.server.empty()))
+    return error{errc::invalid_argument, "--sim runs no server: it takes neither --server nor --via"};
   if (!a.http_keys.empty() && !a.server.starts_with("http://"))
     return error{errc::invalid_argument, "--http-keys needs --server http://HOST:PORT"};
   return {};
@@ -165,16 +198,12 @@ status<> bench_server::start_own(const household_args& a, const engine_config& c
                                  const std::vector<uint8_t>& lanes) {
   const bool http = a.via != "zmq";
   engine_config c = cfg;
-  c.tenants.clear();
+  c.tenants = household::tenants_of(w);
   std::map<std::string, std::string> keys;
-  for (const household::workload_class& k : w.classes) {
-    c.tenants.push_back({.name = k.name,
-                         .cls = k.priority,
-                         .weight = k.weight,
-                         .slo = {k.ttft_ms, k.itl_ms, w.itl_quantile}});
+  for (tenant_config& t : c.tenants) {
     if (!http) continue;
-    keys[k.name] = random_key();
-    c.tenants.back().http_key_sha256 = http::sha256_hex(keys[k.name]);
+    keys[t.name] = random_key();
+    t.http_key_sha256 = http::sha256_hex(keys[t.name]);
   }
   auto e = engine::start(c, m.file.tok, m.factory());
   if (!e) return e.error();

@@ -20,6 +20,7 @@
 #include "model/model_file.hpp"
 #include "server/gateway.hpp"
 #include "server/http/gateway.hpp"
+#include "sim/step_profile.hpp"
 
 namespace hearth {
 class engine;  // the members below hold it by pointer only
@@ -34,6 +35,7 @@ struct household_args {
   std::string http_keys;             //!< with --server http://: a file of `CLASS KEY` lines
   std::string via = "zmq";           //!< the bench's own server: zmq, http, or both (alternate requests)
   std::string workload;              //!< empty: the shipped household mix
+  std::string sim;                   //!< a step profile: run on the simulator (sim/), not a server
   std::string mode = "colocated";
   compute_args compute;
   uint64_t kv_tokens = 16384;
@@ -47,18 +49,21 @@ void add_household_options(CLI::App* cmd, household_args& a);
 //! --server, --server-key, --key, --http-keys, --via: `bench serve` only (a sweep changes the
 //! server's configuration).
 void add_server_options(CLI::App* cmd, household_args& a);
-//! Whether those options go together (--via only without --server, --http-keys only with http://).
+//! Whether those options go together (--via only without --server or --sim, --http-keys only
+//! with http://).
 status<> check_server_options(const household_args& a);
 
 //! The model, loaded once: every engine of a sweep shares its converted weights and KV pool.
 //! With --server only the file is opened (prompts are synthesized to token counts).
 struct household_model {
   model_file file;
-  std::shared_ptr<backend> prototype;  //!< null with --server, and until load_backend
+  std::shared_ptr<backend> prototype;  //!< null with --server or --sim, and until load_backend
+  std::optional<sim::step_profile> profile = std::nullopt;  //!< --sim's, once load_backend read it
   const tokenizer& tok() const { return *file.tok; }
   uint32_t n_ctx() const { return file.hp.n_ctx_train; }
   backend_factory factory() const;
-  //! Loads the weights and KV pool for the bench's own server (nothing with --server).
+  //! Loads the weights and KV pool for the bench's own server, or --sim's profile (nothing
+  //! with --server).
   status<> load_backend(const household_args& a);
 };
 
@@ -87,6 +92,13 @@ class bench_server {
   std::unique_ptr<http::gateway> http_gateway_;
   std::unique_ptr<household::bench_target> target_;
 };
+
+//! One run of `s` under `cfg`: on the simulator with --sim, else on a server (the bench's own, or
+//! --server's); `lanes` as bench_server::open takes them, `progress` a bar's stream or null.
+result<household::run_result> run_household(const household_args& a, const engine_config& cfg,
+                                            const household::workload& w, const household_model& m,
+                                            const household::schedule& s, const std::vector<uint8_t>& lanes,
+                                            std::FILE* progress);
 
 result<household::workload> load_household_workload(const household_args& a);
 //! The engine configuration from the flags (mode resolved).

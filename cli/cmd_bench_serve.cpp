@@ -58,17 +58,18 @@ int run_bench_serve(const bench_serve_args& a) {
   const bool bar = !a.h.no_progress && isatty(fileno(stderr));
   std::vector<household::run_result> runs;
   for (const std::vector<uint8_t>& pass : lanes) {
-    auto server = bench_server::open(a.h, cfg, *w, m, pass);
-    if (!server) return fail(server.error().message);
-    // Once the first server answers: an error before it is the one line printed.
+    // The header once the first run has begun: an error before it is the one line printed.
     if (runs.empty())
       std::fprintf(stderr, "hearth bench serve: %zu requests over %.0f s (%s), %s%s\n", s->requests.size(),
                    s->requests.empty() ? 0.0 : s->requests.back().at_s,
                    a.trace.empty() ? w->name.c_str() : a.trace.c_str(),
                    a.h.server.empty() ? household::describe(cfg).c_str() : a.h.server.c_str(),
-                   a.h.via == "both" ? ", twice (the gateways swapped)" : "");
-    runs.push_back(household::run_open_loop((*server)->target(), s->requests, s->cls,
-                                            {.drain_s = w->drain_s, .progress = bar ? stderr : nullptr}));
+                   a.h.via == "both" ? ", twice (the gateways swapped)"
+                   : m.profile       ? (", simulated on " + a.h.sim).c_str()
+                                     : "");
+    auto run = run_household(a.h, cfg, *w, m, *s, pass, bar ? stderr : nullptr);
+    if (!run) return fail(run.error().message);
+    runs.push_back(std::move(*run));
   }
   const auto report = household::make_report(*w, *s, runs[0]);
   household::print_report(report, stdout);

@@ -67,12 +67,11 @@ int run_bench_sweep(bench_sweep_args& a) {
   auto trial = [&](const household::sweep_config& c, double rate) -> result<household::sweep_trial> {
     auto s = builder.generate(rate / w->total_rate(), std::max(w->duration_s, a.min_requests / rate));
     if (!s) return s.error();
-    auto server = bench_server::open(a.h, c.cfg, *w, m);
-    if (!server) return server.error();
+    auto run = run_household(a.h, c.cfg, *w, m, *s, {}, bar ? stderr : nullptr);
+    if (!run) return run.error();
     household::sweep_trial t;
     t.rate = rate;
-    t.run = household::run_open_loop((*server)->target(), s->requests, s->cls,
-                                     {.drain_s = w->drain_s, .progress = bar ? stderr : nullptr});
+    t.run = std::move(*run);
     t.report = household::make_report(*w, *s, t.run);
     return t;
   };

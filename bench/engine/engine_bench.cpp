@@ -77,6 +77,7 @@ result<engine_bench_report> run_engine_bench(const engine_bench_options& opt) {
   });
   if (!null_run) return null_run.error();
   r.null_run = *null_run;
+  if (!opt.real_run) return r;
   auto real_run = run_once(
       opt, m->tok, filler,
       cpu_backend::factory(

@@ -21,6 +21,7 @@ struct engine_bench_options {
   uint32_t prompt = 32;  //!< tokens per prompt
   uint32_t gen = 128;    //!< tokens each request generates
   unsigned threads = 0;  //!< worker kernel threads; 0 = all cores
+  bool real_run = true;  //!< false: the null backend's run only (the runtime's own cost)
 };
 
 struct engine_run {

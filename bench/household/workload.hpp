@@ -13,6 +13,7 @@
 #include "bench/household/distributions.hpp"
 #include "common/result.hpp"
 #include "policies/policy.hpp"
+#include "tenants/tenant_config.hpp"
 
 namespace hearth::household {
 
@@ -37,6 +38,9 @@ struct workload {
   const workload_class* find(std::string_view tenant) const;
   double total_rate() const;  //!< requests per second over all classes
 };
+
+//! The workload's classes as the engine's tenants (priority, weight, SLO targets), one each.
+std::vector<tenant_config> tenants_of(const workload& w);
 
 //! `source` names the text in errors (usually its path).
 result<workload> parse_workload(std::string_view toml_text, std::string_view source = "workload");

@@ -1,0 +1,109 @@
+#include "sim/profiler.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/step_runner.hpp"
+
+namespace hearth::sim {
+
+namespace {
+
+// One shape of the grid: `decodes` sequences each decoding one token at position `context`,
+// and optionally one prompt chunk of `chunk` tokens starting at `chunk_start`.
+struct shape {
+  uint32_t decodes = 0, context = 0;
+  uint32_t chunk = 0, chunk_start = 0;
+};
+
+// The decode grid stays within max_positions at once (a 64-sequence step at context 256, not
+// 2048): the pool is the backend's, and a 1b model's KV takes 32 KiB per position.
+constexpr uint64_t max_positions = 16384 + 2048;
+
+std::vector<shape> grid() {
+  std::vector<shape> g;
+  for (uint32_t ctx : {32u, 256u, 1024u})
+    for (uint32_t n : {1u, 2u, 4u, 8u, 16u, 32u, 64u})
+      if (uint64_t{n} * (ctx + 1) <= 16384) g.push_back({n, ctx, 0, 0});
+  for (uint32_t start : {0u, 1024u})
+    for (uint32_t c : {8u, 16u, 32u, 64u, 128u, 256u, 512u}) g.push_back({0, 0, c, start});
+  for (uint32_t n : {4u, 16u})
+    for (uint32_t c : {32u, 128u, 256u}) g.push_back({n, 256, c, 0});
+  return g;
+}
+
+// The step of a shape, each sequence on blocks of its own (the KV's contents do not matter for
+// the time: the same work is done on any values).
+step make_step(const shape& sh, token_id filler, uint32_t block_size) {
+  step s;
+  uint32_t next_block = 0;
+  auto blocks_for = [&](uint32_t positions) {
+    std::vector<uint32_t> b((positions + block_size - 1) / block_size);
+    std::iota(b.begin(), b.end(), next_block);
+    next_block += static_cast<uint32_t>(b.size());
+    return b;
+  };
+  for (uint32_t i = 0; i < sh.decodes; ++i) {
+    step_seq q;
+    q.id = i + 1;
+    q.tokens = {filler};
+    q.start_pos = sh.context;
+    q.blocks = blocks_for(sh.context + 1);
+    q.sample = true;
+    q.sampling.temperature = 0;  // greedy, as the bench's requests draw
+    q.draw = 1;
+    s.seqs.push_back(std::move(q));
+  }
+  if (sh.chunk > 0) {
+    step_seq q;
+    q.id = sh.decodes + 1;
+    q.tokens.assign(sh.chunk, filler);
+    q.start_pos = sh.chunk_start;
+    q.blocks = blocks_for(sh.chunk_start + sh.chunk);
+    q.sample = true;
+    q.sampling.temperature = 0;  // greedy, as the bench's requests draw
+    s.seqs.push_back(std::move(q));
+  }
+  return s;
+}
+
+}  // namespace
+
+uint64_t profile_positions() {
+  return max_positions;
+}
+
+result<step_profile> measure_profile(backend& be, token_id filler, const profile_options& opt) {
+  const uint32_t block = be.kv().layout().block_size;
+  if (uint64_t{be.kv().n_blocks()} * block < max_positions)
+    return error{errc::invalid_argument, "step profile: the KV pool holds " +
+                                             std::to_string(uint64_t{be.kv().n_blocks()} * block) +
+                                             " positions; the grid needs " + std::to_string(max_positions)};
+  if (be.params().n_ctx_train < 1024 + 512)
+    return error{errc::invalid_argument, "step profile: the model's context (" +
+                                             std::to_string(be.params().n_ctx_train) +
+                                             ") is shorter than 1536"};
+  step_runner runner(be);
+  const auto shapes = grid();
+  std::vector<profile_point> points;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const step s = make_step(shapes[i], filler, block);
+    std::vector<double> ms;
+    (void)runner.run(s);  // warm: first touches of its blocks, primitives for this m
+    for (unsigned r = 0; r < std::max(1u, opt.repeats); ++r) {
+      const step_result res = runner.run(s);
+      if (!res.error.empty()) return error{errc::invalid_argument, "step profile: " + res.error};
+      ms.push_back(res.compute_ms);
+    }
+    std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
+    profile_point pt = shape_of(s);
+    pt.ms = ms[ms.size() / 2];
+    points.push_back(pt);
+    if (opt.progress) opt.progress(i + 1, shapes.size());
+  }
+  step_profile p;
+  if (auto st = fit(p, std::move(points)); !st) return st.error();
+  return p;
+}
+
+}  // namespace hearth::sim

@@ -1,0 +1,63 @@
+#pragma once
+// A step-time model of one machine, model file, thread count and compute type, fitted from
+// steps measured on the real backend (`hearth bench profile`, sim/profiler.hpp):
+//
+//   ms = overhead + f(tokens) + per_seq * sequences
+//           + per_decode_kpair * decode kpairs + per_prefill_kpair * prompt kpairs
+//
+// f is piecewise linear in the step's tokens, with knots where the matmuls' efficiency changes
+// (a decode step of 1 to 16 rows streams the weights once; hundreds of rows are compute-bound):
+// f(t) = base + slope * t + sum over knots k of bend_k * max(0, t - k). The sequences term is
+// the per-sequence work (sampling over the vocabulary, block tables). The attention terms count
+// (query, key) pairs as core/step.hpp's attention_kpairs does, in two kinds: a decode reads each
+// key once for one query (bandwidth), a prompt chunk reuses it across its queries (compute).
+// `overhead` is the runtime's own time per step outside the backend (messages, planning).
+
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+#include "core/step.hpp"
+
+namespace hearth::sim {
+
+//! One measured step: its shape and its time.
+struct profile_point {
+  uint32_t tokens = 0, seqs = 0;
+  double decode_kpairs = 0, prefill_kpairs = 0;  //!< thousands of (query, key) pairs
+  double ms = 0;
+};
+
+//! A step's shape as the model sees it (its time left 0).
+profile_point shape_of(const step& s);
+
+struct step_profile {
+  // What it was measured on: a profile is only true there.
+  std::string cpu, model, compute;
+  unsigned threads = 0;
+
+  std::vector<double> knots = {16, 64, 256};  //!< tokens where f bends
+  double base_ms = 0, per_token_ms = 0;
+  std::vector<double> bend_ms = {};  //!< one per knot
+  double per_seq_ms = 0, per_decode_kpair_ms = 0, per_prefill_kpair_ms = 0;
+  double overhead_ms = 0;
+
+  double rms_error = 0;                    //!< of the fit over `points`, relative to the times
+  std::vector<profile_point> points = {};  //!< what it was fitted on
+
+  //! The predicted step time (never below overhead_ms).
+  double predict_ms(const profile_point& shape) const;
+  double predict_ms(const step& s) const { return predict_ms(shape_of(s)); }
+};
+
+//! Least squares over the points (at least as many as terms, spread over the knots' segments),
+//! keeping the given knots, identity fields and overhead; errc::invalid_argument if the points
+//! cannot tell the terms apart.
+status<> fit(step_profile& p, std::vector<profile_point> points);
+
+std::string to_json(const step_profile& p);
+//! `source` names the text in errors ("profile.json: field 'knots' ...").
+result<step_profile> profile_from_json(std::string_view text, std::string_view source);
+result<step_profile> load_profile(const std::string& path);
+
+}  // namespace hearth::sim

@@ -1,0 +1,162 @@
+// The simulator (sim/): the step-time model's fit, its file, and runs on the virtual clock
+// whose times can be worked out by hand.
+#include <catch2/catch.hpp>
+
+#include "engine_fixture.hpp"
+#include "sim/simulator.hpp"
+#include "sim/step_profile.hpp"
+
+namespace hearth::sim {
+namespace {
+
+using household::bench_request;
+
+// A profile whose every step takes `ms` (and `overhead` more).
+step_profile constant_profile(double ms, double overhead = 0) {
+  step_profile p;
+  p.base_ms = ms;
+  p.bend_ms.assign(p.knots.size(), 0.0);
+  p.overhead_ms = overhead;
+  return p;
+}
+
+sim_engine engine_on(const test::engine_model& m, step_profile p, engine_config cfg = {}) {
+  cfg.policy = cfg.policy.empty() ? "fcfs" : cfg.policy;
+  return {.cfg = cfg,
+          .tok = m.tok.get(),
+          .n_ctx = 512,
+          .n_vocab = static_cast<uint32_t>(m.tok->n_vocab()),
+          .n_blocks = 256,
+          .block_size = 16,
+          .profile = std::move(p),
+          .decode_profile = std::nullopt,
+          .on_step = {}};
+}
+
+bench_request req(size_t index, double at_s, uint32_t prompt, uint32_t max_tokens) {
+  bench_request r;
+  r.index = index;
+  r.tenant = "default";
+  r.at_s = at_s;
+  for (uint32_t i = 0; i < prompt; ++i)
+    r.prompt_tokens.push_back(static_cast<token_id>(10 + (index * 37 + i) % 200));
+  r.max_tokens = max_tokens;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a step profile fitted to times its own model made gives that model back", "[sim]") {
+  step_profile truth;
+  truth.base_ms = 8;
+  truth.per_token_ms = 0.75;
+  truth.bend_ms = {0.2, -0.05, 0.01};
+  truth.per_seq_ms = 1.5;
+  truth.per_decode_kpair_ms = 1.2;
+  truth.per_prefill_kpair_ms = 0.4;
+  std::vector<profile_point> points;
+  for (uint32_t seqs : {1u, 4u, 16u, 64u})
+    for (uint32_t ctx : {32u, 1024u}) points.push_back({seqs, seqs, seqs * (ctx + 1) / 1000.0, 0, 0});
+  for (uint32_t chunk : {8u, 32u, 128u, 512u})
+    for (uint32_t start : {0u, 1024u})
+      points.push_back({chunk, 1, 0, (chunk * double(start) + chunk * (chunk + 1) / 2.0) / 1000, 0});
+  for (auto& p : points) p.ms = truth.predict_ms(p);
+  step_profile fitted;
+  REQUIRE(fit(fitted, points).ok());
+  CHECK(fitted.base_ms == Approx(truth.base_ms).epsilon(1e-6));
+  CHECK(fitted.per_token_ms == Approx(truth.per_token_ms).epsilon(1e-6));
+  CHECK(fitted.per_seq_ms == Approx(truth.per_seq_ms).epsilon(1e-6));
+  CHECK(fitted.per_decode_kpair_ms == Approx(truth.per_decode_kpair_ms).epsilon(1e-6));
+  CHECK(fitted.per_prefill_kpair_ms == Approx(truth.per_prefill_kpair_ms).epsilon(1e-6));
+  for (size_t i = 0; i < truth.bend_ms.size(); ++i)
+    CHECK(fitted.bend_ms[i] == Approx(truth.bend_ms[i]).margin(1e-8));
+  CHECK(fitted.rms_error < 1e-9);
+
+  SECTION("points that cannot tell the terms apart are refused") {
+    std::vector<profile_point> decodes_only(points.begin(), points.begin() + 8);
+    step_profile p;
+    CHECK(fit(p, decodes_only).error().code == errc::invalid_argument);
+  }
+}
+
+TEST_CASE("a step profile's file reads back as written, and a bad one is named", "[sim]") {
+  step_profile p = constant_profile(5, 0.1);
+  p.cpu = "AMD EPYC";
+  p.model = "small.gguf";
+  p.compute = "bf16";
+  p.threads = 2;
+  p.points = {{8, 1, 0, 0.5, 12.5}};
+  auto back = profile_from_json(to_json(p), "p.json");
+  REQUIRE(back.ok());
+  CHECK(back->cpu == "AMD EPYC");
+  CHECK(back->threads == 2);
+  CHECK(back->base_ms == 5);
+  CHECK(back->overhead_ms == 0.1);
+  REQUIRE(back->points.size() == 1);
+  CHECK(back->points[0].ms == 12.5);
+  auto bad = profile_from_json(R"({"cpu": "x"})", "p.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("p.json") != std::string::npos);
+  CHECK(profile_from_json("[1, 2]", "q.json").error().message == "q.json: not a JSON object");
+}
+
+TEST_CASE("on a profile of 10 ms steps the simulator's times are the hand-computed ones", "[sim]") {
+  const auto m = test::engine_model::make();
+  const auto e = engine_on(*m, constant_profile(10));
+  // Two requests: the first starts alone at 0 and draws its first token with its prompt (10 ms);
+  // the second arrives at 5 ms, mid-step, and joins the next step: its first token at 20 ms.
+  const std::vector<bench_request> requests = {req(0, 0.0, 10, 3), req(1, 0.005, 10, 2)};
+  const auto run = simulate(e, requests, {0, 0}, 10);
+  REQUIRE(run.records.size() == 2);
+  const auto& a = run.records[0];
+  const auto& b = run.records[1];
+  CHECK(a.kind == event_kind::done);
+  REQUIRE(a.token_s.size() == 3);
+  CHECK(a.ttft_ms() == Approx(10));
+  CHECK(a.token_s[1] == Approx(0.020));
+  CHECK(a.token_s[2] == Approx(0.030));
+  CHECK(a.end_s == Approx(0.030));
+  CHECK(b.kind == event_kind::done);
+  REQUIRE(b.token_s.size() == 2);
+  CHECK(b.ttft_ms() == Approx(15));
+  CHECK(b.end_s == Approx(0.030));
+  CHECK(run.server.steps == 3);
+  CHECK(run.duration_s == Approx(0.030));
+
+  SECTION("the runtime's overhead lengthens every step") {
+    const auto slow = simulate(engine_on(*m, constant_profile(10, 2)), requests, {0, 0}, 10);
+    CHECK(slow.records[0].ttft_ms() == Approx(12));
+    CHECK(slow.records[0].end_s == Approx(0.036));
+  }
+  SECTION("past the drain, requests still running are left unfinished") {
+    const auto cut = simulate(e, {req(0, 0.0, 10, 100)}, {0}, 0.505);
+    CHECK_FALSE(cut.records[0].ended());
+    CHECK(cut.records[0].token_s.size() == 50);  // steps ending at 10, 20, ... 500 ms
+  }
+}
+
+TEST_CASE("the simulator gives the same run for the same schedule", "[sim]") {
+  const auto m = test::engine_model::make();
+  step_profile p = constant_profile(4);
+  p.per_token_ms = 0.05;
+  p.per_prefill_kpair_ms = 0.01;
+  engine_config cfg;
+  cfg.policy = "slo";  // plans with the step-time fit: learns from the simulated times
+  const auto e = engine_on(*m, p, cfg);
+  std::vector<bench_request> requests;
+  std::vector<uint32_t> cls;
+  for (size_t i = 0; i < 40; ++i) {
+    requests.push_back(req(i, 0.01 * static_cast<double>(i), static_cast<uint32_t>(8 + (i * 13) % 90), 6));
+    cls.push_back(0);
+  }
+  const auto x = simulate(e, requests, cls, 30);
+  const auto y = simulate(e, requests, cls, 30);
+  REQUIRE(x.records.size() == y.records.size());
+  for (size_t i = 0; i < x.records.size(); ++i) {
+    CHECK(x.records[i].token_s == y.records[i].token_s);
+    CHECK(x.records[i].kind == event_kind::done);
+  }
+  CHECK(x.server.steps == y.server.steps);
+}
+
+}  // namespace hearth::sim
