@@ -61,7 +61,7 @@ backend_factory household_model::factory() const {
 result<household::run_result> run_household(const household_args& a, const engine_config& cfg,
                                             const household::workload& w, const household_model& m,
                                             const household::schedule& s, const std::vector<uint8_t>& lanes,
-                                            std::FILE* progress) {
+                                            std::FILE* progress, const std::function<void()>& started) {
   if (m.profile) {
     engine_config c = cfg;
     c.tenants = household::tenants_of(w);
@@ -74,10 +74,12 @@ result<household::run_result> run_household(const household_args& a, const engin
                             .block_size = block,
                             .profile = *m.profile,
                             .decode_profile = std::nullopt};
+    if (started) started();
     return sim::simulate(e, s.requests, s.cls, w.drain_s);
   }
   auto server = bench_server::open(a, cfg, w, m, lanes);
   if (!server) return server.error();
+  if (started) started();
   return household::run_open_loop((*server)->target(), s.requests, s.cls,
                                   {.drain_s = w.drain_s, .progress = progress});
 }

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -95,10 +96,12 @@ class bench_server {
 
 //! One run of `s` under `cfg`: on the simulator with --sim, else on a server (the bench's own, or
 //! --server's); `lanes` as bench_server::open takes them, `progress` a bar's stream or null.
+//! `started` is called once the run begins (after a server has answered): an error before it
+//! is all the bench prints.
 result<household::run_result> run_household(const household_args& a, const engine_config& cfg,
                                             const household::workload& w, const household_model& m,
                                             const household::schedule& s, const std::vector<uint8_t>& lanes,
-                                            std::FILE* progress);
+                                            std::FILE* progress, const std::function<void()>& started = {});
 
 result<household::workload> load_household_workload(const household_args& a);
 //! The engine configuration from the flags (mode resolved).

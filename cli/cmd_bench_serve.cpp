@@ -5,6 +5,8 @@
 // limits, and queue and KV gauges over time.
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "bench/household/report.hpp"
@@ -58,8 +60,10 @@ int run_bench_serve(const bench_serve_args& a) {
   const bool bar = !a.h.no_progress && isatty(fileno(stderr));
   std::vector<household::run_result> runs;
   for (const std::vector<uint8_t>& pass : lanes) {
+    const auto t0 = std::chrono::steady_clock::now();
     // The header once the first run has begun: an error before it is the one line printed.
-    if (runs.empty())
+    auto header = [&] {
+      if (!runs.empty()) return;
       std::fprintf(stderr, "hearth bench serve: %zu requests over %.0f s (%s), %s%s\n", s->requests.size(),
                    s->requests.empty() ? 0.0 : s->requests.back().at_s,
                    a.trace.empty() ? w->name.c_str() : a.trace.c_str(),
@@ -67,9 +71,15 @@ int run_bench_serve(const bench_serve_args& a) {
                    a.h.via == "both" ? ", twice (the gateways swapped)"
                    : m.profile       ? (", simulated on " + a.h.sim).c_str()
                                      : "");
-    auto run = run_household(a.h, cfg, *w, m, *s, pass, bar ? stderr : nullptr);
+    };
+    auto run = run_household(a.h, cfg, *w, m, *s, pass, bar ? stderr : nullptr, header);
     if (!run) return fail(run.error().message);
     runs.push_back(std::move(*run));
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (m.profile)
+      std::fprintf(stderr, "hearth bench serve: simulated %zu requests in %.3f s (%.0f requests/s)\n",
+                   s->requests.size(), wall_s,
+                   static_cast<double>(s->requests.size()) / std::max(wall_s, 1e-9));
   }
   const auto report = household::make_report(*w, *s, runs[0]);
   household::print_report(report, stdout);

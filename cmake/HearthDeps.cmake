@@ -1,4 +1,4 @@
-# Dependencies, found the way Debian 12 ships them (see shared facts).
+# Dependencies, found the way Debian 12 ships them.
 find_package(CLI11 CONFIG REQUIRED)
 find_package(Threads REQUIRED)
 # oneDNN 2.6 (CPU runtime: OpenMP); its config needs OpenCL. Linked PRIVATE to hearth_kernels only.
@@ -12,6 +12,9 @@ find_package(cppzmq CONFIG REQUIRED)
 # toml++ reads the configuration file (tenants); Debian ships it as a compiled library with a
 # CMake config (the target defines TOML_HEADER_ONLY=0). Linked PRIVATE to hearth_tenants only.
 find_package(tomlplusplus CONFIG REQUIRED)
+# oneTBB runs a simulated sweep's independent searches at once (never the compute: OpenMP's,
+# docs/threads.md). Its config needs libtbbbind-2-5 installed.
+find_package(TBB CONFIG REQUIRED)
 # CAF 0.17.6 ships neither a CMake config nor a .pc file: an imported target by hand.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
 find_library(CAF_CORE_LIBRARY caf_core REQUIRED)

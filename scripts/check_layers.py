@@ -51,6 +51,7 @@ rooms = {
     "httplib.h": {"server/http", "bench/household"},  # and the bench's HTTP target
     "hwloc": {"actors"},
     "toml++/": {"tenants", "server", "bench/household"},
+    "tbb/": {"bench/household"},  # a simulated sweep's configurations at once
 }
 
 problems = []

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkgconf git
   catch2 libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
-  libcaf-dev libdnnl-dev ocl-icd-opencl-dev libhwloc-dev  # oneTBB: not used, see docs/threads.md
+  libcaf-dev libdnnl-dev ocl-icd-opencl-dev libhwloc-dev libtbb-dev libtbbbind-2-5
   libzmq3-dev cppzmq-dev libcpp-httplib-dev python3-zmq python3-venv python3-pip libsystemd-dev
   python3-prometheus-client  # parses /metrics in its test
   clang clang-format libclang-rt-14-dev libomp-dev nodejs

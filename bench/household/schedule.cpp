@@ -51,6 +51,7 @@ bench_request schedule_builder::make(uint32_t cls, double at_s, const prompt_tex
 }
 
 result<schedule> schedule_builder::generate(double rate_scale, double duration_s) {
+  std::lock_guard lock(m_);
   struct arrival {
     double at_s;
     uint32_t cls;
@@ -82,6 +83,7 @@ result<schedule> schedule_builder::generate(double rate_scale, double duration_s
 }
 
 result<schedule> schedule_builder::replay(const std::vector<trace_entry>& trace) {
+  std::lock_guard lock(m_);
   schedule s;
   std::vector<size_t> next_k(w_->classes.size(), 0);
   for (const trace_entry& e : trace) {

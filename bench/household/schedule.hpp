@@ -6,6 +6,7 @@
 // is synthesised once.
 
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "bench/household/prompt_synth.hpp"
@@ -44,6 +45,7 @@ class schedule_builder {
   result<const prompt_text*> text_of(uint32_t cls, size_t k, uint32_t n_tokens);
   bench_request make(uint32_t cls, double at_s, const prompt_text& p, uint32_t max_tokens) const;
 
+  std::mutex m_;  // one schedule at a time: a parallel sweep's trials share the prompts
   const workload* w_;
   const tokenizer* tok_;
   uint32_t n_ctx_;

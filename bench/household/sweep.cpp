@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <optional>
+
+#include <tbb/parallel_for.h>
 
 #include "bench/household/svg.hpp"
 
@@ -63,40 +66,72 @@ std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engin
   return out;
 }
 
+namespace {
+
+// One configuration's capacity search; `log` is already serialised.
+result<sweep_config_result> search_one(const sweep_config& c, const search_options& search,
+                                       const trial_runner& run_trial,
+                                       const std::function<void(const std::string&)>& log) {
+  sweep_config_result r;
+  r.config = c;
+  std::optional<error> failed;
+  r.capacity = find_capacity(
+      [&](double rate) {
+        if (failed) return 0.0;
+        auto t = run_trial(c, rate);
+        if (!t) {
+          failed = t.error();
+          return 0.0;
+        }
+        if (!r.trials.empty()) t->run = {};  // only the first run's records are plotted
+        const double a = t->report.overall.attainment;
+        log(c.name + ": " + fmt("%.3g", rate) + " req/s -> " + fmt("%.1f", 100 * a) + " % within SLO");
+        r.trials.push_back(std::move(*t));
+        return a;
+      },
+      search);
+  if (failed) return error{failed->code, c.name + ": " + failed->message};
+  log(c.name + ": capacity " + fmt("%.3g", r.capacity.capacity) + " req/s" +
+      (r.capacity.bracketed ? "" : " (a lower bound)"));
+  return r;
+}
+
+}  // namespace
+
 result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const search_options& search,
                                const trial_runner& run_trial,
-                               const std::function<void(const std::string&)>& log) {
-  sweep_result out;
+                               const std::function<void(const std::string&)>& log, bool parallel) {
   const auto t0 = std::chrono::steady_clock::now();
-  for (const sweep_config& c : configs) {
-    sweep_config_result r;
-    r.config = c;
-    std::optional<error> failed;
-    r.capacity = find_capacity(
-        [&](double rate) {
-          if (failed) return 0.0;
-          auto t = run_trial(c, rate);
-          if (!t) {
-            failed = t.error();
-            return 0.0;
-          }
-          if (!r.trials.empty()) t->run = {};  // only the first run's records are plotted
-          const double a = t->report.overall.attainment;
-          log(c.name + ": " + fmt("%.3g", rate) + " req/s -> " + fmt("%.1f", 100 * a) + " % within SLO");
-          r.trials.push_back(std::move(*t));
-          return a;
-        },
-        search);
-    if (failed) return error{failed->code, c.name + ": " + failed->message};
-    log(c.name + ": capacity " + fmt("%.3g", r.capacity.capacity) + " req/s" +
-        (r.capacity.bracketed ? "" : " (a lower bound)"));
-    out.configs.push_back(std::move(r));
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  std::mutex log_mu;
+  size_t done = 0;
+  auto say = [&](const std::string& line) {
+    std::lock_guard lock(log_mu);
+    log(line);
+  };
+  std::vector<std::optional<result<sweep_config_result>>> found(configs.size());
+  auto one = [&](size_t i) {
+    found[i] = search_one(configs[i], search, run_trial, say);
     // The sweep's own progress: configurations take about as long as each other.
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double done = static_cast<double>(out.configs.size()), n = static_cast<double>(configs.size());
-    log("sweep: " + fmt("%.0f", done) + " of " + fmt("%.0f", n) + " configurations (" +
-        fmt("%.0f", 100 * done / n) + " %), " + fmt("%.0f", elapsed) + " s so far, about " +
-        fmt("%.0f", elapsed / done * (n - done)) + " s left");
+    std::lock_guard lock(log_mu);
+    const double n = static_cast<double>(configs.size()), d = static_cast<double>(++done), t = elapsed();
+    log("sweep: " + fmt("%.0f", d) + " of " + fmt("%.0f", n) + " configurations (" +
+        fmt("%.0f", 100 * d / n) + " %), " + fmt("%.0f", t) + " s so far, about " +
+        fmt("%.0f", t / d * (n - d)) + " s left");
+  };
+  if (parallel)
+    tbb::parallel_for(size_t{0}, configs.size(), one);
+  else
+    for (size_t i = 0; i < configs.size(); ++i) {
+      one(i);
+      if (!*found[i]) break;
+    }
+  sweep_result out;
+  for (auto& f : found) {
+    if (!f) break;  // after a failure, sequentially
+    if (!*f) return f->error();
+    out.trials += (*f)->trials.size();
+    out.configs.push_back(std::move(**f));
   }
   const double base = out.configs.empty() ? 0 : out.configs.front().capacity.capacity;
   for (size_t i = 0; i < out.configs.size(); ++i) {
@@ -104,6 +139,7 @@ result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const s
     r.ratio_to_baseline = base > 0 ? r.capacity.capacity / base : 0;
     if (r.capacity.capacity > out.configs[out.best].capacity.capacity) out.best = i;
   }
+  out.wall_s = elapsed();
   return out;
 }
 

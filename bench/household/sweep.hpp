@@ -56,14 +56,20 @@ struct sweep_config_result {
 struct sweep_result {
   std::vector<sweep_config_result> configs;  //!< the baseline first
   size_t best = 0;                           //!< highest capacity (the baseline on a tie)
+  size_t trials = 0;                         //!< over every configuration
+  double wall_s = 0;                         //!< the sweep's own time
 };
 
-//! Runs one trial of a configuration at a total rate; errors end the sweep.
+//! Runs one trial of a configuration at a total rate; errors end the sweep. With `parallel`,
+//! it is called from several threads at once (for different configurations).
 using trial_runner = std::function<result<sweep_trial>(const sweep_config& c, double rate)>;
 
+//! `parallel`: the configurations' searches run at once on every core (oneTBB), for trials
+//! that do not share the machine's time (the simulator's); each search stays sequential, as its
+//! next rate depends on the last. `log` is called from one thread at a time.
 result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const search_options& search,
                                const trial_runner& run_trial,
-                               const std::function<void(const std::string&)>& log);
+                               const std::function<void(const std::string&)>& log, bool parallel = false);
 
 std::string sweep_trials_csv(const sweep_result& s);
 std::string sweep_capacity_csv(const sweep_result& s);

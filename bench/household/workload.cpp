@@ -236,7 +236,10 @@ result<workload> load_workload(const std::string& path) {
 std::vector<tenant_config> tenants_of(const workload& w) {
   std::vector<tenant_config> tenants;
   for (const workload_class& k : w.classes)
-    tenants.push_back({.name = k.name, .cls = k.priority, .weight = k.weight, .slo = {k.ttft_ms, k.itl_ms, w.itl_quantile}});
+    tenants.push_back({.name = k.name,
+                       .cls = k.priority,
+                       .weight = k.weight,
+                       .slo = {k.ttft_ms, k.itl_ms, w.itl_quantile}});
   return tenants;
 }
 

@@ -142,4 +142,30 @@ echo 'name = "w"' >"$dir/bad.toml"
 expect_one_line_error "bad workload" "bad.toml:1: class is missing" "$hearth" bench serve --model "$dir/tiny.gguf" --workload "$dir/bad.toml"
 echo '{"time": 0, "tenant": "tv", "prompt": "x", "max_tokens": 1}' >"$dir/bad.jsonl"
 expect_one_line_error "unknown tenant" "'tv'" "$hearth" bench serve --model "$dir/tiny.gguf" "${common[@]}" --trace "$dir/bad.jsonl"
+# The simulator: a profile measured here, then a run and a sweep on it, with the same reports.
+"$hearth" bench profile --model "$dir/tiny.gguf" --compute f32 --threads 1 --quick -o "$dir/profile.json" \
+  >"$dir/profile.txt" 2>/dev/null || fail "bench profile: $(cat "$dir/profile.txt")"
+grep -q "steps measured on .*, 1 threads, f32; fit within" "$dir/profile.txt" || fail "profile: $(cat "$dir/profile.txt")"
+"$hearth" bench serve --model "$dir/tiny.gguf" "${common[@]}" --duration 8 --sim "$dir/profile.json" \
+  --json "$dir/sim.json" >"$dir/sim.txt" 2>"$dir/sim.err" || fail "bench serve --sim: $(cat "$dir/sim.err")"
+grep -q "simulated on $dir/profile.json" "$dir/sim.err" && grep -q "simulated [0-9]* requests in" "$dir/sim.err" ||
+  fail "bench serve --sim does not say it simulated: $(cat "$dir/sim.err")"
+python3 - "$dir/profile.json" "$dir/sim.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["threads"] == 1 and p["compute"] == "f32" and len(p["points"]) >= 30, p
+assert 0 <= p["rms_error"] < 0.5 and p["overhead_ms"] > 0, p
+o = json.load(open(sys.argv[2]))["report"]["overall"]
+assert o["issued"] >= 4 and o["done"] == o["issued"] and o["ttft_ms"]["p50"] > 0, o
+PY
+"$hearth" bench sweep --model "$dir/tiny.gguf" "${common[@]}" --duration 4 --max-runs 2 --policy fcfs \
+  --sim "$dir/profile.json" -o "$dir/simsweep" >"$dir/simsweep.txt" 2>/dev/null || fail "sweep --sim"
+grep -q "trials in .* s (.* trials/s, simulated)" "$dir/simsweep.txt" || fail "sweep --sim: $(cat "$dir/simsweep.txt")"
+[ -s "$dir/simsweep/frontier.svg" ] || fail "sweep --sim wrote no frontier.svg"
+expect_one_line_error "--sim with --server" "--sim runs no server" \
+  "$hearth" bench serve --model "$dir/tiny.gguf" --sim "$dir/profile.json" --server tcp://127.0.0.1:1
+echo '{"cpu": "x"}' >"$dir/bad_profile.json"
+expect_one_line_error "bad profile" "bad_profile.json" \
+  "$hearth" bench serve --model "$dir/tiny.gguf" --sim "$dir/bad_profile.json"
+
 echo "bench serve/sweep: all checks passed"
