@@ -36,6 +36,14 @@ void add_household_options(CLI::App* cmd, household_args& a) {
   cmd->add_flag("--no-progress", a.no_progress, "No progress bar");
   cmd->add_option("--sim", a.sim,
                   "Run on the simulator over this step profile (`hearth bench profile`) instead of a server");
+  cmd->add_option("--sim-decode", a.sim_decode,
+                  "Simulated, disaggregated: the decode worker's profile (default: --sim's)");
+  cmd->add_option("--scale-compute", a.scale_compute,
+                  "Simulated: what if the CPU computed this many times faster")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--scale-bandwidth", a.scale_bandwidth,
+                  "Simulated: what if memory were this many times faster")
+      ->check(CLI::PositiveNumber);
 }
 
 void add_server_options(CLI::App* cmd, household_args& a) {
@@ -73,7 +81,7 @@ result<household::run_result> run_household(const household_args& a, const engin
                             .n_blocks = static_cast<uint32_t>((a.kv_tokens + block - 1) / block),
                             .block_size = block,
                             .profile = *m.profile,
-                            .decode_profile = std::nullopt};
+                            .decode_profile = m.decode_profile};
     if (started) started();
     return sim::simulate(e, s.requests, s.cls, w.drain_s);
   }
@@ -99,7 +107,11 @@ status<> household_model::load_backend(const household_args& a) {
   if (!a.sim.empty()) {
     auto p = sim::load_profile(a.sim);
     if (!p) return p.error();
-    profile = std::move(*p);
+    profile = p->scaled(a.scale_compute, a.scale_bandwidth);
+    if (a.sim_decode.empty()) return {};
+    auto d = sim::load_profile(a.sim_decode);
+    if (!d) return d.error();
+    decode_profile = d->scaled(a.scale_compute, a.scale_bandwidth);
     return {};
   }
   auto be = cpu_backend::load(*file.gguf, {.compute = apply_compute_args(a.compute),
@@ -158,6 +170,8 @@ status<> check_server_options(const household_args& a) {
                  "--via is for the bench's own server: --server's scheme says the gateway"};
   if (!a.sim.empty() && (a.via != "zmq" || !a.server.empty()))
     return error{errc::invalid_argument, "--sim runs no server: it takes neither --server nor --via"};
+  if (a.sim.empty() && (!a.sim_decode.empty() || a.scale_compute != 1 || a.scale_bandwidth != 1))
+    return error{errc::invalid_argument, "--sim-decode, --scale-compute and --scale-bandwidth need --sim"};
   if (!a.http_keys.empty() && !a.server.starts_with("http://"))
     return error{errc::invalid_argument, "--http-keys needs --server http://HOST:PORT"};
   return {};

@@ -37,6 +37,8 @@ struct household_args {
   std::string via = "zmq";           //!< the bench's own server: zmq, http, or both (alternate requests)
   std::string workload;              //!< empty: the shipped household mix
   std::string sim;                   //!< a step profile: run on the simulator (sim/), not a server
+  std::string sim_decode;            //!< disaggregated: the decode lane's profile (default: --sim's)
+  double scale_compute = 1, scale_bandwidth = 1;  //!< what-if hardware for the profiles
   std::string mode = "colocated";
   compute_args compute;
   uint64_t kv_tokens = 16384;
@@ -50,8 +52,8 @@ void add_household_options(CLI::App* cmd, household_args& a);
 //! --server, --server-key, --key, --http-keys, --via: `bench serve` only (a sweep changes the
 //! server's configuration).
 void add_server_options(CLI::App* cmd, household_args& a);
-//! Whether those options go together (--via only without --server or --sim, --http-keys only
-//! with http://).
+//! Whether the options go together (--via only without --server or --sim, --http-keys only
+//! with http://, --sim-decode and the what-if scales only with --sim).
 status<> check_server_options(const household_args& a);
 
 //! The model, loaded once: every engine of a sweep shares its converted weights and KV pool.
@@ -59,7 +61,8 @@ status<> check_server_options(const household_args& a);
 struct household_model {
   model_file file;
   std::shared_ptr<backend> prototype;  //!< null with --server or --sim, and until load_backend
-  std::optional<sim::step_profile> profile = std::nullopt;  //!< --sim's, once load_backend read it
+  std::optional<sim::step_profile> profile = std::nullopt;         //!< --sim's, once load_backend read it
+  std::optional<sim::step_profile> decode_profile = std::nullopt;  //!< --sim-decode's
   const tokenizer& tok() const { return *file.tok; }
   uint32_t n_ctx() const { return file.hp.n_ctx_train; }
   backend_factory factory() const;

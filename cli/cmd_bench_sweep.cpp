@@ -36,6 +36,7 @@ int run_bench_sweep(bench_sweep_args& a) {
   }
   if (a.h.duration_s <= 0) a.h.duration_s = 30;
   if (a.h.drain_s < 0) a.h.drain_s = 30;
+  if (auto st = check_server_options(a.h); !st) return fail(st.error().message);
   auto w = load_household_workload(a.h);
   if (!w) return fail(w.error().message);
   auto file = open_model_file(a.h.model);
@@ -101,6 +102,14 @@ int run_bench_sweep(bench_sweep_args& a) {
                       {"max_runs", a.search.max_runs},
                       {"min_requests", a.min_requests}};
   const std::filesystem::path dir = a.out_dir;
+  const auto& best = sweep->configs[sweep->best];
+  char figures[96];
+  std::snprintf(figures, sizeof figures, "capacity %.3g req/s (%.2f x the baseline)", best.capacity.capacity,
+                best.ratio_to_baseline);
+  const std::string why = "The best configuration of `hearth bench sweep`: " + best.config.name + ",\n" +
+                          figures + " on " + a.h.model +
+                          (m.profile ? ", simulated on " + a.h.sim : std::string()) +
+                          ".\nPaste it into hearth serve's configuration file (docs/configuration.md).";
   for (const auto& [name, text] :
        {std::pair{"sweep.json",
                   nlohmann::json{{"config", config}, {"sweep", household::to_json(*sweep)}}.dump(1) + "\n"},
@@ -108,11 +117,13 @@ int run_bench_sweep(bench_sweep_args& a) {
         std::pair{"capacity.csv", household::sweep_capacity_csv(*sweep)},
         std::pair{"frontier.svg", household::frontier_svg(*sweep)},
         std::pair{"ttft_cdf.svg", household::cdf_svg(*sweep, *w, false)},
-        std::pair{"itl_cdf.svg", household::cdf_svg(*sweep, *w, true)}}) {
+        std::pair{"itl_cdf.svg", household::cdf_svg(*sweep, *w, true)},
+        std::pair{"best.toml", household::engine_section(best.config.cfg, why)}}) {
     if (auto st = write_text_file((dir / name).string(), text); !st) return fail(st.error().message);
   }
-  std::printf("wrote %s/{sweep.json,trials.csv,capacity.csv,frontier.svg,ttft_cdf.svg,itl_cdf.svg}\n",
-              a.out_dir.c_str());
+  std::printf(
+      "wrote %s/{sweep.json,trials.csv,capacity.csv,frontier.svg,ttft_cdf.svg,itl_cdf.svg,best.toml}\n",
+      a.out_dir.c_str());
   return 0;
 }
 

@@ -69,6 +69,17 @@ double step_profile::predict_ms(const profile_point& s) const {
   return overhead_ms + std::max(0.0, ms);
 }
 
+step_profile step_profile::scaled(double compute_x, double bandwidth_x) const {
+  step_profile s = *this;
+  s.base_ms /= bandwidth_x;
+  s.per_decode_kpair_ms /= bandwidth_x;
+  s.per_token_ms /= compute_x;
+  for (double& b : s.bend_ms) b /= compute_x;
+  s.per_seq_ms /= compute_x;
+  s.per_prefill_kpair_ms /= compute_x;
+  return s;
+}
+
 status<> fit(step_profile& p, std::vector<profile_point> points) {
   const size_t n = 5 + p.knots.size();
   if (points.size() < n)

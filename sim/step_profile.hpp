@@ -45,6 +45,13 @@ struct step_profile {
   double rms_error = 0;                    //!< of the fit over `points`, relative to the times
   std::vector<profile_point> points = {};  //!< what it was fitted on
 
+  //! What-if hardware: this profile on a machine with `compute_x` times the FLOP rate and
+  //! `bandwidth_x` times the memory bandwidth. The weights streamed once per step (base) and the
+  //! keys decodes read are bandwidth; the per-token matmul work beyond them, a prompt's
+  //! attention and the per-sequence sampling are compute; the runtime's overhead stays. A
+  //! first-order model: it says whether a faster box helps a mix, not by exactly how much.
+  step_profile scaled(double compute_x, double bandwidth_x) const;
+
   //! The predicted step time (never below overhead_ms).
   double predict_ms(const profile_point& shape) const;
   double predict_ms(const step& s) const { return predict_ms(shape_of(s)); }

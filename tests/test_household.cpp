@@ -16,6 +16,7 @@
 #include "bench/household/sweep.hpp"
 #include "bench/household/trace.hpp"
 #include "bench/household/workload.hpp"
+#include "server/serve_config.hpp"
 
 using namespace hearth;
 using namespace hearth::household;
@@ -511,4 +512,29 @@ TEST_CASE("the open loop never waits for answers: a silent server leaves request
   CHECK(target.submitted.size() == 4);  // all sent although none was answered
   for (const auto& rec : r.records) CHECK_FALSE(rec.ended());
   CHECK(r.duration_s >= 0.1);
+}
+
+TEST_CASE("a sweep's best configuration is written as an [engine] section serve reads back", "[household]") {
+  engine_config c;
+  c.policy = "slo";
+  c.mode = placement_mode::disaggregated;
+  c.max_seqs = 32;
+  c.max_batched_tokens = 512;
+  c.long_prefill_threshold = 64;
+  c.max_partial_prefills = 3;
+  c.worker_cpus = "0";
+  c.decode_cpus = "1";
+  const std::string text = engine_section(c, "best: slo\nsimulated");
+  CHECK(text.starts_with("# best: slo\n# simulated\n[engine]\n"));
+  const auto back = server::parse_serve_config(text, "best.toml");
+  REQUIRE(back.ok());
+  const engine_config& e = back->engine;
+  CHECK(e.policy == "slo");
+  CHECK(e.mode == placement_mode::disaggregated);
+  CHECK(e.max_seqs == 32);
+  CHECK(e.max_batched_tokens == 512);
+  CHECK(e.long_prefill_threshold == 64);
+  CHECK(e.max_partial_prefills == 3);
+  CHECK(e.worker_cpus == "0");
+  CHECK(e.decode_cpus == "1");
 }

@@ -79,6 +79,24 @@ TEST_CASE("a step profile fitted to times its own model made gives that model ba
   }
 }
 
+TEST_CASE("a what-if profile divides bandwidth terms by one factor and compute terms by the other", "[sim]") {
+  step_profile p;
+  p.base_ms = 8;  // the weights, streamed once per step
+  p.per_token_ms = 1;
+  p.bend_ms = {0, 0, 0};
+  p.per_seq_ms = 0.5;
+  p.per_decode_kpair_ms = 2;
+  p.per_prefill_kpair_ms = 0.25;
+  p.overhead_ms = 0.1;
+  const step_profile q = p.scaled(4, 2);
+  const profile_point decode{1, 1, 1, 0, 0};  // 8 + 1 + 0.5 + 2: bandwidth 10, compute 1.5
+  CHECK(p.predict_ms(decode) == Approx(0.1 + 11.5));
+  CHECK(q.predict_ms(decode) == Approx(0.1 + 10.0 / 2 + 1.5 / 4));
+  const profile_point prompt{64, 1, 0, 8, 0};  // 8 + 64 + 0.5 + 2
+  CHECK(q.predict_ms(prompt) == Approx(0.1 + 8.0 / 2 + 66.5 / 4));
+  CHECK(p.scaled(1, 1).predict_ms(prompt) == Approx(p.predict_ms(prompt)));
+}
+
 TEST_CASE("a step profile's file reads back as written, and a bad one is named", "[sim]") {
   step_profile p = constant_profile(5, 0.1);
   p.cpu = "AMD EPYC";

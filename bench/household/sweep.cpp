@@ -143,6 +143,25 @@ result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const s
   return out;
 }
 
+std::string engine_section(const engine_config& c, const std::string& comment) {
+  std::string s;
+  for (size_t at = 0; at < comment.size();) {
+    const size_t end = std::min(comment.find('\n', at), comment.size());
+    s += "# " + comment.substr(at, end - at) + "\n";
+    at = end + 1;
+  }
+  s += "[engine]\n";
+  s += "policy = \"" + c.policy + "\"\n";
+  s += std::string("mode = \"") + to_string(c.mode) + "\"\n";
+  s += "max_seqs = " + std::to_string(c.max_seqs) + "\n";
+  s += "max_batched_tokens = " + std::to_string(c.max_batched_tokens) + "\n";
+  s += "long_prefill_threshold = " + std::to_string(c.long_prefill_threshold) + "\n";
+  s += "max_partial_prefills = " + std::to_string(c.max_partial_prefills) + "\n";
+  if (c.mode == placement_mode::disaggregated)
+    s += "worker_cpus = \"" + c.worker_cpus + "\"\ndecode_cpus = \"" + c.decode_cpus + "\"\n";
+  return s;
+}
+
 std::string sweep_trials_csv(const sweep_result& s) {
   std::string csv =
       "config,baseline,max_seqs,max_batched_tokens,long_prefill_threshold,policy,mode,rate_rps,attainment,"

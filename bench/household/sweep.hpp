@@ -71,6 +71,10 @@ result<sweep_result> run_sweep(const std::vector<sweep_config>& configs, const s
                                const trial_runner& run_trial,
                                const std::function<void(const std::string&)>& log, bool parallel = false);
 
+//! The configuration's `[engine]` section as `hearth serve`'s file takes it (the knobs a sweep
+//! varies, and the cpusets of a disaggregated one), under `comment` lines.
+std::string engine_section(const engine_config& c, const std::string& comment);
+
 std::string sweep_trials_csv(const sweep_result& s);
 std::string sweep_capacity_csv(const sweep_result& s);
 std::string frontier_svg(const sweep_result& s);
