@@ -33,7 +33,7 @@ int run_bench_profile(const bench_profile_args& a) {
   const auto ids = m->tok->encode(" the", {.add_bos = false, .parse_special = false});
   progress_line measuring("profiling " + a.model);
   auto p = sim::measure_profile(**be, ids.empty() ? 0 : ids.back(),
-                                {.repeats = a.quick ? 1u : 3u, .progress = [&](size_t done, size_t total) {
+                                {.repeats = a.quick ? 2u : 5u, .progress = [&](size_t done, size_t total) {
                                    measuring.update(done, total);
                                  }});
   measuring.finish();
@@ -68,7 +68,7 @@ void add_bench_profile_command(CLI::App& bench, int& exit_code) {
   auto a = std::make_shared<bench_profile_args>();
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("-o,--out", a->out, "The profile's JSON file")->required();
-  cmd->add_flag("--quick", a->quick, "One run per shape instead of the median of three");
+  cmd->add_flag("--quick", a->quick, "Two runs per shape instead of five");
   add_compute_options(cmd, a->compute);
   cmd->callback([a, &exit_code] { exit_code = run_bench_profile(*a); });
 }

@@ -1,6 +1,7 @@
 #include "sim/profiler.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/step_runner.hpp"
@@ -20,13 +21,15 @@ struct shape {
 // 2048): the pool is the backend's, and a 1b model's KV takes 32 KiB per position.
 constexpr uint64_t max_positions = 16384 + 2048;
 
-std::vector<shape> grid() {
+// Shapes past the model's context are left out: a model of 2048 positions gets them all.
+std::vector<shape> grid(uint32_t n_ctx) {
   std::vector<shape> g;
-  for (uint32_t ctx : {32u, 256u, 1024u})
+  for (uint32_t ctx : {32u, 256u, 1024u, 1984u})
     for (uint32_t n : {1u, 2u, 4u, 8u, 16u, 32u, 64u})
-      if (uint64_t{n} * (ctx + 1) <= 16384) g.push_back({n, ctx, 0, 0});
-  for (uint32_t start : {0u, 1024u})
-    for (uint32_t c : {8u, 16u, 32u, 64u, 128u, 256u, 512u}) g.push_back({0, 0, c, start});
+      if (uint64_t{n} * (ctx + 1) <= 16384 && ctx < n_ctx) g.push_back({n, ctx, 0, 0});
+  for (uint32_t start : {0u, 1024u, 1536u})
+    for (uint32_t c : {8u, 16u, 32u, 64u, 128u, 256u, 512u})
+      if (start + c <= n_ctx) g.push_back({0, 0, c, start});
   for (uint32_t n : {4u, 16u})
     for (uint32_t c : {32u, 128u, 256u}) g.push_back({n, 256, c, 0});
   return g;
@@ -67,6 +70,16 @@ step make_step(const shape& sh, token_id filler, uint32_t block_size) {
   return s;
 }
 
+// Standard deviation / mean of a few times (0 for one).
+double relative_spread(const std::vector<double>& ms) {
+  if (ms.size() < 2) return 0;
+  double mean = 0, sq = 0;
+  for (double x : ms) mean += x;
+  mean /= static_cast<double>(ms.size());
+  for (double x : ms) sq += (x - mean) * (x - mean);
+  return std::sqrt(sq / static_cast<double>(ms.size() - 1)) / mean;
+}
+
 }  // namespace
 
 uint64_t profile_positions() {
@@ -84,8 +97,9 @@ result<step_profile> measure_profile(backend& be, token_id filler, const profile
                                              std::to_string(be.params().n_ctx_train) +
                                              ") is shorter than 1536"};
   step_runner runner(be);
-  const auto shapes = grid();
+  const auto shapes = grid(be.params().n_ctx_train);
   std::vector<profile_point> points;
+  std::vector<double> spreads;  // each shape's relative standard deviation over its repeats
   for (size_t i = 0; i < shapes.size(); ++i) {
     const step s = make_step(shapes[i], filler, block);
     std::vector<double> ms;
@@ -95,6 +109,7 @@ result<step_profile> measure_profile(backend& be, token_id filler, const profile
       if (!res.error.empty()) return error{errc::invalid_argument, "step profile: " + res.error};
       ms.push_back(res.compute_ms);
     }
+    spreads.push_back(relative_spread(ms));
     std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
     profile_point pt = shape_of(s);
     pt.ms = ms[ms.size() / 2];
@@ -103,6 +118,10 @@ result<step_profile> measure_profile(backend& be, token_id filler, const profile
   }
   step_profile p;
   if (auto st = fit(p, std::move(points)); !st) return st.error();
+  // The typical shape's spread: a few slow outliers (a page fault, a timer) do not set it.
+  std::nth_element(spreads.begin(), spreads.begin() + static_cast<std::ptrdiff_t>(spreads.size() / 2),
+                   spreads.end());
+  p.noise = spreads[spreads.size() / 2];
   return p;
 }
 

@@ -14,7 +14,7 @@
 namespace hearth::sim {
 
 struct profile_options {
-  unsigned repeats = 3;  //!< runs per shape; the median is kept
+  unsigned repeats = 5;  //!< runs per shape; the median is kept, their spread is the noise
   //! Told each shape measured and their number.
   std::function<void(size_t done, size_t total)> progress = {};
 };

@@ -1,7 +1,10 @@
 #include "sim/simulator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <queue>
+
+#include "bench/household/distributions.hpp"
 
 #include "core/admission_core.hpp"
 #include "core/step_lanes.hpp"
@@ -110,7 +113,11 @@ class simulation {
     for (size_t lane : lanes_.start(core_, now)) {
       const step& s = *lanes_.in_flight(lane);
       if (e_.on_step) e_.on_step(now, s);
-      const double ms = profile_of(lane).predict_ms(s);
+      const step_profile& p = profile_of(lane);
+      // Around the prediction, mean-preserving lognormal: what a machine's steps do run to run.
+      const double ms =
+          p.predict_ms(s) * std::exp(p.noise * household::draw_normal(noise_) - p.noise * p.noise / 2);
+      lane_ms_[lane] = ms - p.overhead_ms;
       push(now + ms / 1e3, false, lane);
       step_ms_.push_back(ms);
       seqs_.push_back(static_cast<double>(s.seqs.size()));
@@ -124,7 +131,7 @@ class simulation {
     step_result r{.number = s.number, .sampled = {}, .compute_ms = 0, .error = {}};
     for (const step_seq& q : s.seqs) r.sampled.push_back(q.sample ? filler_ : no_token);
     // The step's backend time, as a worker reports it (what the SLO policy's step-time fit learns).
-    r.compute_ms = profile_of(lane).predict_ms(s) - profile_of(lane).overhead_ms;
+    r.compute_ms = lane_ms_[lane];
     std::vector<request_event> events;
     lanes_.finish(lane, r, core_, now, events);
     for (request_id id : core_.take_dequeued()) admission_.dequeued(id);
@@ -178,6 +185,8 @@ class simulation {
   scheduler_core core_;
   step_lanes lanes_;
   token_id filler_ = 0;
+  rng noise_{e_.seed};
+  std::vector<double> lane_ms_ = std::vector<double>(2, 0.0);  // each lane's step in flight, backend time
   std::priority_queue<event, std::vector<event>, std::greater<>> queue_;
   uint64_t next_order_ = 0;
   double next_gauge_s_ = 0;

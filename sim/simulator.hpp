@@ -26,6 +26,7 @@ struct sim_engine {
   uint32_t n_blocks = 0, block_size = 16;
   step_profile profile;                        //!< every step (disaggregated: the prefill lane's)
   std::optional<step_profile> decode_profile;  //!< disaggregated: the decode lane's (else `profile`)
+  uint64_t seed = 1;                           //!< the steps' noise (step_profile::noise)
   //! Told each step as it starts (virtual seconds): what a test compares with a real engine's.
   std::function<void(double t_s, const step& s)> on_step = {};
 };

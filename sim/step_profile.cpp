@@ -135,6 +135,7 @@ std::string to_json(const step_profile& p) {
                   {"per_decode_kpair_ms", p.per_decode_kpair_ms},
                   {"per_prefill_kpair_ms", p.per_prefill_kpair_ms},
                   {"overhead_ms", p.overhead_ms},
+                  {"noise", p.noise},
                   {"rms_error", p.rms_error},
                   {"points", pts}};
   return j.dump(2) + "\n";
@@ -158,6 +159,7 @@ result<step_profile> profile_from_json(std::string_view text, std::string_view s
     p.per_decode_kpair_ms = j.at("per_decode_kpair_ms").get<double>();
     p.per_prefill_kpair_ms = j.at("per_prefill_kpair_ms").get<double>();
     p.overhead_ms = j.at("overhead_ms").get<double>();
+    p.noise = j.value("noise", 0.0);
     p.rms_error = j.value("rms_error", 0.0);
     for (const auto& pt : j.value("points", json::array()))
       p.points.push_back({pt.at(0).get<uint32_t>(), pt.at(1).get<uint32_t>(), pt.at(2).get<double>(),

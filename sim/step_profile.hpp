@@ -41,6 +41,10 @@ struct step_profile {
   std::vector<double> bend_ms = {};  //!< one per knot
   double per_seq_ms = 0, per_decode_kpair_ms = 0, per_prefill_kpair_ms = 0;
   double overhead_ms = 0;
+  //! How much the same step's time varies run to run (relative standard deviation): the
+  //! simulator draws each step's time around the prediction with it, as the engine's online
+  //! step-time fit, and the stream guard that plans by its error, see on a real machine.
+  double noise = 0;
 
   double rms_error = 0;                    //!< of the fit over `points`, relative to the times
   std::vector<profile_point> points = {};  //!< what it was fitted on
