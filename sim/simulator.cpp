@@ -87,16 +87,7 @@ class simulation {
   void push(double t, bool arrival, size_t index) { queue_.push({t, next_order_++, arrival, index}); }
 
   void arrive(size_t i, double now) {
-    const bench_request& b = requests_[i];
-    request r;
-    r.tenant = b.tenant;
-    r.prompt = b.prompt_tokens;
-    r.max_tokens = b.max_tokens;
-    r.sampling.temperature = 0;
-    r.ignore_eos = true;
-    const auto t = std::find_if(e_.cfg.tenants.begin(), e_.cfg.tenants.end(),
-                                [&](const tenant_config& c) { return c.name == r.tenant; });
-    if (t != e_.cfg.tenants.end()) r.share_prefix = t->share_prefix;
+    request r = household::engine_request_of(requests_[i], e_.cfg.tenants);
     bench_record& rec = out_.records[i];
     rec.sent_s = now;
     const request_id id = i + 1;
@@ -142,17 +133,10 @@ class simulation {
 
   void record(const request_event& ev, double now) {
     bench_record& r = out_.records[ev.id - 1];
-    if (ev.kind == event_kind::token) {
+    if (ev.kind == event_kind::token)
       r.token_s.push_back(now);
-      return;
-    }
-    if (!ev.terminal()) return;
-    r.end_s = now;
-    r.kind = ev.kind;
-    r.reason = ev.reason;
-    r.use = ev.use;
-    r.server = ev.time;
-    r.preemptions = ev.preemptions;
+    else if (ev.terminal())
+      household::record_end(r, now, {ev.kind, ev.reason, ev.message, ev.use, ev.time, ev.preemptions});
   }
 
   void sample_gauges_until(double t) {

@@ -75,15 +75,7 @@ TEST_CASE("the real engine and the simulator plan the same steps for the same ar
   });
   if (!e) FAIL(e.error().message);
   event_queue events(**e);
-  for (const auto& b : requests) {
-    request r;
-    r.tenant = b.tenant;
-    r.prompt = b.prompt_tokens;
-    r.max_tokens = b.max_tokens;
-    r.sampling.temperature = 0;
-    r.ignore_eos = true;
-    (*e)->submit(std::move(r), events.sink());
-  }
+  for (const auto& b : requests) (*e)->submit(household::engine_request_of(b, cfg.tenants), events.sink());
   for (size_t ended = 0; ended < requests.size();) {
     const auto ev = events.next(std::chrono::seconds(30));
     REQUIRE(ev);

@@ -48,12 +48,7 @@ class recorder final : public bench_sink {
     std::lock_guard lock(mu_);
     if (closed_) return;
     bench_record& r = records_[index];
-    r.end_s = t;
-    r.kind = o.kind;
-    r.reason = o.reason;
-    r.use = o.use;
-    r.server = o.time;
-    r.preemptions = o.preemptions;
+    record_end(r, t, o);
     ++ended_;
     sum_e2e_s_ += t - r.arrival_s;
     last_end_s_ = t;

@@ -13,6 +13,7 @@
 
 #include "bench/household/stats.hpp"
 #include "core/request.hpp"
+#include "tenants/tenant_config.hpp"
 
 namespace hearth::household {
 
@@ -44,6 +45,13 @@ reject_reason reject_reason_of(std::string_view code);
 //! A request that ended without `done`, as the server said: `cancelled`, an error once it was
 //! `accepted`, else a refusal.
 bench_outcome failed_outcome(std::string_view code, std::string_view message, bool accepted);
+
+//! Records that `r` ended at `t` as `o` says.
+void record_end(bench_record& r, double t, const bench_outcome& o);
+
+//! The engine request a server makes of `b`, as the bench's targets send it (greedy, to its
+//! max_tokens: the end of generation ignored), sharing prefixes as `tenants` lists its tenant.
+request engine_request_of(const bench_request& b, const std::vector<tenant_config>& tenants);
 
 //! Where a target reports; called from the target's threads, in order for each request.
 class bench_sink {
