@@ -132,8 +132,9 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   a.admission = spawn_admission(
       sys, {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg.max_waiting, cfg.max_waiting_tokens},
       cfg.tenants, a.metrics);
-  a.scheduler = spawn_scheduler(sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, a.worker,
-                                      a.decode_worker, a.admission, a.metrics, std::move(hooks.alive)});
+  a.scheduler = spawn_scheduler(
+      sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, a.worker, a.decode_worker,
+            a.admission, a.metrics, std::move(hooks.alive), std::move(hooks.step_end)});
   caf::anon_send(a.admission, ready_atom::value, a.scheduler);
   auto untyped = [](const auto& handle) { return caf::actor_cast<caf::actor>(handle); };
   std::vector<supervised> watched = {{"admission", untyped(a.admission)},

@@ -107,6 +107,7 @@ void on_result(self_ptr self, size_t lane_index, step_result& r) {
     const uint32_t decode = s.n_tokens_decode();
     self->send(st.opt.metrics, stepped_atom::value,
                step_sample{static_cast<uint32_t>(s.seqs.size()), s.n_tokens() - decode, decode, round_trip});
+    if (st.opt.step_end) st.opt.step_end(s, round_trip);
   }
   std::vector<request_event> events;
   st.loop->finish(lane_index, r, *st.core, st.now(), events);

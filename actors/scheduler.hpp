@@ -24,7 +24,8 @@ struct scheduler_options {
   worker_actor decode_worker;  //!< disaggregated only
   admission_actor admission;
   metrics_actor metrics;
-  keep_alive alive;  //!< pings from this loop (core/engine_hooks.hpp)
+  keep_alive alive;                                   //!< pings from this loop (core/engine_hooks.hpp)
+  std::function<void(const step&, double)> step_end;  //!< engine_hooks::step_end
 };
 
 scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options opt);

@@ -26,9 +26,6 @@ void add_household_options(CLI::App* cmd, household_args& a) {
   cmd->add_option("--drain", a.drain_s, "Seconds the last requests get to end (default: the workload's)");
   cmd->add_option("--kv-tokens", a.kv_tokens, "KV pool capacity in positions")->capture_default_str();
   engine_config& e = a.engine;
-  cmd->add_option("--max-partial-prefills", e.max_partial_prefills,
-                  "Chunks per step that leave their prompt unfinished")
-      ->capture_default_str();
   cmd->add_option("--max-waiting", e.max_waiting, "Requests queued before queue_full")->capture_default_str();
   cmd->add_option("--worker-cpus", e.worker_cpus, "Cpuset of the (prefill) worker, hwloc list syntax");
   cmd->add_option("--decode-cpus", e.decode_cpus, "Disaggregated: the decode worker's cpuset");
@@ -68,8 +65,7 @@ backend_factory household_model::factory() const {
 
 result<household::run_result> run_household(const household_args& a, const engine_config& cfg,
                                             const household::workload& w, const household_model& m,
-                                            const household::schedule& s, const std::vector<uint8_t>& lanes,
-                                            std::FILE* progress, const std::function<void()>& started) {
+                                            const household::schedule& s, const run_options& o) {
   if (m.profile) {
     engine_config c = cfg;
     c.tenants = household::tenants_of(w);
@@ -82,14 +78,14 @@ result<household::run_result> run_household(const household_args& a, const engin
                             .block_size = block,
                             .profile = *m.profile,
                             .decode_profile = m.decode_profile};
-    if (started) started();
+    if (o.started) o.started();
     return sim::simulate(e, s.requests, s.cls, w.drain_s);
   }
-  auto server = bench_server::open(a, cfg, w, m, lanes);
+  auto server = bench_server::open(a, cfg, w, m, o);
   if (!server) return server.error();
-  if (started) started();
+  if (o.started) o.started();
   return household::run_open_loop((*server)->target(), s.requests, s.cls,
-                                  {.drain_s = w.drain_s, .progress = progress});
+                                  {.drain_s = w.drain_s, .progress = o.progress});
 }
 
 result<household::workload> load_household_workload(const household_args& a) {
@@ -179,11 +175,10 @@ status<> check_server_options(const household_args& a) {
 
 result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a, const engine_config& cfg,
                                                          const household::workload& w,
-                                                         const household_model& m,
-                                                         const std::vector<uint8_t>& lanes) {
+                                                         const household_model& m, const run_options& o) {
   std::unique_ptr<bench_server> s(new bench_server());
   if (a.server.empty()) {
-    if (auto st = s->start_own(a, cfg, w, m, lanes); !st) return st.error();
+    if (auto st = s->start_own(a, cfg, w, m, o); !st) return st.error();
     return s;
   }
   if (a.server.starts_with("http://")) {
@@ -211,7 +206,7 @@ result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a
 
 status<> bench_server::start_own(const household_args& a, const engine_config& cfg,
                                  const household::workload& w, const household_model& m,
-                                 const std::vector<uint8_t>& lanes) {
+                                 const run_options& o) {
   const bool http = a.via != "zmq";
   engine_config c = cfg;
   c.tenants = household::tenants_of(w);
@@ -221,7 +216,8 @@ status<> bench_server::start_own(const household_args& a, const engine_config& c
     keys[t.name] = random_key();
     t.http_key_sha256 = http::sha256_hex(keys[t.name]);
   }
-  auto e = engine::start(c, m.file.tok, m.factory());
+  auto e =
+      engine::start(c, m.file.tok, m.factory(), {.alive = {}, .request_end = {}, .step_end = o.step_end});
   if (!e) return e.error();
   engine_ = std::move(*e);
   std::string dir = (std::filesystem::temp_directory_path() / "hearth-bench-XXXXXX").string();
@@ -254,7 +250,7 @@ status<> bench_server::start_own(const household_args& a, const engine_config& c
   std::vector<std::unique_ptr<household::bench_target>> targets;
   targets.push_back(std::move(*zmq));
   targets.push_back(std::move(*ht));
-  target_ = std::make_unique<household::split_target>(std::move(targets), lanes);
+  target_ = std::make_unique<household::split_target>(std::move(targets), o.lanes);
   return {};
 }
 

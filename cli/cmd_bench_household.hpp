@@ -71,17 +71,28 @@ struct household_model {
   status<> load_backend(const household_args& a);
 };
 
+//! What a run takes beside its configuration.
+struct run_options {
+  std::vector<uint8_t> lanes = {};  //!< with --via http or both, each request's gateway (0 ZeroMQ, 1 HTTP)
+  std::FILE* progress = nullptr;    //!< a bar's stream, or none
+  //! Called once the run begins (after a server has answered): an error before it is all the
+  //! bench prints.
+  std::function<void()> started = {};
+  //! The bench's own server only: each step it runs (engine_hooks::step_end).
+  std::function<void(const step&, double round_trip_ms)> step_end = {};
+};
+
 //! What one run drives. Destroyed in order: the target (cancelling what is in flight), the
 //! gateways, the engine, then the temporary folder of the ipc:// endpoint.
 class bench_server {
  public:
   //! --server: connects to it. Otherwise starts an engine with `cfg`, whose tenants are the
   //! workload's classes (priority, weight, SLOs, so the policies see them; over HTTP each with a
-  //! key of its own, made for the run), and its gateways. `lanes`: with --via http or both,
-  //! each request's gateway (0 ZeroMQ, 1 HTTP).
+  //! key of its own, made for the run), and its gateways; `o.lanes` and `o.step_end` as
+  //! run_options says.
   static result<std::unique_ptr<bench_server>> open(const household_args& a, const engine_config& cfg,
                                                     const household::workload& w, const household_model& m,
-                                                    const std::vector<uint8_t>& lanes = {});
+                                                    const run_options& o);
   ~bench_server();
   household::bench_target& target() { return *target_; }
 
@@ -89,7 +100,7 @@ class bench_server {
   bench_server();
   //! Starts the engine and its gateways (the HTTP one unless --via zmq), and the target.
   status<> start_own(const household_args& a, const engine_config& cfg, const household::workload& w,
-                     const household_model& m, const std::vector<uint8_t>& lanes);
+                     const household_model& m, const run_options& o);
   std::filesystem::path dir_;
   std::unique_ptr<engine> engine_;
   std::unique_ptr<server::gateway> gateway_;
@@ -98,13 +109,10 @@ class bench_server {
 };
 
 //! One run of `s` under `cfg`: on the simulator with --sim, else on a server (the bench's own, or
-//! --server's); `lanes` as bench_server::open takes them, `progress` a bar's stream or null.
-//! `started` is called once the run begins (after a server has answered): an error before it
-//! is all the bench prints.
+//! --server's).
 result<household::run_result> run_household(const household_args& a, const engine_config& cfg,
                                             const household::workload& w, const household_model& m,
-                                            const household::schedule& s, const std::vector<uint8_t>& lanes,
-                                            std::FILE* progress, const std::function<void()>& started = {});
+                                            const household::schedule& s, const run_options& o = {});
 
 result<household::workload> load_household_workload(const household_args& a);
 //! The engine configuration from the flags (mode resolved).

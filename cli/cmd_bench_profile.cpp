@@ -3,9 +3,13 @@
 // and scale are what serving costs beyond the backend's time alone: the runtime's messages, and
 // the gateway's and the client's threads on the same cores, which slow the compute too. Both are
 // calibrated on a short run of the household mix (at 1.7 times its rate, so its arrivals are
-// not those of a default run) through the bench's own server, as `bench serve` runs it, against
-// its simulation on the same schedule: the difference of the median steps (decodes, nearly all)
-// is added to every step, and the ratio of the mean steps, less it, scales the backend's terms.
+// not those of a default run) through the bench's own server, as `bench serve` runs it: the
+// steps it runs, each shape with its round trip, refit the overhead and scale each group of
+// terms (sim::calibrated).
+
+#include <algorithm>
+#include <functional>
+#include <mutex>
 
 #include "bench/household/schedule.hpp"
 #include "cli/cmd_bench_household.hpp"
@@ -30,7 +34,36 @@ struct bench_profile_args {
   double calibrate_s = 30;  //!< arrivals of the calibration run
 };
 
-// The profile calibrated on a real run and its simulation on the same schedule.
+// The median of measured / predicted over the served steps of each kind: how far the profile is
+// from what serving runs, where it matters (a stream's gaps are decodes, a first token waits on
+// prompt chunks).
+std::string agreement(const sim::step_profile& p, const std::vector<sim::profile_point>& steps) {
+  struct kind {
+    const char* name;
+    std::function<bool(const sim::profile_point&)> holds;
+  };
+  const kind kinds[] = {
+      {"decodes of 1", [](const auto& s) { return s.prefill_kpairs == 0 && s.seqs == 1; }},
+      {"2-4", [](const auto& s) { return s.prefill_kpairs == 0 && s.seqs >= 2 && s.seqs <= 4; }},
+      {"5+", [](const auto& s) { return s.prefill_kpairs == 0 && s.seqs >= 5; }},
+      {"steps with a prompt", [](const auto& s) { return s.prefill_kpairs > 0; }}};
+  std::string out;
+  for (const kind& k : kinds) {
+    std::vector<double> ratio;
+    for (const auto& s : steps)
+      if (k.holds(s)) ratio.push_back(s.ms / p.predict_ms(s));
+    if (ratio.empty()) continue;
+    std::nth_element(ratio.begin(), ratio.begin() + static_cast<std::ptrdiff_t>(ratio.size() / 2),
+                     ratio.end());
+    char line[96];
+    std::snprintf(line, sizeof line, "%s%s %.2f (%zu)", out.empty() ? "" : ", ", k.name,
+                  ratio[ratio.size() / 2], ratio.size());
+    out += line;
+  }
+  return out;
+}
+
+// The profile calibrated on the steps of a real run of the household mix.
 result<sim::step_profile> calibrated(const bench_profile_args& a, const model_file& m,
                                      const sim::step_profile& p) {
   household_args h;
@@ -46,22 +79,29 @@ result<sim::step_profile> calibrated(const bench_profile_args& a, const model_fi
   household::schedule_builder builder(*w, real.tok(), real.n_ctx());
   auto s = builder.generate(1.7, w->duration_s);
   if (!s) return s.error();
-  const engine_config cfg = household_engine(h);
-  auto measured = run_household(h, cfg, *w, real, *s, {}, nullptr);
+  std::mutex mutex;  // the steps are heard on the scheduler's thread
+  std::vector<sim::profile_point> steps;
+  auto measured =
+      run_household(h, household_engine(h), *w, real, *s, {.step_end = [&](const step& st, double ms) {
+                      sim::profile_point pt = sim::shape_of(st);
+                      pt.ms = ms;
+                      const std::lock_guard lock(mutex);
+                      steps.push_back(pt);
+                    }});
   if (!measured) return measured.error();
-  household_model simulated{m, nullptr, p};
-  auto predicted = run_household(h, cfg, *w, simulated, *s, {}, nullptr);
-  if (!predicted) return predicted.error();
-  const auto &got = measured->server.step_ms, &want = predicted->server.step_ms;
-  const double added = std::max(0.0, got.p50 - want.p50);
-  const double backend = want.mean - p.overhead_ms;
-  const double scale = backend > 0 ? std::max(0.5, (got.mean - p.overhead_ms - added) / backend) : 1.0;
+  auto c = sim::calibrated(p, steps);
+  if (!c) return c.error();
+  auto times = [](double now, double was) { return was != 0 ? now / was : 1.0; };
   std::printf(
-      "hearth bench profile: calibration on %zu requests: steps measured %.2f ms median, %.2f mean; "
-      "simulated %.2f, %.2f: %.2f ms added per step, backend times %.3f x\n",
-      s->requests.size(), got.p50, got.mean, want.p50, want.mean, added, scale);
-  sim::step_profile c = p.scaled(1 / scale, 1 / scale);
-  c.overhead_ms += added;
+      "hearth bench profile: calibrated on %zu steps of %zu requests: %+.2f ms a step; the tokens' "
+      "terms %.2f x, the sequences' %.2f x, decode attention %.2f x, prompt attention %.2f x\n"
+      "  measured / predicted, median: profiled alone: %s\n"
+      "                                calibrated:     %s\n",
+      steps.size(), s->requests.size(), c->overhead_ms + c->base_ms - p.overhead_ms - p.base_ms,
+      times(c->per_token_ms, p.per_token_ms), times(c->per_seq_ms, p.per_seq_ms),
+      times(c->per_decode_kpair_ms, p.per_decode_kpair_ms),
+      times(c->per_prefill_kpair_ms, p.per_prefill_kpair_ms), agreement(p, steps).c_str(),
+      agreement(*c, steps).c_str());
   return c;
 }
 

@@ -72,7 +72,8 @@ int run_bench_serve(const bench_serve_args& a) {
                    : m.profile       ? (", simulated on " + a.h.sim).c_str()
                                      : "");
     };
-    auto run = run_household(a.h, cfg, *w, m, *s, pass, bar ? stderr : nullptr, header);
+    auto run = run_household(a.h, cfg, *w, m, *s,
+                             {.lanes = pass, .progress = bar ? stderr : nullptr, .started = header});
     if (!run) return fail(run.error().message);
     runs.push_back(std::move(*run));
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -119,6 +120,9 @@ void add_bench_serve_command(CLI::App& bench, int& exit_code) {
   cmd->add_option("--max-seqs", e.max_seqs, "Sequences per step")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.max_batched_tokens, "Tokens per step")->capture_default_str();
   cmd->add_option("--long-prefill-threshold", e.long_prefill_threshold, "Prefill chunk per request (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--max-partial-prefills", e.max_partial_prefills,
+                  "Chunks per step that leave their prompt unfinished")
       ->capture_default_str();
   cmd->add_option("--policy", e.policy, "Scheduling policy")
       ->check(CLI::IsMember(policy_names()))

@@ -68,7 +68,7 @@ int run_bench_sweep(bench_sweep_args& a) {
   auto trial = [&](const household::sweep_config& c, double rate) -> result<household::sweep_trial> {
     auto s = builder.generate(rate / w->total_rate(), std::max(w->duration_s, a.min_requests / rate));
     if (!s) return s.error();
-    auto run = run_household(a.h, c.cfg, *w, m, *s, {}, bar ? stderr : nullptr);
+    auto run = run_household(a.h, c.cfg, *w, m, *s, {.progress = bar ? stderr : nullptr});
     if (!run) return run.error();
     household::sweep_trial t;
     t.rate = rate;
@@ -143,6 +143,10 @@ void add_bench_sweep_command(CLI::App& bench, int& exit_code) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--long-prefill-threshold", g.long_prefill_threshold, "Grid: prefill chunk (0: none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--max-partial-prefills", g.max_partial_prefills,
+                  "Grid: unfinished prompts chunked per step")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--policy", g.policy, "Grid: scheduling policies")

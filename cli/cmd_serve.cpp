@@ -221,12 +221,12 @@ int run_serve(const serve_args& a) {
         if (shown_tenth->exchange(tenth) != tenth)
           server::notify_status("loading " + path + ": " + std::to_string(10 * tenth) + " %");
       }};
-  auto eng =
-      engine::start(cfg->engine, model->tok, cpu_backend::factory(model->gguf, backend_opt),
-                    {.alive = {.every = server::watchdog_ping_period(), .ping = server::notify_watchdog},
-                     .request_end = [](const request_record& r) {
-                       server::log(server::log_level::info, server::describe_end(r));
-                     }});
+  auto eng = engine::start(
+      cfg->engine, model->tok, cpu_backend::factory(model->gguf, backend_opt),
+      {.alive = {.every = server::watchdog_ping_period(), .ping = server::notify_watchdog},
+       .request_end =
+           [](const request_record& r) { server::log(server::log_level::info, server::describe_end(r)); },
+       .step_end = {}});
   loading->finish();
   if (!eng) return fail(eng.error().message);
 

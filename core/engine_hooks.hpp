@@ -5,7 +5,9 @@
 // and stops when a step has run past engine_config::step_timeout_ms (a hung backend) or the
 // engine has failed; a timer thread could not tell, it would keep pinging for a stuck engine.
 // `request_end`: each request's record as it ends, for a log line (refusals at admission
-// included, with only tenant, kind and reason set). Both run on an actor thread and must not block.
+// included, with only tenant, kind and reason set). `step_end`: each step that succeeded and its
+// round trip (sent to the worker to its result back), for a profile's calibration on the steps
+// a server really runs (sim/step_profile.hpp). All run on an actor thread and must not block.
 
 #include <chrono>
 #include <functional>
@@ -21,7 +23,8 @@ struct keep_alive {
 
 struct engine_hooks {
   keep_alive alive;
-  std::function<void(const request_record&)> request_end;  //!< empty: none
+  std::function<void(const request_record&)> request_end;           //!< empty: none
+  std::function<void(const step&, double round_trip_ms)> step_end;  //!< empty: none
 };
 
 }  // namespace hearth

@@ -1,7 +1,9 @@
 #include "sim/step_profile.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +50,16 @@ std::optional<std::vector<double>> solve(std::vector<double> a, std::vector<doub
     x[r] = s / a[r * n + r];
   }
   return x;
+}
+
+// The predicted backend time of a step in the groups calibrated() scales: the tokens' terms
+// beyond the base, the sequences', decode attention and prompt attention.
+std::array<double, 4> groups(const step_profile& p, const profile_point& s) {
+  double tokens = p.per_token_ms * s.tokens;
+  for (size_t i = 0; i < p.knots.size() && i < p.bend_ms.size(); ++i)
+    tokens += p.bend_ms[i] * std::max(0.0, s.tokens - p.knots[i]);
+  return {tokens, p.per_seq_ms * s.seqs, p.per_decode_kpair_ms * s.decode_kpairs,
+          p.per_prefill_kpair_ms * s.prefill_kpairs};
 }
 
 }  // namespace
@@ -117,6 +129,86 @@ status<> fit(step_profile& p, std::vector<profile_point> points) {
   p.rms_error = std::sqrt(sq / static_cast<double>(points.size()));
   p.points = std::move(points);
   return {};
+}
+
+namespace {
+
+constexpr size_t n_groups = 4;
+constexpr double min_scale = 0.25, max_scale = 4;
+
+// The added constant, then each group's scale less 1, fitted to what the profile leaves
+// unexplained (each step weighted by 1 / ms^2 as in fit()); `fixed` groups keep the value given.
+std::optional<std::array<double, 1 + n_groups>> fit_scales(
+    const step_profile& p, const std::vector<profile_point>& serving,
+    const std::array<std::optional<double>, n_groups>& fixed) {
+  constexpr size_t n = 1 + n_groups;
+  std::vector<double> xtx(n * n, 0.0), xty(n, 0.0);
+  std::array<size_t, n> seen{};
+  for (const auto& pt : serving) {
+    const auto g = groups(p, pt);
+    std::array<double, n> x = {1.0};
+    double residual = pt.ms - p.predict_ms(pt);
+    for (size_t k = 0; k < n_groups; ++k) {
+      if (fixed[k]) residual -= *fixed[k] * g[k];
+      x[k + 1] = fixed[k] ? 0.0 : g[k];
+      seen[k + 1] += x[k + 1] != 0;
+    }
+    const double w = 1.0 / std::max(pt.ms * pt.ms, 1e-6);
+    for (size_t i = 0; i < n; ++i) {
+      xty[i] += w * x[i] * residual;
+      for (size_t j = 0; j < n; ++j) xtx[i * n + j] += w * x[i] * x[j];
+    }
+  }
+  // The ridge: each scale starts at 1 as if five steps that exercise its group had said so. It
+  // settles what the steps cannot tell apart (a decode of s sequences is s tokens and s
+  // sequences) by the profile's split, holds a group that few steps exercise near its profiled
+  // value and one that none do at it, and barely moves a scale hundreds of steps measure.
+  for (size_t i = 1; i < n; ++i) {
+    double& d = xtx[i * n + i];
+    d = seen[i] ? d * (1 + 5.0 / static_cast<double>(seen[i])) : 1.0;
+  }
+  const auto c = solve(std::move(xtx), std::move(xty));
+  if (!c) return std::nullopt;
+  std::array<double, n> out{};
+  for (size_t i = 0; i < n; ++i) out[i] = i > 0 && fixed[i - 1] ? *fixed[i - 1] : (*c)[i];
+  return out;
+}
+
+}  // namespace
+
+result<step_profile> calibrated(const step_profile& p, const std::vector<profile_point>& serving) {
+  if (serving.size() < 20)
+    return error{errc::invalid_argument, "step profile: " + std::to_string(serving.size()) +
+                                             " served steps to calibrate on (20 at least)"};
+  // A scale past its bounds is held at the bound and the rest refitted without it, so that the
+  // constant and the other scales still explain the steps.
+  std::array<std::optional<double>, n_groups> fixed{};
+  std::optional<std::array<double, 1 + n_groups>> c;
+  for (size_t round = 0; round <= n_groups; ++round) {
+    c = fit_scales(p, serving, fixed);
+    if (!c) return error{errc::invalid_argument, "step profile: the served steps cannot be told apart"};
+    bool held = false;
+    for (size_t k = 0; k < n_groups; ++k) {
+      const double scale = 1 + (*c)[k + 1];
+      if (fixed[k] || (scale >= min_scale && scale <= max_scale)) continue;
+      fixed[k] = std::clamp(scale, min_scale, max_scale) - 1;
+      held = true;
+    }
+    if (!held) break;
+  }
+  const auto& d = *c;
+  step_profile q = p;
+  // The constant is the overhead's and the base's together. The overhead measured (the runtime's
+  // own time, engine_bench's null run) is the least serving costs: a constant the steps lower
+  // comes off the base (the weights streamed faster than while profiling).
+  q.overhead_ms = p.overhead_ms + std::max(0.0, d[0]);
+  q.base_ms = std::max(0.0, p.base_ms + std::min(0.0, d[0]));
+  q.per_token_ms *= 1 + d[1];
+  for (double& b : q.bend_ms) b *= 1 + d[1];
+  q.per_seq_ms *= 1 + d[2];
+  q.per_decode_kpair_ms *= 1 + d[3];
+  q.per_prefill_kpair_ms *= 1 + d[4];
+  return q;
 }
 
 std::string to_json(const step_profile& p) {

@@ -61,6 +61,16 @@ struct step_profile {
   double predict_ms(const step& s) const { return predict_ms(shape_of(s)); }
 };
 
+//! The profile as a server runs it, from `serving`: steps measured while serving (each shape and
+//! its round trip, engine_hooks::step_end). Serving adds the runtime's own time to a step and
+//! slows its compute (the gateway's and the clients' threads share the cores), and not alike
+//! for every term: fitted by relative least squares, the overhead takes an added constant and
+//! each group of terms (the tokens', the sequences', decode and prompt attention) a scale of
+//! its own (within 0.25 and 4), held towards 1 as if five steps had said so (ridge), so that
+//! what the steps cannot tell apart keeps the profile's split. errc::invalid_argument with
+//! fewer than 20 steps.
+result<step_profile> calibrated(const step_profile& p, const std::vector<profile_point>& serving);
+
 //! Least squares over the points (at least as many as terms, spread over the knots' segments),
 //! keeping the given knots, identity fields and overhead; errc::invalid_argument if the points
 //! cannot tell the terms apart.

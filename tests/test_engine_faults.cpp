@@ -133,8 +133,9 @@ TEST_CASE("a step that takes long but returns is no failure", "[engine][faults]"
 TEST_CASE("keep-alive pings come from the engine's loop and stop when a step hangs", "[engine][faults]") {
   auto pings = std::make_shared<std::atomic<int>>(0);
   auto hang = std::make_shared<gate>();
-  auto e = start_scripted({.step_timeout_ms = 300}, {.fault_at = 3, .hang = hang},
-                          {.alive = {.every = 20ms, .ping = [pings] { ++*pings; }}, .request_end = {}});
+  auto e = start_scripted(
+      {.step_timeout_ms = 300}, {.fault_at = 3, .hang = hang},
+      {.alive = {.every = 20ms, .ping = [pings] { ++*pings; }}, .request_end = {}, .step_end = {}});
   const open_at_exit opener{hang};
   std::this_thread::sleep_for(200ms);
   CHECK(pings->load() >= 3);  // idle: ~10 intervals; a loaded machine may delay some
@@ -153,10 +154,14 @@ TEST_CASE("the request_end hook hears every request end, refusals too", "[engine
     std::vector<request_record> records;
   };
   auto h = std::make_shared<heard>();
-  auto e = start_scripted({}, {}, {.alive = {}, .request_end = [h](const request_record& r) {
-                                     std::lock_guard lock(h->m);
-                                     h->records.push_back(r);
-                                   }});
+  auto e = start_scripted({}, {},
+                          {.alive = {},
+                           .request_end =
+                               [h](const request_record& r) {
+                                 std::lock_guard lock(h->m);
+                                 h->records.push_back(r);
+                               },
+                           .step_end = {}});
   event_queue self(*e);
   const request_id a = e->submit(greedy(std::vector<token_id>(8, 11), 5), self.sink());
   const request_id b = e->submit(greedy(std::vector<token_id>(4, 12), 3), self.sink());
@@ -182,4 +187,32 @@ TEST_CASE("the request_end hook hears every request end, refusals too", "[engine
     CHECK(r.kind == event_kind::done);
     CHECK(((r.id == a && r.use.completion_tokens == 5) || (r.id == b && r.use.completion_tokens == 3)));
   }
+}
+
+TEST_CASE("the step_end hook hears every step that ran, with its shape, before its events", "[engine]") {
+  struct heard {
+    std::mutex m;
+    uint32_t steps = 0, tokens = 0, decodes = 0;
+    bool timed = true;
+  };
+  auto h = std::make_shared<heard>();
+  auto e = start_scripted(
+      {}, {}, {.alive = {}, .request_end = {}, .step_end = [h](const step& s, double round_trip_ms) {
+                 std::lock_guard lock(h->m);
+                 ++h->steps;
+                 h->tokens += s.n_tokens();
+                 h->decodes += s.n_tokens_decode();
+                 h->timed = h->timed && round_trip_ms >= 0;
+               }});
+  event_queue self(*e);
+  e->submit(greedy(std::vector<token_id>(8, 11), 5), self.sink());
+  e->submit(greedy(std::vector<token_id>(4, 12), 3), self.sink());
+  outcome o;
+  collect_within(self, 2, o, 20s);
+  std::lock_guard lock(h->m);
+  // Each prompt once, then a decode for every token after the first; heard before the done.
+  CHECK(h->tokens == 8 + 4 + 4 + 2);
+  CHECK(h->decodes == 4 + 2);
+  CHECK(h->steps >= 5);
+  CHECK(h->timed);
 }

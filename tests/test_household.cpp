@@ -360,6 +360,17 @@ TEST_CASE("a sweep always runs the baseline first, and compares every capacity t
     if (c.cfg.mode == placement_mode::disaggregated)
       CHECK((c.cfg.worker_cpus == "0" && c.cfg.decode_cpus == "1"));
   }
+  grid.mode = {placement_mode::colocated};
+  grid.max_partial_prefills = {1, 3};  // the baseline takes the first
+  const auto partial = make_sweep_configs(grid, engine_config{}, 4096);
+  REQUIRE(partial.size() == 1 + 8);
+  CHECK(partial[0].cfg.max_partial_prefills == 1);
+  size_t threes = 0;
+  for (const auto& c : partial) {
+    threes += c.cfg.max_partial_prefills == 3;
+    CHECK_THAT(c.name, Catch::Contains("partial " + std::to_string(c.cfg.max_partial_prefills)));
+  }
+  CHECK(threes == 4);
 
   // Each configuration's simulated server: 90 % attainment up to a capacity of its own.
   const std::vector<double> caps{2.0, 6.0, 3.0, 1.0, 4.0};

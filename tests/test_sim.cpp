@@ -97,6 +97,73 @@ TEST_CASE("a what-if profile divides bandwidth terms by one factor and compute t
   CHECK(p.scaled(1, 1).predict_ms(prompt) == Approx(p.predict_ms(prompt)));
 }
 
+TEST_CASE("a profile calibrated on served steps predicts them, each group of terms scaled on its own",
+          "[sim]") {
+  step_profile alone;
+  alone.base_ms = 8;
+  alone.per_token_ms = 0.5;
+  alone.bend_ms = {0.1, -0.05, 0.01};
+  alone.per_seq_ms = 1.0;
+  alone.per_decode_kpair_ms = 0.4;
+  alone.per_prefill_kpair_ms = 0.2;
+  alone.overhead_ms = 0.3;
+  // Serving: 2 ms more per step, the tokens' work 20 % slower, the sequences' 40 % faster.
+  step_profile serving = alone;
+  serving.overhead_ms += 2;
+  serving.per_token_ms *= 1.2;
+  for (double& b : serving.bend_ms) b *= 1.2;
+  serving.per_seq_ms *= 0.6;
+  serving.per_decode_kpair_ms *= 1.1;
+  // As many steps as a calibration run holds (hundreds), so that the scales' prior barely counts.
+  std::vector<profile_point> decodes, steps;
+  for (uint32_t seqs = 1; seqs <= 12; ++seqs)
+    for (uint32_t ctx : {40u, 120u, 300u, 600u, 900u, 1500u})
+      for (int again = 0; again < 3; ++again)
+        decodes.push_back({seqs, seqs, seqs * (ctx + 1) / 1000.0, 0, 0});
+  steps = decodes;
+  for (uint32_t chunk : {16u, 32u, 64u, 128u, 200u, 512u})
+    for (uint32_t beside : {0u, 1u, 2u, 3u})
+      for (int again = 0; again < 3; ++again)
+        steps.push_back({chunk + beside, 1 + beside, beside * 0.3, chunk * chunk / 2000.0, 0});
+  for (auto* set : {&decodes, &steps})
+    for (auto& p : *set) p.ms = serving.predict_ms(p);
+
+  auto c = calibrated(alone, steps);
+  REQUIRE(c.ok());
+  for (const auto& p : steps) {
+    INFO(p.tokens << " tokens, " << p.seqs << " sequences");
+    CHECK(c->predict_ms(p) == Approx(p.ms).epsilon(0.03));
+  }
+  CHECK(c->overhead_ms == Approx(serving.overhead_ms).margin(0.3));
+  CHECK(c->base_ms == alone.base_ms);
+
+  SECTION("a group the steps never exercise keeps its profiled value") {
+    auto d = calibrated(alone, decodes);
+    REQUIRE(d.ok());
+    CHECK(d->per_prefill_kpair_ms == Approx(alone.per_prefill_kpair_ms));
+    for (const auto& p : decodes) CHECK(d->predict_ms(p) == Approx(p.ms).epsilon(0.03));
+  }
+  SECTION("steps faster than the profile's take it off the base, not the runtime's overhead") {
+    for (auto& p : decodes) p.ms = alone.predict_ms(p) - 2;
+    auto d = calibrated(alone, decodes);
+    REQUIRE(d.ok());
+    CHECK(d->overhead_ms == alone.overhead_ms);
+    CHECK(d->base_ms == Approx(alone.base_ms - 2).margin(0.05));
+  }
+  SECTION("a scale past its bound is held there") {
+    step_profile slow = serving;
+    slow.per_decode_kpair_ms = alone.per_decode_kpair_ms * 10;
+    for (auto& p : steps) p.ms = slow.predict_ms(p);
+    auto d = calibrated(alone, steps);
+    REQUIRE(d.ok());
+    CHECK(d->per_decode_kpair_ms == Approx(4 * alone.per_decode_kpair_ms));
+  }
+  SECTION("too few steps are refused") {
+    decodes.resize(19);
+    CHECK(calibrated(alone, decodes).error().code == errc::invalid_argument);
+  }
+}
+
 TEST_CASE("a step profile's file reads back as written, and a bad one is named", "[sim]") {
   step_profile p = constant_profile(5, 0.1);
   p.cpu = "AMD EPYC";

@@ -172,8 +172,8 @@ nlohmann::json to_json(const engine_config& c) {
 std::string describe(const engine_config& c) {
   return "seqs " + std::to_string(c.max_seqs) + ", tokens " + std::to_string(c.max_batched_tokens) +
          ", chunk " +
-         (c.long_prefill_threshold ? std::to_string(c.long_prefill_threshold) : std::string("none")) + ", " +
-         c.policy + ", " + to_string(c.mode);
+         (c.long_prefill_threshold ? std::to_string(c.long_prefill_threshold) : std::string("none")) +
+         ", partial " + std::to_string(c.max_partial_prefills) + ", " + c.policy + ", " + to_string(c.mode);
 }
 
 bench_report make_report(const workload& w, const schedule& s, const run_result& r) {

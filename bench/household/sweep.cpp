@@ -16,7 +16,8 @@ namespace {
 
 bool same_knobs(const engine_config& a, const engine_config& b) {
   return a.max_seqs == b.max_seqs && a.max_batched_tokens == b.max_batched_tokens &&
-         a.long_prefill_threshold == b.long_prefill_threshold && a.policy == b.policy && a.mode == b.mode;
+         a.long_prefill_threshold == b.long_prefill_threshold &&
+         a.max_partial_prefills == b.max_partial_prefills && a.policy == b.policy && a.mode == b.mode;
 }
 
 std::string fmt(const char* f, double v) {
@@ -34,30 +35,35 @@ std::vector<sweep_config> make_sweep_configs(const sweep_grid& grid, const engin
   b.max_seqs = grid.max_seqs.empty() ? base.max_seqs : grid.max_seqs.front();
   b.max_batched_tokens = longest_prompt + b.max_seqs;  // any prompt in one step, beside every decode
   b.long_prefill_threshold = 0;
+  b.max_partial_prefills =
+      grid.max_partial_prefills.empty() ? base.max_partial_prefills : grid.max_partial_prefills.front();
   b.policy = "fcfs";
   b.mode = placement_mode::colocated;
   out.push_back({"baseline: " + describe(b), b, true});
   for (uint32_t seqs : grid.max_seqs) {
     for (uint32_t tokens : grid.max_batched_tokens) {
       for (uint32_t chunk : grid.long_prefill_threshold) {
-        for (const std::string& policy : grid.policy) {
-          for (placement_mode mode : grid.mode) {
-            engine_config c = base;
-            c.max_seqs = seqs;
-            c.max_batched_tokens = tokens;
-            c.long_prefill_threshold = chunk;
-            c.policy = policy;
-            c.mode = mode;
-            if (mode == placement_mode::disaggregated) {
-              c.worker_cpus = grid.prefill_cpus;
-              c.decode_cpus = grid.decode_cpus;
+        for (uint32_t partial : grid.max_partial_prefills) {
+          for (const std::string& policy : grid.policy) {
+            for (placement_mode mode : grid.mode) {
+              engine_config c = base;
+              c.max_seqs = seqs;
+              c.max_batched_tokens = tokens;
+              c.long_prefill_threshold = chunk;
+              c.max_partial_prefills = partial;
+              c.policy = policy;
+              c.mode = mode;
+              if (mode == placement_mode::disaggregated) {
+                c.worker_cpus = grid.prefill_cpus;
+                c.decode_cpus = grid.decode_cpus;
+              }
+              if (same_knobs(c, b)) continue;
+              if (auto st = check(c); !st) {
+                if (refused) refused->push_back(describe(c) + ": " + st.error().message);
+                continue;
+              }
+              out.push_back({describe(c), c, false});
             }
-            if (same_knobs(c, b)) continue;
-            if (auto st = check(c); !st) {
-              if (refused) refused->push_back(describe(c) + ": " + st.error().message);
-              continue;
-            }
-            out.push_back({describe(c), c, false});
           }
         }
       }
@@ -164,7 +170,8 @@ std::string engine_section(const engine_config& c, const std::string& comment) {
 
 std::string sweep_trials_csv(const sweep_result& s) {
   std::string csv =
-      "config,baseline,max_seqs,max_batched_tokens,long_prefill_threshold,policy,mode,rate_rps,attainment,"
+      "config,baseline,max_seqs,max_batched_tokens,long_prefill_threshold,max_partial_prefills,policy,mode,"
+      "rate_rps,attainment,"
       "goodput_rps,"
       "ttft_p50_ms,ttft_p90_ms,itl_p50_ms,itl_p90_ms,e2e_p90_ms,done,issued\n";
   for (const auto& r : s.configs) {
@@ -173,11 +180,11 @@ std::string sweep_trials_csv(const sweep_result& s) {
       const group_report& g = t.report.overall;
       csv += "\"" + r.config.name + "\"," + (r.config.baseline ? "1," : "0,") + std::to_string(c.max_seqs) +
              "," + std::to_string(c.max_batched_tokens) + "," + std::to_string(c.long_prefill_threshold) +
-             "," + c.policy + "," + to_string(c.mode) + "," + fmt("%.6g", t.rate) + "," +
-             fmt("%.4f", g.attainment) + "," + fmt("%.6g", g.goodput) + "," + fmt("%.1f", g.ttft_ms.p50) +
-             "," + fmt("%.1f", g.ttft_ms.p90) + "," + fmt("%.1f", g.itl_ms.p50) + "," +
-             fmt("%.1f", g.itl_ms.p90) + "," + fmt("%.1f", g.e2e_ms.p90) + "," + std::to_string(g.done) +
-             "," + std::to_string(g.issued) + "\n";
+             "," + std::to_string(c.max_partial_prefills) + "," + c.policy + "," + to_string(c.mode) + "," +
+             fmt("%.6g", t.rate) + "," + fmt("%.4f", g.attainment) + "," + fmt("%.6g", g.goodput) + "," +
+             fmt("%.1f", g.ttft_ms.p50) + "," + fmt("%.1f", g.ttft_ms.p90) + "," + fmt("%.1f", g.itl_ms.p50) +
+             "," + fmt("%.1f", g.itl_ms.p90) + "," + fmt("%.1f", g.e2e_ms.p90) + "," +
+             std::to_string(g.done) + "," + std::to_string(g.issued) + "\n";
     }
   }
   return csv;

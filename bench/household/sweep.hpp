@@ -20,6 +20,7 @@ struct sweep_grid {
   std::vector<uint32_t> max_seqs{64};
   std::vector<uint32_t> max_batched_tokens{256};
   std::vector<uint32_t> long_prefill_threshold{128};  //!< the chunk; 0 = no cap
+  std::vector<uint32_t> max_partial_prefills{2};      //!< unfinished prompts chunked per step
   std::vector<std::string> policy{"fcfs"};
   std::vector<placement_mode> mode{placement_mode::colocated};
   std::string prefill_cpus = "0", decode_cpus = "1";  //!< the workers' cpusets when disaggregated
