@@ -146,6 +146,9 @@ TEST_CASE("http api: a non-loopback endpoint needs keys or an explicit opt-in", 
   CHECK_THAT(check_http_endpoint(o).error().message, Contains("99999"));
   o.endpoint = "[::1]:0";
   CHECK(check_http_endpoint(o).ok());
+  o.endpoint = "http://127.0.0.1:8080";  // loopback: the scheme is the mistake, and the message says so
+  CHECK_THAT(check_http_endpoint(o).error().message,
+             Contains("without a scheme (127.0.0.1:8080)") && !Contains("non-loopback"));
 }
 
 TEST_CASE("http api: the [http] section and tenants' HTTP keys are read and checked", "[http]") {

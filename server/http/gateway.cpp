@@ -90,6 +90,12 @@ status<> check_http_endpoint(const gateway_options& opt) {
   if (opt.tls_cert_file.empty() != opt.tls_key_file.empty())
     return error{errc::invalid_argument,
                  "http endpoint " + opt.endpoint + ": TLS needs a certificate and a key file"};
+  // The gateway's HOST:PORT has no scheme (HTTP or HTTPS follows from the TLS files): with one,
+  // the host would read as "http" and be refused as non-loopback, which misleads.
+  if (const auto scheme = opt.endpoint.find("://"); scheme != std::string::npos)
+    return error{errc::invalid_argument,
+                 "http endpoint " + opt.endpoint + ": write HOST:PORT without a scheme (" +
+                     opt.endpoint.substr(scheme + 3) + "); HTTPS is [http] tls_cert and tls_key"};
   const std::string tcp = "tcp://" + opt.endpoint;
   if (auto st = server::check_endpoint_port(tcp); !st)
     return error{errc::invalid_argument, "http endpoint " + opt.endpoint + ": " + st.error().message};

@@ -163,6 +163,28 @@ PY
   --sim "$dir/profile.json" -o "$dir/simsweep" >"$dir/simsweep.txt" 2>/dev/null || fail "sweep --sim"
 grep -q "trials in .* s (.* trials/s, simulated)" "$dir/simsweep.txt" || fail "sweep --sim: $(cat "$dir/simsweep.txt")"
 [ -s "$dir/simsweep/frontier.svg" ] || fail "sweep --sim wrote no frontier.svg"
+# The CDFs: a panel per class, titled with its name, its target marked (a dashed line and its
+# label), and a legend naming the configurations shown.
+python3 - "$dir/simsweep" <<'PY'
+import json, sys, xml.dom.minidom
+d = sys.argv[1]
+classes = json.load(open(d + "/sweep.json"))["config"]["workload"]["classes"]
+assert len(classes) == 3, classes
+for f, kind, key in (("ttft_cdf.svg", "TTFT", "ttft_ms"), ("itl_cdf.svg", "ITL", "itl_ms")):
+    svg = xml.dom.minidom.parse(d + "/" + f)
+    texts = [t.firstChild.data for t in svg.getElementsByTagName("text") if t.firstChild]
+    marks = [t for t in texts if t.startswith(("class ", "target "))]
+    want = []
+    for c in classes:
+        want.append(f"class {c['name']}: {kind}")
+        if c["slo"][key] > 0:
+            want.append(f"target {c['slo'][key]:g} ms")
+    assert marks == want, (f, marks, want)
+    dashed = [l for l in svg.getElementsByTagName("line")
+              if l.getAttribute("stroke-dasharray") and l.getAttribute("x1") == l.getAttribute("x2")]
+    assert len(dashed) == sum(c["slo"][key] > 0 for c in classes), (f, len(dashed))
+    assert texts.count("baseline") == len(classes), (f, texts)
+PY
 expect_one_line_error "--sim with --server" "--sim runs no server" \
   "$hearth" bench serve --model "$dir/tiny.gguf" --sim "$dir/profile.json" --server tcp://127.0.0.1:1
 echo '{"cpu": "x"}' >"$dir/bad_profile.json"

@@ -54,6 +54,8 @@ expect_one_line_error "port out of range on the command line" "endpoint tcp://12
 # The HTTP gateway too: a non-loopback address without keys is refused like the ZeroMQ one.
 expect_one_line_error "public http without keys" "non-loopback address needs HTTP keys" \
   timeout 30 "$hearth" serve --model "$dir/none.gguf" --http 0.0.0.0:0 --endpoint 'tcp://127.0.0.1:*'
+expect_one_line_error "http endpoint with a scheme" "write HOST:PORT without a scheme (127.0.0.1:8080)" \
+  timeout 30 "$hearth" serve --model "$dir/none.gguf" --http http://127.0.0.1:8080 --endpoint 'tcp://127.0.0.1:*'
 "$hearth" model make --preset tiny --dtype f32 --seed 5 -o "$dir/tiny.gguf" >/dev/null
 start_serve dev --model "$dir/tiny.gguf" --http 127.0.0.1:0
 grep -q "development mode" "$dir/dev.out" || fail "serve does not say it is in development mode"

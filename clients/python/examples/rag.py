@@ -13,7 +13,7 @@ import random
 import sys
 from pathlib import Path
 
-from _connect import add_connection_args, connect
+from _connect import add_connection_args, connect, run
 
 import hearth_client as hc
 
@@ -47,7 +47,10 @@ def main(argv=None) -> int:
     parser.add_argument("questions", nargs="*",
                         default=["When does the boiler's warranty end?", "How often is the dishwasher filter cleaned?"])
     args = parser.parse_args(argv)
-    document = Path(args.file).read_text(encoding="utf-8") if args.file else made_up_manual(args.words)
+    try:
+        document = Path(args.file).read_text(encoding="utf-8") if args.file else made_up_manual(args.words)
+    except OSError as err:
+        sys.exit(f"hearth: --file {args.file}: {err.strerror}")
 
     with connect(args, connect_timeout=5.0) as client:
         for question in args.questions:
@@ -72,4 +75,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 
-from _connect import add_connection_args, connect
+from _connect import add_connection_args, connect, run
 
 import hearth_client as hc
 
@@ -55,4 +55,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

@@ -9,7 +9,8 @@ except ModuleNotFoundError as _err:
     # Said once, here, instead of a traceback from the first module that needs it.
     raise ModuleNotFoundError(
         f"hearth_client needs pyzmq (the module zmq), which this Python ({_sys.executable}) lacks: "
-        "`apt install python3-zmq` for Debian's python3, or `pip install pyzmq` in a virtual environment "
+        "`apt install python3-zmq` and run Debian's /usr/bin/python3, or `pip install pyzmq` in a virtual "
+        "environment "
         "(clients/python/README.md, Install)", name="zmq") from None
 
 from .aio import AsyncClient, AsyncStream

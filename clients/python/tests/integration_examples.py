@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""The README's first hour with Python, against a real `hearth serve`.
+"""The client README's install step and examples, as written, against a real `hearth serve`.
 
     python3 integration_examples.py HEARTH_BINARY MODEL_FILE
 
-Installs the package as the README says (a virtual environment over Debian's python3-zmq,
-`pip install --no-build-isolation --no-index`: offline), then runs the examples with that
-environment's interpreter, from outside the checkout, against a development-mode server (the
-quick start's) and a CURVE one whose keys come from `hearth keygen` (server.pub included), and
-the README's CURVE snippet as written. Exit status 0 when all hold. Not a unittest module: it
-needs the binary and a model.
+Runs the commands of the README's install block (all but `apt install`: CI has installed the
+packages) in a scratch folder holding a copy of clients/python, with the interpreter the README
+names, then the examples as its Examples block writes them, from the environment the install
+made, against a development-mode server and a CURVE one whose keys come from `hearth keygen`
+(server.pub included), and the README's CURVE snippet. The one change: `--endpoint` with a free
+port in place of the default 5555, so that tests running at once do not meet. Exit status 0 when
+all hold. Not a unittest module: it needs the binary and a model.
 """
 
 import re
@@ -21,8 +22,12 @@ from pathlib import Path
 from serve_script import check, run_main
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
+README = ROOT / "README.md"
 READY_TIMEOUT_S = 60.0
+LATE_TRIES = 3
+
+sys.path.insert(0, str(ROOT.parents[1] / "tests"))
+from readme_commands import commands  # noqa: E402
 
 
 def start_serve(hearth: str, args: list[str], log_path: Path) -> tuple[subprocess.Popen, str]:
@@ -46,10 +51,21 @@ def stop(server: subprocess.Popen) -> None:
     server.wait(timeout=30)
 
 
-def example(python: Path, tmp: str, name: str, *args: str) -> subprocess.CompletedProcess:
-    # From the scratch folder: the package comes from the environment, not the checkout.
-    return subprocess.run([str(python), str(EXAMPLES / name), *args], cwd=tmp, capture_output=True, text=True,
-                          timeout=300)
+def shell(tmp: str, command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", command], cwd=tmp, capture_output=True, text=True, timeout=300)
+
+
+def example(tmp: str, command: str, endpoint: str) -> subprocess.CompletedProcess:
+    """An example's command as written, on `endpoint`. voice_turn.py gives up on a first token
+    later than 0.5 s (exit 2, its own answer to it); on a loaded machine (CI's two cores, the
+    sanitizers) a warm server can still miss that now and then, so a late answer is asked again,
+    up to LATE_TRIES times: what is checked is that the command works, not the machine's speed
+    (timing targets are bench's)."""
+    for _ in range(LATE_TRIES):
+        r = shell(tmp, f"{command} --endpoint {endpoint}")
+        if r.returncode != 2 or "voice_turn.py" not in command:
+            break
+    return r
 
 
 def ran(name: str, r: subprocess.CompletedProcess, expect: str) -> bool:
@@ -57,26 +73,41 @@ def ran(name: str, r: subprocess.CompletedProcess, expect: str) -> bool:
                  f"exit {r.returncode}\n{r.stdout}\n{r.stderr}")
 
 
+def warm_up(hearth: str, endpoint: str, *curve: str) -> None:
+    """One request first: a fresh server's first step sets up its kernels (0.5 s more under
+    the sanitizers), which voice_turn.py's 0.5 s first-token timeout is not about."""
+    subprocess.run([hearth, "chat", "--endpoint", endpoint, *curve, "-n", "1", "hi"], capture_output=True,
+                   timeout=120)
+
+
 def run(hearth: str, model: str, tmp: str) -> bool:
     log = Path(tmp) / "serve.log"
-    # Install: a copy of the package, so the checkout is left as it was (pip writes build/ there).
-    src = Path(tmp) / "hearth-client"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns("tests", "__pycache__", "*.egg-info", "build"))
-    venv = Path(tmp) / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-build-isolation", "--no-index", str(src)],
-                         capture_output=True, text=True)
-    ok = check("pip install, offline", pip.returncode == 0, pip.stdout + pip.stderr)
-    where = subprocess.run([str(python), "-c", "import hearth_client; print(hearth_client.__file__)"], cwd=tmp,
-                           capture_output=True, text=True)
-    ok &= check("imported from the environment", str(venv) in where.stdout, where.stdout + where.stderr)
+    # The checkout as the README sees it, copied, so that it is left as it was (pip writes
+    # build/ beside the package).
+    shutil.copytree(ROOT, Path(tmp, "clients", "python"),
+                    ignore=shutil.ignore_patterns("tests", "__pycache__", "*.egg-info", "build"))
+    install = [c for c in commands(README, "python-install") if not c.startswith("apt ")]
+    examples = [c for c in commands(README, "python-examples") if "[" not in c]
+    curve_examples = [c for c in examples if "--server-key" in c]
+    ok = check("the README names the interpreter and the examples",
+               install[0].startswith("/usr/bin/python3 -m venv") and len(examples) == 2 and len(curve_examples) == 1,
+               f"{install} {examples}")
 
     server, endpoint = start_serve(hearth, ["--model", model], log)
     try:
-        ok &= ran("voice_turn.py", example(python, tmp, "voice_turn.py", "--endpoint", endpoint, "--tenant", "voice",
-                                           "--first-token-timeout", "10", "Are the kitchen lights on?"), "TTFT")
-        r = example(python, tmp, "rag.py", "--endpoint", endpoint, "--tenant", "docs")
+        warm_up(hearth, endpoint)
+        for command in install:
+            if "examples/" in command:
+                ok &= ran(command, example(tmp, command, endpoint), "TTFT")
+            else:
+                r = shell(tmp, command)
+                ok &= check(command, r.returncode == 0, r.stdout + r.stderr)
+        where = shell(tmp, ".venv/bin/python -c 'import hearth_client; print(hearth_client.__file__)'")
+        ok &= check("imported from the environment", f"{tmp}/.venv/" in where.stdout, where.stdout + where.stderr)
+        for command in examples:
+            if command not in curve_examples:
+                ok &= ran(command, example(tmp, command, endpoint), "TTFT")
+        r = shell(tmp, f".venv/bin/python clients/python/examples/rag.py --tenant docs --endpoint {endpoint}")
         ok &= ran("rag.py with its default document", r, "cached")
         ok &= check("rag.py reuses the document's prefix", re.search(r"cached [1-9]", r.stdout) is not None, r.stdout)
     finally:
@@ -90,16 +121,15 @@ def run(hearth: str, model: str, tmp: str) -> bool:
                                       f'[[tenant]]\nname = "voice"\nkey = "{voice_pub}"\n')
     server, endpoint = start_serve(hearth, ["--model", model, "--config", f"{tmp}/home.toml"], log)
     try:
-        ok &= ran("voice_turn.py over CURVE",
-                  example(python, tmp, "voice_turn.py", "--endpoint", endpoint, "--server-key", "server.pub",
-                          "--keys", "voice.key", "--first-token-timeout", "10"), "TTFT")
         snippet = ("import hearth_client as hc\n"
                    'server = hc.load_keys("server.pub").public\n'
                    'mine = hc.load_keys("voice.key")\n'
                    f'client = hc.Client("{endpoint}", server_key=server, public_key=mine.public, secret_key=mine.secret)\n'
                    'print(client.complete("Lights off?", max_tokens=4, temperature=0) is not None)\n')
-        r = subprocess.run([str(python), "-c", snippet], cwd=tmp, capture_output=True, text=True, timeout=120)
-        ok &= ran("the README's CURVE snippet", r, "True")
+        r = subprocess.run([f"{tmp}/.venv/bin/python", "-c", snippet], cwd=tmp, capture_output=True, text=True,
+                           timeout=120)
+        ok &= ran("the README's CURVE snippet", r, "True")  # also the CURVE server's warm-up
+        ok &= ran(curve_examples[0], example(tmp, curve_examples[0], endpoint), "TTFT")
     finally:
         stop(server)
     return ok

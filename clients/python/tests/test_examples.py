@@ -2,13 +2,16 @@
 
 import contextlib
 import io
+import subprocess
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
 from fake_server import FakeServer, heartbeats
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+sys.path.insert(0, str(EXAMPLES))
 import rag  # noqa: E402
 import voice_turn  # noqa: E402
 
@@ -48,6 +51,42 @@ class ExamplesTest(unittest.TestCase):
         self.assertEqual(len(prompts), 2)
         self.assertGreater(len(prompts[0].split()), 300)
         self.assertEqual(prompts[0].split("Question:")[0], prompts[1].split("Question:")[0])  # a shared prefix
+
+
+class UserErrorsTest(unittest.TestCase):
+    """A user's mistake, or a server's refusal, ends an example with one line that names the fix:
+    exit 1, no traceback (run as a user runs them, in a fresh interpreter)."""
+
+    def expect_one_line(self, args, *wanted, example="voice_turn.py"):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = subprocess.run([sys.executable, str(EXAMPLES / example), *args], cwd=tmp, capture_output=True,
+                               text=True, timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        for want in wanted:
+            self.assertIn(want, r.stderr)
+
+    def test_an_endpoint_without_a_scheme(self):
+        self.expect_one_line(["--endpoint", "localhost:5617"], "did you mean tcp://localhost:5617?")
+        self.expect_one_line(["--endpoint", "5617"], "did you mean tcp://127.0.0.1:5617?", example="rag.py")
+
+    def test_missing_or_bad_key_files(self):
+        key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
+        self.expect_one_line(["--server-key", "server.pub", "--keys", "voice.key"], "--server-key server.pub",
+                             "hearth keygen -o server.key")
+        self.expect_one_line(["--server-key", key, "--keys", "voice.key"], "--keys voice.key: No such file")
+        self.expect_one_line(["--server-key", key], "CURVE needs both --server-key and --keys")
+        self.expect_one_line(["--keys", __file__, "--server-key", key], "no CURVE public key found")
+
+    def test_a_missing_document(self):
+        self.expect_one_line(["--file", "manual.txt"], "--file manual.txt: No such file", example="rag.py")
+
+    def test_a_refusal_from_the_server(self):
+        with FakeServer() as server:
+            server.plan = lambda m: [(0, {"type": "error", "id": m["id"], "code": "unauthorized",
+                                          "message": "unknown tenant 'tv'"})]
+            self.expect_one_line(["--endpoint", server.endpoint, "--tenant", "tv"],
+                                 "hearth: unauthorized: unknown tenant 'tv'")
 
 
 if __name__ == "__main__":
