@@ -49,7 +49,8 @@ void add_server_options(CLI::App* cmd, household_args& a) {
                   "--server's public key (Z85), as `hearth serve` prints it (CURVE)");
   cmd->add_option("--key", a.key_file, "This client's key file from `hearth keygen` (CURVE)");
   cmd->add_option("--http-keys", a.http_keys,
-                  "With --server http://: a file of `CLASS KEY` lines, each class's Bearer key (its tenant)");
+                  "With --server http://: a file of `CLASS KEY` lines, each class's Bearer key (its tenant); "
+                  "a `metrics KEY` line: an admin tenant's key, to read the gauges from /metrics");
   cmd->add_option(
          "--via", a.via,
          "The bench's own server: requests through its ZeroMQ gateway, its HTTP gateway, or both "
@@ -190,6 +191,7 @@ result<std::unique_ptr<bench_server>> bench_server::open(const household_args& a
       auto keys = household::read_http_keys(a.http_keys);
       if (!keys) return keys.error();
       opt.keys = std::move(*keys);
+      if (auto admin = opt.keys.extract("metrics")) opt.metrics_key = std::move(admin.mapped());
     }
     auto t = as_target(household::http_target::connect(std::move(opt)));
     if (!t) return t.error();

@@ -41,6 +41,45 @@ struct http_served {
   }
 };
 
+//! The chat turn the HTTP tests send.
+inline const std::vector<chat_message> turn = {{"user", "the kitchen light number 3"}};
+
+//! An Ollama /api/chat body of `turn`, greedy, to `n` tokens.
+inline nlohmann::json chat_body(bool stream, uint32_t n) {
+  return {{"model", micro_name},
+          {"messages", nlohmann::json::array({{{"role", "user"}, {"content", turn[0].content}}})},
+          {"stream", stream},
+          {"options", {{"temperature", 0}, {"repeat_penalty", 1.0}, {"num_predict", n}}}};
+}
+
+//! An OpenAI /v1/chat/completions body of `turn`, greedy, to `n` tokens.
+inline nlohmann::json openai_body(bool stream, uint32_t n) {
+  return {{"model", micro_name},
+          {"messages", nlohmann::json::array({{{"role", "user"}, {"content", turn[0].content}}})},
+          {"stream", stream},
+          {"temperature", 0},
+          {"max_tokens", n}};
+}
+
+//! An Ollama /api/generate body streaming the long prompt's greedy completion: 300 tokens, unless
+//! its client leaves.
+inline nlohmann::json long_generation() {
+  return {{"model", micro_name},
+          {"prompt", long_prompt()},
+          {"raw", true},
+          {"options", {{"temperature", 0}, {"repeat_penalty", 1.0}, {"num_predict", 300}}}};
+}
+
+//! Polls `ready` every 10 ms for up to `limit`; true once it holds.
+template <class Ready>
+bool eventually(Ready ready, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  for (const auto deadline = std::chrono::steady_clock::now() + limit;
+       std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(10)))
+    if (ready()) return true;
+  return ready();
+}
+
 //! POSTs `body` as JSON; fails the test when no reply comes.
 inline httplib::Result post(httplib::Client& c, const std::string& path, const nlohmann::json& body,
                             const httplib::Headers& headers = {}) {

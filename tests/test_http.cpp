@@ -16,27 +16,6 @@ using json = nlohmann::json;
 using Catch::Matchers::Contains;
 using namespace std::chrono_literals;
 
-namespace {
-
-const std::vector<chat_message> turn = {{"user", "the kitchen light number 3"}};
-
-json chat_body(bool stream, uint32_t n) {
-  return {{"model", micro_name},
-          {"messages", json::array({{{"role", "user"}, {"content", turn[0].content}}})},
-          {"stream", stream},
-          {"options", {{"temperature", 0}, {"repeat_penalty", 1.0}, {"num_predict", n}}}};
-}
-
-json openai_body(bool stream, uint32_t n) {
-  return {{"model", micro_name},
-          {"messages", json::array({{{"role", "user"}, {"content", turn[0].content}}})},
-          {"stream", stream},
-          {"temperature", 0},
-          {"max_tokens", n}};
-}
-
-}  // namespace
-
 TEST_CASE("http: Ollama's model routes and the root say what runs", "[http]") {
   auto s = http_served::start();
   auto c = s.client();
@@ -280,17 +259,12 @@ TEST_CASE("http: a client that leaves mid-stream has its request cancelled and i
   for (const char* path : {"/api/generate", "/v1/completions"}) {
     auto c = s.client();
     int chunks = 0;
-    const json body =
-        std::string(path) == "/api/generate"
-            ? json{{"model", "micro"},
-                   {"prompt", long_prompt()},
-                   {"raw", true},
-                   {"options", {{"temperature", 0}, {"repeat_penalty", 1.0}, {"num_predict", 300}}}}
-            : json{{"model", "micro"},
-                   {"prompt", long_prompt()},
-                   {"max_tokens", 300},
-                   {"stream", true},
-                   {"temperature", 0}};
+    const json body = std::string(path) == "/api/generate" ? long_generation()
+                                                           : json{{"model", "micro"},
+                                                                  {"prompt", long_prompt()},
+                                                                  {"max_tokens", 300},
+                                                                  {"stream", true},
+                                                                  {"temperature", 0}};
     httplib::Request req;
     req.method = "POST";
     req.path = path;

@@ -1,7 +1,7 @@
 // The bench's HTTP target (bench/household/http_target.hpp) against the HTTP gateway on the micro
 // model: 64 streams opened at once lose no token (each one's text is that of the request run
 // alone), each request ends exactly once, each runs as the tenant its key names, and refusals
-// reach the bench with their reason.
+// reach the bench with their reason; its gauges come from /metrics.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -160,4 +160,38 @@ TEST_CASE("http bench target: --http-keys reads CLASS KEY lines, and names the l
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.error().message, Catch::Matchers::Contains(path + ":2: expected CLASS KEY"));
   std::filesystem::remove(path);
+}
+
+TEST_CASE("http bench target: the gauges come from /metrics, read with an admin tenant's key", "[http]") {
+  engine_config cfg;
+  tenant_config voice{.name = "voice", .http_key_sha256 = http::sha256_hex("voice-key")};
+  tenant_config house{.name = "house", .http_key_sha256 = http::sha256_hex("house-key")};
+  house.admin = true;
+  cfg.tenants = {voice, house};
+  auto s = http_served::start({.tenants = cfg.tenants}, cfg, backend_script{.delay = 20ms});
+  const std::string url = "http://" + s.gw->endpoint();
+  auto t = household::http_target::connect(
+      {.endpoint = url, .keys = {{"voice", "voice-key"}}, .metrics_key = "house-key"});
+  REQUIRE(t.ok());
+  auto sink = std::make_shared<counting_sink>();
+  (*t)->submit({.index = 0, .tenant = "voice", .prompt = long_prompt(), .max_tokens = 300}, sink);  // 6 s
+  REQUIRE(eventually([&] { return (*t)->gauges().running == 1; }));
+  const household::target_gauges g = (*t)->gauges();
+  CHECK(g.waiting == 0);
+  CHECK(g.kv_total == s.eng->gauges()->kv.n_blocks);
+  CHECK(g.kv_used > 0);
+  CHECK(g.kv_used < g.kv_total);
+  // Without the admin key /metrics is refused (403): the samples read as an idle server.
+  auto blind = household::http_target::connect({.endpoint = url, .keys = {{"voice", "voice-key"}}});
+  REQUIRE(blind.ok());
+  CHECK((*blind)->gauges().kv_total == 0);
+  (*t).reset();  // ends its stream: the request is cancelled
+  CHECK(engine_idle(*s.eng));
+  auto after = household::http_target::connect(
+      {.endpoint = url, .keys = {{"voice", "voice-key"}}, .metrics_key = "house-key"});
+  REQUIRE(after.ok());
+  const household::target_gauges idle = (*after)->gauges();
+  CHECK(idle.running == 0);
+  CHECK(idle.kv_used == 0);
+  CHECK(idle.kv_total == g.kv_total);
 }

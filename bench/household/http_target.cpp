@@ -1,6 +1,7 @@
 #include "bench/household/http_target.hpp"
 
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <set>
@@ -120,6 +121,22 @@ bench_outcome refused(int status, const std::string& body) {
                         client::field<std::string>(err, "message").value_or(body.substr(0, 200)), false);
 }
 
+// The value of the unlabelled sample `name` in Prometheus text; 0 when it is not there.
+double sample_of(std::string_view text, std::string_view name) {
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, end - at);
+    if (line.size() > name.size() && line.starts_with(name) && line[name.size()] == ' ')
+      return std::strtod(std::string(line.substr(name.size() + 1)).c_str(), nullptr);
+    at = end + 1;
+  }
+  return 0;
+}
+
+uint32_t count_of(std::string_view text, std::string_view name) {
+  return static_cast<uint32_t>(sample_of(text, name));
+}
+
 struct job {
   size_t index;
   std::string body, key;
@@ -140,6 +157,22 @@ struct http_target::impl {
   std::vector<std::thread> workers;
   std::set<httplib::Client*> clients;  // every worker's, for stop
   bool stopping = false;
+
+  std::mutex metrics_mu;  // the gauges' sampler and figures(): one exchange at a time
+  std::unique_ptr<httplib::Client> metrics_client;
+
+  // GET /metrics; empty when it cannot be read.
+  std::string metrics() {
+    std::lock_guard lock(metrics_mu);
+    if (!metrics_client) {
+      metrics_client = std::make_unique<httplib::Client>(make_client());
+      metrics_client->set_read_timeout(connect_timeout_s, 0);
+    }
+    httplib::Headers headers;
+    if (!opt.metrics_key.empty()) headers.emplace("Authorization", "Bearer " + opt.metrics_key);
+    const auto res = metrics_client->Get("/metrics", headers);
+    return res && res->status == 200 ? res->body : std::string();
+  }
 
   httplib::Client make_client() const {
     httplib::Client c(hp.host, hp.port);
@@ -250,6 +283,18 @@ result<std::unique_ptr<http_target>> http_target::connect(http_target_options op
                                std::to_string(res->status) + " " + res->body.substr(0, 200)};
   p->model = client::field<std::string>(j["data"][0], "id").value_or("");
   return std::unique_ptr<http_target>(new http_target(std::move(p)));
+}
+
+target_gauges http_target::gauges() {
+  const std::string m = impl_->metrics();
+  return {count_of(m, "hearth:num_requests_waiting"), count_of(m, "hearth:num_requests_running"),
+          count_of(m, "hearth:kv_cache_used_blocks"), count_of(m, "hearth:kv_cache_capacity_blocks")};
+}
+
+server_figures http_target::figures() {
+  server_figures f;
+  f.preemptions = static_cast<uint64_t>(sample_of(impl_->metrics(), "hearth:num_preemptions_total"));
+  return f;
 }
 
 void http_target::submit(const bench_request& r, std::shared_ptr<bench_sink> sink) {

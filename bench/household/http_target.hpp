@@ -9,7 +9,8 @@
 // Why /v1/completions: it is what serving benchmarks drive (vLLM's and SGLang's), it takes the
 // prompt as is (no chat template), and two extensions the gateway accepts give the figures the
 // ZeroMQ target gets: `ignore_eos` (vLLM's), and the server's `timings` on the usage chunk
-// (`stream_options.include_usage`), as llama.cpp's server sends them.
+// (`stream_options.include_usage`), as llama.cpp's server sends them. The gauges and the
+// preemptions come from GET /metrics (Prometheus text).
 
 #include <map>
 #include <memory>
@@ -23,6 +24,9 @@ namespace hearth::household {
 struct http_target_options {
   std::string endpoint;                     //!< http://HOST:PORT
   std::map<std::string, std::string> keys;  //!< a class's HTTP key; a class without one sends none
+  //! The key GET /metrics is read with: an admin tenant's once the server has HTTP keys (else
+  //! /metrics is open); empty: none sent.
+  std::string metrics_key = {};
 };
 
 class http_target final : public bench_target {
@@ -34,9 +38,12 @@ class http_target final : public bench_target {
   ~http_target() override;
 
   void submit(const bench_request& r, std::shared_ptr<bench_sink> sink) override;
-  //! The HTTP APIs have no gauges: idle, unknown figures.
-  target_gauges gauges() override { return {}; }
-  server_figures figures() override { return {}; }
+  //! From GET /metrics: the queue and the KV blocks; a sample it cannot read (refused, no
+  //! answer) reads as an idle server, as the ZeroMQ target's does.
+  target_gauges gauges() override;
+  //! From GET /metrics: the preemptions (its step histograms' buckets are coarser than the
+  //! wire protocol's per-step figures: those come over ZeroMQ only).
+  server_figures figures() override;
 
  private:
   struct impl;

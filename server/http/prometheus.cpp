@@ -116,6 +116,10 @@ void engine_figures(writer& w, const metrics_snapshot& m) {
   w.sample("hearth:num_requests_waiting", "", g.waiting);
   w.family("hearth:kv_cache_usage_perc", "gauge", "Share of the KV pool's blocks in use (1 = all).");
   w.sample("hearth:kv_cache_usage_perc", "", g.kv.n_blocks ? double(g.kv.used) / g.kv.n_blocks : 0.0);
+  w.family("hearth:kv_cache_used_blocks", "gauge", "KV blocks in use (held by a request).");
+  w.sample("hearth:kv_cache_used_blocks", "", g.kv.used);
+  w.family("hearth:kv_cache_capacity_blocks", "gauge", "KV blocks in the pool.");
+  w.sample("hearth:kv_cache_capacity_blocks", "", g.kv.n_blocks);
   w.family("hearth:num_preemptions_total", "counter", "Requests preempted to free KV blocks.");
   w.sample("hearth:num_preemptions_total", "", double(g.preemptions));
   w.family("hearth:prefix_cache_queries_total", "counter", "Full KV blocks looked up in the prefix cache.");

@@ -1,7 +1,8 @@
 // The real client packages, `ollama` and `openai` (pinned in package-lock.json, installed by
 // scripts/install-deps.sh with `npm ci`), against `hearth serve --http` on a generated model:
-// chat, generate, streaming, a stream aborted mid-way (AbortController), and the errors each
-// client turns into its own exception (400, 401, 404, 429 with Retry-After).
+// chat, generate, streaming, a stream aborted mid-way (AbortController; then /metrics shows the
+// engine idle, its KV blocks freed), and the errors each client turns into its own exception
+// (400, 401, 404, 429 with Retry-After).
 // Usage: node clients.mjs PATH/TO/hearth
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
@@ -15,9 +16,10 @@ const hearth = process.argv[2];
 const dir = mkdtempSync(join(tmpdir(), 'hearth-http-'));
 const model = join(dir, 'tiny.gguf');
 execFileSync(hearth, ['model', 'make', '--preset', 'tiny', '--dtype', 'f32', '--seed', '5', '-o', model], { stdio: 'ignore' });
-// A keyed tenant with a small token bucket (for 429), and the guest: requests without a key (the
-// ollama client's) and with its key (the openai client always sends one).
-const voiceKey = 'voice-secret', guestKey = 'guest-secret';
+// A keyed tenant with a small token bucket (for 429), the guest: requests without a key (the
+// ollama client's) and with its key (the openai client always sends one), and an admin, who may
+// read /metrics.
+const voiceKey = 'voice-secret', guestKey = 'guest-secret', adminKey = 'admin-secret';
 const sha = (key) => execFileSync('sha256sum', { input: key }).toString().split(' ')[0];
 writeFileSync(join(dir, 'home.toml'), `[http]
 endpoint = "127.0.0.1:0"
@@ -31,6 +33,11 @@ http_key_sha256 = "${sha(guestKey)}"
 name = "voice"
 http_key_sha256 = "${sha(voiceKey)}"
 quota = { tokens_per_minute = 100 }
+
+[[tenant]]
+name = "house"
+http_key_sha256 = "${sha(adminKey)}"
+admin = true
 `);
 
 const server = spawn(hearth, ['serve', '--threads', '1', '--compute', 'f32', '--endpoint', 'tcp://127.0.0.1:*',
@@ -42,12 +49,22 @@ const cleanup = () => { server.kill('SIGKILL'); rmSync(dir, { recursive: true, f
 
 async function until(what, test, ms = 20000) {
   for (const t0 = Date.now(); Date.now() - t0 < ms;) {
-    const v = test();
+    const v = await test();
     if (v) return v;
     if (server.exitCode !== null) throw new Error(`serve exited: ${err}`);
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}: ${out} ${err}`);
+}
+
+// Whether /metrics shows the engine idle: nothing running or waiting, no KV block in use.
+async function engineIdle(host) {
+  const r = await fetch(`${host}/metrics`, { headers: { Authorization: `Bearer ${adminKey}` } });
+  assert.equal(r.status, 200);
+  const text = await r.text();
+  const gauge = (name) => Number(text.match(new RegExp(`^${name} (\\S+)$`, 'm'))?.[1]);
+  return gauge('hearth:num_requests_running') === 0 && gauge('hearth:num_requests_waiting') === 0 &&
+         gauge('hearth:kv_cache_usage_perc') === 0;
 }
 
 async function rejects(promise, check) {
@@ -108,10 +125,18 @@ try {
   step = 'ollama abort mid-stream';
   const long = await ollama.generate({ model: 'tiny', prompt: longPrompt, raw: true, stream: true,
                                        options: { ...options, num_predict: -1 } });
-  let parts = 0;
-  await rejects((async () => { for await (const _ of long) if (++parts === 2) long.abort(); })(),
-                (e) => assert.equal(e.name, 'AbortError'));
+  let parts = 0, busy = false;  // busy: /metrics shows the stream running before the abort
+  const abortAtTwo = async () => {
+    for await (const _ of long) {
+      if (++parts !== 2) continue;
+      busy = !(await engineIdle(host));
+      long.abort();
+    }
+  };
+  await rejects(abortAtTwo(), (e) => assert.equal(e.name, 'AbortError'));
+  assert.ok(busy, '/metrics showed the engine idle while a stream ran');
   await until('the server to cancel the aborted stream', () => err.includes('client left mid-stream'));
+  await until('the engine to free the aborted stream\'s KV blocks', () => engineIdle(host));
 
   step = 'ollama errors';
   await rejects(ollama.chat({ model: 'tiny', messages, format: 'json' }), (e) => {
@@ -145,10 +170,15 @@ try {
     { model: 'tiny', prompt: longPrompt, temperature: 0, max_tokens: 1000, stream: true }, { signal: controller.signal });
   let chunks = 0;
   // The openai package ends a stream it was told to abort as if it had ended: no error.
-  for await (const _ of aborted) if (++chunks === 2) controller.abort();
+  for await (const _ of aborted) {
+    if (++chunks !== 2) continue;
+    assert.ok(!(await engineIdle(host)), '/metrics showed the engine idle while a stream ran');
+    controller.abort();
+  }
   assert.ok(chunks < 100, `the aborted stream went on for ${chunks} chunks`);
   await until('the server to cancel the aborted SSE stream',
               () => (err.match(/client left mid-stream/g) ?? []).length > before);
+  await until('the engine to free the aborted SSE stream\'s KV blocks', () => engineIdle(host));
 
   step = 'openai errors';
   await rejects(openai.chat.completions.create({ ...body, n: 2 }), (e) => {

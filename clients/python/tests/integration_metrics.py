@@ -84,7 +84,8 @@ def check_metrics(port: int) -> bool:
     for name, kind in [("hearth:time_to_first_token_seconds", "histogram"), ("hearth:inter_token_latency_seconds", "histogram"),
                        ("hearth:e2e_request_latency_seconds", "histogram"), ("hearth:request_queue_time_seconds", "histogram"),
                        ("hearth:num_requests_running", "gauge"), ("hearth:num_requests_waiting", "gauge"),
-                       ("hearth:kv_cache_usage_perc", "gauge"), ("hearth:num_preemptions", "counter"),
+                       ("hearth:kv_cache_usage_perc", "gauge"), ("hearth:kv_cache_used_blocks", "gauge"),
+                       ("hearth:kv_cache_capacity_blocks", "gauge"), ("hearth:num_preemptions", "counter"),
                        ("hearth:prefix_cache_queries", "counter"), ("hearth:prefix_cache_hits", "counter"),
                        ("hearth:prompt_tokens", "counter"), ("hearth:generation_tokens", "counter"),
                        ("hearth:request_success", "counter"), ("hearth:request_rejected", "counter"),
@@ -111,6 +112,10 @@ def check_metrics(port: int) -> bool:
     ok &= check("nothing runs now", value(fams, "hearth:num_requests_running", "hearth:num_requests_running") == 0)
     usage = value(fams, "hearth:kv_cache_usage_perc", "hearth:kv_cache_usage_perc")
     ok &= check("KV usage is a share", 0 <= usage <= 1, str(usage))
+    used = value(fams, "hearth:kv_cache_used_blocks", "hearth:kv_cache_used_blocks")
+    capacity = value(fams, "hearth:kv_cache_capacity_blocks", "hearth:kv_cache_capacity_blocks")
+    ok &= check("KV blocks: none in use of a pool", used == 0 and capacity > 0 and usage == used / capacity,
+                f"{used} of {capacity}")
     steps = value(fams, "hearth:step_duration_seconds", "hearth:step_duration_seconds_count")
     ok &= check("steps were timed", steps > 0, str(steps))
     return ok
