@@ -38,6 +38,9 @@ namespace {
 
 constexpr const char* default_model = "models/tiny.gguf";
 constexpr auto shutdown_grace = std::chrono::seconds(5);
+// From SIGTERM to exit beyond the drain: each gateway's grace for its last messages, and one
+// more for the engine to stop; what the service manager is told to wait for on top of the drain.
+constexpr auto stop_after_drain = 3 * shutdown_grace;
 
 struct serve_args {
   std::string config, model, endpoint, http, policy, key_file, compute, kernels;
@@ -309,10 +312,11 @@ int run_serve(const serve_args& a) {
     std::fflush(stdout);
     std::_Exit(1);
   }
-  server::notify_stopping();
+  const std::chrono::seconds drain_timeout(cfg->drain_timeout_s);
+  server::notify_stopping(drain_timeout + stop_after_drain);
   std::vector<server::front_end*> doors = {gw.get()};
   if (web) doors.push_back(web.get());
-  drain(doors, std::chrono::seconds(cfg->drain_timeout_s), signals);
+  drain(doors, drain_timeout, signals);
   (*eng)->shutdown();
   gw->stop(grace);
   if (web) web->stop(grace);  // before the engine goes: its threads call it until they end

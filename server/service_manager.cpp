@@ -25,8 +25,10 @@ void notify_ready(std::string_view status) {
   notify("READY=1\nSTATUS=" + std::string(status));
 }
 
-void notify_stopping() {
-  notify("STOPPING=1\nSTATUS=draining the requests in flight");
+void notify_stopping(std::chrono::seconds within) {
+  const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(within).count();
+  notify("STOPPING=1\nEXTEND_TIMEOUT_USEC=" + std::to_string(usec) +
+         "\nSTATUS=draining the requests in flight");
 }
 
 void notify_watchdog() {

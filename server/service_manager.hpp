@@ -12,8 +12,9 @@ namespace hearth::server {
 void notify_status(std::string_view line);
 //! READY=1 with its STATUS: the model is loaded and every endpoint is bound.
 void notify_ready(std::string_view status);
-//! STOPPING=1: the drain has begun.
-void notify_stopping();
+//! STOPPING=1: the drain has begun; the process ends within `within`, which extends the service
+//! manager's stop timeout (EXTEND_TIMEOUT_USEC; systemd keeps TimeoutStopSec when it is longer).
+void notify_stopping(std::chrono::seconds within);
 //! WATCHDOG=1.
 void notify_watchdog();
 //! Half the watchdog interval systemd asked this process for (WatchdogSec=, WATCHDOG_USEC), the

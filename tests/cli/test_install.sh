@@ -46,6 +46,20 @@ if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then
   dpkg-deb -e "$deb" "$dir/control"
   grep -qx /etc/hearth/hearth.toml "$dir/control/conffiles" || fail "conffiles: $(cat "$dir/control/conffiles")"
   grep -q 'adduser --system' "$dir/control/postinst" || fail "postinst makes no system user"
+  # The postinst as dpkg runs it at configure, on a machine without the user, every command it
+  # calls stubbed to log its arguments (nothing is installed here): the user first, then the
+  # model folder, owned by that user.
+  mkdir "$dir/stubs"
+  for c in getent adduser mkdir chown systemctl; do
+    printf '#!/bin/sh\necho "%s $*" >>"%s"\n[ %s != getent ]\n' "$c" "$dir/postinst.log" "$c" >"$dir/stubs/$c"
+    chmod +x "$dir/stubs/$c"
+  done
+  PATH="$dir/stubs" /bin/sh "$dir/control/postinst" configure || fail "postinst configure: exit $?"
+  at() { grep -n -m1 -- "$1" "$dir/postinst.log" | cut -d: -f1 || true; }
+  user=$(at '^adduser --system .*hearth$') models=$(at '^mkdir -p /var/lib/hearth/models$')
+  owner=$(at '^chown hearth:hearth .*/var/lib/hearth/models')
+  [ -n "$user" ] && [ -n "$models" ] && [ -n "$owner" ] && [ "$user" -lt "$owner" ] && [ "$models" -lt "$owner" ] ||
+    fail "postinst does not make the user, then /var/lib/hearth/models owned by it: $(cat "$dir/postinst.log")"
   grep -q 'systemctl enable\|systemctl start' "$dir/control/postinst" && fail "postinst enables or starts the service"
 fi
 echo "install: all checks passed"
