@@ -1,10 +1,16 @@
 #include "server/service_manager.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <systemd/sd-daemon.h>
+#include <unistd.h>
 
 namespace hearth::server {
 
@@ -13,6 +19,26 @@ namespace {
 // unset_environment = 0: the engine's threads keep NOTIFY_SOCKET for their own notifications.
 void notify(const std::string& state) {
   sd_notify(0, state.c_str());
+}
+
+// The same datagram sd_notify sends, but never waiting: sd_notify blocks while the socket's
+// queue is full (net.unix.max_dgram_qlen, 10 by default), and the watchdog's ping runs on the
+// engine's loop, which a service manager that stopped reading would then stop too. A ping
+// that finds the queue full is dropped: a manager that reads none would not see it anyway.
+void notify_without_waiting(std::string_view state) {
+  const char* path = std::getenv("NOTIFY_SOCKET");
+  sockaddr_un to{};
+  to.sun_family = AF_UNIX;
+  const size_t n = path ? std::strlen(path) : 0;
+  if (n < 2 || n >= sizeof to.sun_path || (path[0] != '/' && path[0] != '@')) return;
+  std::memcpy(to.sun_path, path, n);
+  if (path[0] == '@') to.sun_path[0] = '\0';  // an abstract socket's name
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return;
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n);
+  (void)sendto(fd, state.data(), state.size(), MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&to),
+               length);
+  close(fd);
 }
 
 }  // namespace
@@ -32,7 +58,7 @@ void notify_stopping(std::chrono::seconds within) {
 }
 
 void notify_watchdog() {
-  notify("WATCHDOG=1");
+  notify_without_waiting("WATCHDOG=1");
 }
 
 std::chrono::milliseconds watchdog_ping_period() {

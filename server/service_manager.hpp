@@ -15,7 +15,8 @@ void notify_ready(std::string_view status);
 //! STOPPING=1: the drain has begun; the process ends within `within`, which extends the service
 //! manager's stop timeout (EXTEND_TIMEOUT_USEC; systemd keeps TimeoutStopSec when it is longer).
 void notify_stopping(std::chrono::seconds within);
-//! WATCHDOG=1.
+//! WATCHDOG=1, dropped rather than waited on when the manager's queue is full: it is sent
+//! from the engine's loop, which must not block.
 void notify_watchdog();
 //! Half the watchdog interval systemd asked this process for (WatchdogSec=, WATCHDOG_USEC), the
 //! period to ping at; 0 when no watchdog is asked for.

@@ -10,6 +10,9 @@ which point the endpoint already answers `ping`; WATCHDOG=1 at least every half 
 slack for a loaded machine) while it idles and while it generates; STOPPING=1 on SIGTERM, with
 the stop timeout extended to cover the drain, then exit status 0.
 
+A manager that stops reading (the socket's queue full) holds up no answer: the pings come from
+the engine's loop and are dropped rather than waited on.
+
 The log: started with `[server] log_level = "warning"`, a request's end is not logged; after
 the file says `info` and SIGHUP (`systemctl reload`), the next one is, with journald's priority.
 Not a unittest module: it needs the binary and a model.
@@ -34,8 +37,8 @@ DRAIN_S = 100  # told to systemd at STOPPING=1, with the 15 s hearth may take af
 
 
 class Notifications:
-    """The notification socket, read all along as systemd reads it: hearth's sd_notify blocks once
-    a socket's queue is full (10 datagrams, 2 s of pings here), and with it the engine's loop."""
+    """The notification socket, read all along as systemd reads it (sd_notify blocks once a
+    socket's queue is full: 10 datagrams, 2 s of pings here), except while `reading` is cleared."""
 
     def __init__(self, path: str):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -44,11 +47,15 @@ class Notifications:
         self.got: list[tuple[float, str]] = []  # (arrival, line), in order
         self.lock = threading.Lock()
         self.open = True
+        self.reading = threading.Event()  # cleared: a manager that stopped reading
+        self.reading.set()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
     def _read(self) -> None:
         while self.open:
+            if not self.reading.wait(0.05):
+                continue
             try:
                 data = self.sock.recv(4096)
             except socket.timeout:
@@ -88,6 +95,24 @@ def wait_for_log(path: str, line: str, timeout: float) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def answers_unread(client: hc.Client, notes: Notifications) -> bool:
+    """With the socket's queue full of unread pings (10 datagrams, 2 s of them), a request still
+    gets every token: the pings come from the engine's loop, and one that would wait is dropped."""
+    notes.reading.clear()
+    time.sleep(2 * 10 * WATCHDOG_S / 2)  # twice the pings the queue holds, one each half interval
+    try:
+        done = client.generate("The house was quiet when", max_tokens=16, temperature=0, ignore_eos=True,
+                               first_token_timeout=30, idle_timeout=30).wait()
+    except hc.HearthError as e:
+        print(f"the request with the queue full: {e}")
+        return False
+    finally:
+        t_again = time.monotonic()
+        notes.reading.set()
+    time.sleep(1.0)
+    return done.usage.completion_tokens == 16 and len(notes.pings(t_again)) >= 2
 
 
 def write_config(path: Path, endpoint: str, model: str, log_level: str) -> None:
@@ -132,6 +157,7 @@ def run(hearth: str, model: str, tmp: str) -> bool:
             busy = notes.pings(t_busy)
             stream.wait()
             ok &= check("WATCHDOG=1 while generating", len(busy) >= 2, f"{len(busy)} pings")
+            ok &= check("a manager that stops reading stops no answer", answers_unread(client, notes))
             write_config(config, endpoint, model, "info")
             server.send_signal(signal.SIGHUP)
             ok &= check("SIGHUP: log level info", wait_for_log(log_path, "; log level info", 30.0))
