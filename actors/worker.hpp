@@ -16,7 +16,7 @@ struct worker_options {
   std::string cpus;      //!< cpuset to pin to; "" = not pinned
   unsigned threads = 0;  //!< kernel threads; 0 = one per cpu of the set (all cpus when not pinned)
   backend_factory make_backend;
-  const kv_pool* copy_from = nullptr;  //!< KV handoff by copy: the prefill worker's pool
+  const kv_store* copy_from = nullptr;  //!< KV handoff by copy: the prefill worker's pool
 };
 
 //! Spawns a worker. Ask it (ready_atom) for its worker_info before sending steps: the answer is

@@ -31,20 +31,19 @@ step_result step_runner::run(const step& s) {
 }
 
 // Handoff by copy: the decode worker pulls the blocks into its own pool, so they land in the
-// memory of its NUMA node (the thread that writes a page places it).
+// memory of its NUMA node (the thread that writes a page places it) or its device, all of a
+// step's blocks in one copy each way.
 std::string step_runner::copy_in(const step& s) {
-  kv_pool& pool = be_->kv();
-  for (const step_seq& e : s.seqs) {
-    if (e.copy_in.empty()) continue;
-    if (!copy_from_ || copy_from_->layout().block_bytes() != pool.layout().block_bytes()) {
-      return "step: blocks to copy in, but no source pool of this layout";
-    }
-    for (uint32_t b : e.copy_in) {
-      if (b >= pool.n_blocks() || b >= copy_from_->n_blocks())
-        return "step: block " + std::to_string(b) + " outside the pool";
-      std::ranges::copy(copy_from_->block(b), pool.block(b).begin());
-    }
+  copy_ids_.clear();
+  for (const step_seq& e : s.seqs) copy_ids_.insert(copy_ids_.end(), e.copy_in.begin(), e.copy_in.end());
+  if (copy_ids_.empty()) return {};
+  kv_store& pool = be_->kv();
+  if (!copy_from_ || copy_from_->layout().block_bytes() != pool.layout().block_bytes()) {
+    return "step: blocks to copy in, but no source pool of this layout";
   }
+  copy_buffer_.resize(copy_ids_.size() * pool.layout().block_bytes());
+  if (auto st = copy_from_->read_blocks(copy_ids_, copy_buffer_); !st) return "step: " + st.error().message;
+  if (auto st = pool.write_blocks(copy_ids_, copy_buffer_); !st) return "step: " + st.error().message;
   return {};
 }
 

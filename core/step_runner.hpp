@@ -12,7 +12,7 @@ class step_runner {
  public:
   //! copy_from: the prefill worker's pool, for a decode worker with KV handoff by copy (same
   //! layout and block count as be's pool); steps' copy_in blocks come from it.
-  explicit step_runner(backend& be, const kv_pool* copy_from = nullptr) : be_(&be), copy_from_(copy_from) {}
+  explicit step_runner(backend& be, const kv_store* copy_from = nullptr) : be_(&be), copy_from_(copy_from) {}
 
   //! Runs the step; a backend error (a bad batch) comes back in result.error, nothing computed.
   step_result run(const step& s);
@@ -21,7 +21,9 @@ class step_runner {
   std::string copy_in(const step& s);
 
   backend* be_;
-  const kv_pool* copy_from_;
+  const kv_store* copy_from_;
+  std::vector<uint32_t> copy_ids_;
+  std::vector<std::byte> copy_buffer_;
   std::vector<batch_seq> batch_;
   batch_logits logits_;
 };

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "kernels/kv_pool.hpp"
+#include "kernels/kv_store.hpp"
 #include "model/hparams.hpp"
 #include "model/vocab.hpp"
 
@@ -49,8 +49,8 @@ class backend {
   virtual ~backend() = default;
 
   virtual const hparams& params() const = 0;
-  //! The KV pool this backend reads and writes.
-  virtual kv_pool& kv() = 0;
+  //! The KV blocks this backend reads and writes (host memory, or its device's).
+  virtual kv_store& kv() = 0;
   //! Runs one iteration. Checks the batch first (tokens in the vocabulary, positions within the
   //! blocks given, block ids in the pool, no block written by two sequences) and fails with
   //! errc::invalid_argument before touching any state.

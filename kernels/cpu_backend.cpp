@@ -56,17 +56,6 @@ class tensor_index {
   std::vector<const gguf::tensor_info*> slots_;
 };
 
-result<uint32_t> pool_blocks(const hparams& hp, const kv_layout& layout, const cpu_backend_options& opt) {
-  if (opt.block_size == 0 || opt.block_size > 1024) {
-    return error{errc::invalid_argument, "cpu backend: block_size must be in [1, 1024]"};
-  }
-  const uint32_t n = opt.kv_tokens  ? kv_pool::blocks_for_tokens(layout, opt.kv_tokens)
-                     : opt.kv_bytes ? kv_pool::blocks_for_bytes(layout, opt.kv_bytes)
-                                    : kv_pool::blocks_for_tokens(layout, hp.n_ctx_train);
-  if (n == 0) return error{errc::invalid_argument, "cpu backend: the KV pool would hold no block"};
-  return n;
-}
-
 // Whether a linear keeps its parts as the file stores them: quantized types with dot kernels, in
 // bf16 compute (f32 compute expands everything to f32; oneDNN's kernels need converted weights).
 bool keep_quantized(std::span<const weight_part> parts, const cpu_backend_options& opt) {
@@ -208,7 +197,7 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
   if (!ix) return ix.error();
   const kv_layout layout{hp->n_layer, hp->n_head_kv, hp->head_dim, opt.block_size,
                          opt.kv.value_or(kv_dtype_for(opt.compute))};
-  auto n_blocks = pool_blocks(*hp, layout, opt);
+  auto n_blocks = pool_blocks(layout, opt.kv_tokens, opt.kv_bytes, hp->n_ctx_train, "cpu backend");
   if (!n_blocks) return n_blocks.error();
   auto pool = kv_pool::create(layout, *n_blocks);
   if (!pool) return pool.error();

@@ -101,4 +101,46 @@ std::span<std::byte> kv_pool::block(uint32_t block) {
   return {const_cast<std::byte*>(b.data()), b.size()};
 }
 
+status<> check_block_copy(const kv_layout& layout, uint32_t n_blocks, std::span<const uint32_t> ids,
+                          size_t bytes) {
+  for (uint32_t b : ids) {
+    if (b >= n_blocks) {
+      return error{errc::invalid_argument, "kv store: block " + std::to_string(b) + " outside the pool of " +
+                                               std::to_string(n_blocks)};
+    }
+  }
+  if (bytes != ids.size() * layout.block_bytes()) {
+    return error{errc::invalid_argument, "kv store: " + std::to_string(bytes) + " bytes for " +
+                                             std::to_string(ids.size()) + " blocks of " +
+                                             std::to_string(layout.block_bytes())};
+  }
+  return {};
+}
+
+status<> kv_pool::read_blocks(std::span<const uint32_t> ids, std::span<std::byte> out) const {
+  if (auto st = check_block_copy(layout_, n_blocks_, ids, out.size()); !st) return st;
+  const size_t n = layout_.block_bytes();
+  for (size_t i = 0; i < ids.size(); ++i) std::memcpy(out.data() + i * n, block(ids[i]).data(), n);
+  return {};
+}
+
+status<> kv_pool::write_blocks(std::span<const uint32_t> ids, std::span<const std::byte> in) {
+  if (auto st = check_block_copy(layout_, n_blocks_, ids, in.size()); !st) return st;
+  const size_t n = layout_.block_bytes();
+  for (size_t i = 0; i < ids.size(); ++i) std::memcpy(block(ids[i]).data(), in.data() + i * n, n);
+  return {};
+}
+
+result<uint32_t> pool_blocks(const kv_layout& layout, uint64_t tokens, uint64_t bytes, uint32_t n_ctx,
+                             const std::string& who) {
+  if (layout.block_size == 0 || layout.block_size > 1024) {
+    return error{errc::invalid_argument, who + ": block_size must be in [1, 1024]"};
+  }
+  const uint32_t n = tokens  ? kv_pool::blocks_for_tokens(layout, tokens)
+                     : bytes ? kv_pool::blocks_for_bytes(layout, bytes)
+                             : kv_pool::blocks_for_tokens(layout, n_ctx);
+  if (n == 0) return error{errc::invalid_argument, who + ": the KV pool would hold no block"};
+  return n;
+}
+
 }  // namespace hearth

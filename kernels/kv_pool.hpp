@@ -1,41 +1,19 @@
 #pragma once
-// The paged KV cache's storage: a pool of fixed-size blocks, each holding keys and values of
-// `block_size` consecutive positions of one sequence for every layer. Which block belongs to
-// which sequence is the KV block manager's business (core/kv_cache.hpp); the pool only stores bytes.
-//
-// One block, contiguous, so handing a block to another worker or NUMA node is one copy:
-//   block (n_layer, 2 [k, v], n_head_kv, block_size, head_dim) in `dtype`
-// A sequence's block table maps position p to block table[p / block_size], slot p % block_size.
+// The paged KV cache in host memory (kernels/kv_store.hpp gives the block layout): the CPU
+// backends' pool, read and written in place by their kernels.
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "common/result.hpp"
+#include "kernels/kv_store.hpp"
 
 namespace hearth {
 
-enum class kv_dtype { f32, bf16 };
-//! "f32" or "bf16".
-inline const char* to_string(kv_dtype t) {
-  return t == kv_dtype::f32 ? "f32" : "bf16";
-}
-
-struct kv_layout {
-  uint32_t n_layer = 0;
-  uint32_t n_head_kv = 0;
-  uint32_t head_dim = 0;
-  uint32_t block_size = 16;  //!< positions per block
-  kv_dtype dtype = kv_dtype::bf16;
-
-  size_t elem_bytes() const { return dtype == kv_dtype::f32 ? 4 : 2; }
-  //! Bytes of one (block_size, head_dim) tile: one head's keys or values in one block.
-  size_t tile_bytes() const { return size_t{block_size} * head_dim * elem_bytes(); }
-  size_t block_bytes() const { return tile_bytes() * n_head_kv * 2 * n_layer; }
-};
-
-class kv_pool {
+class kv_pool final : public kv_store {
  public:
   //! A pool of n_blocks blocks (64-byte aligned, zeroed); errc::invalid_argument for an empty
   //! layout, errc::limit_exceeded when the size overflows or cannot be allocated.
@@ -44,8 +22,10 @@ class kv_pool {
   static uint32_t blocks_for_bytes(const kv_layout& layout, uint64_t bytes);
   static uint32_t blocks_for_tokens(const kv_layout& layout, uint64_t tokens);
 
-  const kv_layout& layout() const { return layout_; }
-  uint32_t n_blocks() const { return n_blocks_; }
+  const kv_layout& layout() const override { return layout_; }
+  uint32_t n_blocks() const override { return n_blocks_; }
+  status<> read_blocks(std::span<const uint32_t> ids, std::span<std::byte> out) const override;
+  status<> write_blocks(std::span<const uint32_t> ids, std::span<const std::byte> in) override;
   size_t size_bytes() const { return size_t{n_blocks_} * layout_.block_bytes(); }
 
   //! Keys (k = 0) or values (k = 1) of one head in one block: (block_size, head_dim) in dtype.
@@ -62,5 +42,11 @@ class kv_pool {
   uint32_t n_blocks_;
   std::unique_ptr<std::byte[], void (*)(std::byte*)> mem_;
 };
+
+//! The block count of a backend's pool: `tokens` positions, else `bytes`, else one sequence of
+//! n_ctx positions. errc::invalid_argument naming `who` for a block size outside [1, 1024] or a
+//! pool that would hold no block.
+result<uint32_t> pool_blocks(const kv_layout& layout, uint64_t tokens, uint64_t bytes, uint32_t n_ctx,
+                             const std::string& who);
 
 }  // namespace hearth

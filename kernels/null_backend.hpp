@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "kernels/backend.hpp"
+#include "kernels/kv_pool.hpp"
 
 namespace hearth {
 

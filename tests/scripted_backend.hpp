@@ -73,7 +73,7 @@ class scripted_backend final : public backend {
   scripted_backend(std::unique_ptr<backend> inner, backend_script s)
       : inner_(std::move(inner)), s_(std::move(s)) {}
   const hparams& params() const override { return inner_->params(); }
-  kv_pool& kv() override { return inner_->kv(); }
+  kv_store& kv() override { return inner_->kv(); }
   status<> forward(std::span<const batch_seq> batch, batch_logits& out) override {
     if (s_.delay.count() > 0) std::this_thread::sleep_for(s_.delay);
     if (++steps_ == s_.fault_at) {

@@ -215,6 +215,33 @@ TEST_CASE("kv_pool: blocks for bytes and tokens", "[kv_pool]") {
   REQUIRE(kv_pool::blocks_for_tokens(empty, 100) == 0);
 }
 
+TEST_CASE("kv_pool: whole blocks copied out and in through host memory, bad copies refused", "[kv_pool]") {
+  const kv_layout layout{
+      .n_layer = 2, .n_head_kv = 1, .head_dim = 4, .block_size = 2, .dtype = kv_dtype::bf16};
+  auto from = kv_pool::create(layout, 5).value();
+  auto to = kv_pool::create(layout, 5).value();
+  const size_t n = layout.block_bytes();
+  for (uint32_t b = 0; b < 5; ++b) std::ranges::fill(from.block(b), std::byte(b + 1));
+  const std::vector<uint32_t> ids{3, 0};
+  std::vector<std::byte> staged(2 * n);
+  REQUIRE(from.read_blocks(ids, staged).ok());
+  CHECK((staged[0] == std::byte(4) && staged[n - 1] == std::byte(4) && staged[n] == std::byte(1)));
+  REQUIRE(to.write_blocks(ids, staged).ok());
+  for (uint32_t b = 0; b < 5; ++b) {
+    const std::byte want = b == 3 || b == 0 ? std::byte(b + 1) : std::byte(0);
+    CHECK(std::ranges::count(to.block(b), want) == static_cast<ptrdiff_t>(n));
+  }
+  const std::vector<uint32_t> outside{1, 5};
+  auto st = to.write_blocks(outside, staged);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message == "kv store: block 5 outside the pool of 5");
+  CHECK(to.block(1)[0] == std::byte(0));  // refused before any copy
+  st = from.read_blocks(ids, std::span(staged).first(n));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == errc::invalid_argument);
+  CHECK(st.error().message.find("bytes for 2 blocks") != std::string::npos);
+}
+
 TEST_CASE("store_kv writes each row into its block and slot, converted to the pool's dtype", "[cpu_ops]") {
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);

@@ -24,7 +24,7 @@ class recording_backend final : public backend {
                     std::function<void(step_shape)> tell)
       : inner_(std::move(inner)), delay_(delay), tell_(std::move(tell)) {}
   const hparams& params() const override { return inner_->params(); }
-  kv_pool& kv() override { return inner_->kv(); }
+  kv_store& kv() override { return inner_->kv(); }
   status<> forward(std::span<const batch_seq> batch, batch_logits& out) override {
     step_shape shape;
     for (const batch_seq& s : batch) shape.push_back(s.tokens.size());
