@@ -4,57 +4,18 @@
 #include <initializer_list>
 
 #include "kernels/kernel_tuner.hpp"
+#include "kernels/model_tensors.hpp"
 #include "kernels/quant_dot.hpp"
 #include "model/gguf.hpp"
-#include "model/llama_weights.hpp"
 
 namespace hearth {
 namespace {
 
-// The tensors of one model, found and shape-checked, by kind and layer.
-class tensor_index {
- public:
-  static result<tensor_index> build(const gguf::file& f, const hparams& hp) {
-    tensor_index ix(f, hp.n_layer);
-    for (const weight_desc& d : llama_weights(hp)) {
-      auto t = find_weight(f, d);
-      if (!t) return t.error();
-      ix.slots_[slot(d.kind, d.layer)] = *t;
-    }
-    return ix;
-  }
-
-  const gguf::tensor_info* get(weight_kind k, uint32_t layer = 0) const { return slots_[slot(k, layer)]; }
-  //! Drops the file pages of tensors that have been converted (gguf::file::release).
-  void release(std::initializer_list<weight_kind> kinds, uint32_t layer = 0) const {
-    for (weight_kind k : kinds) f_->release(*get(k, layer));
-  }
-  std::span<const std::byte> data(weight_kind k, uint32_t layer = 0) const {
-    return f_->data(*get(k, layer));
-  }
-
-  std::vector<float> floats(weight_kind k, uint32_t layer = 0) const {
-    std::vector<float> out(get(k, layer)->n_elements);
-    dequantize(get(k, layer)->type, data(k, layer), out);
-    return out;
-  }
-
-  //! A matrix as a part of a stacked linear, with its bias when there is one.
-  weight_part part(weight_kind k, uint32_t layer, std::span<const float> bias = {}) const {
-    const auto* t = get(k, layer);
-    return {t->type, f_->data(*t), static_cast<uint32_t>(t->dims[1]), bias, f_->keep_alive()};
-  }
-
- private:
-  static constexpr size_t n_kinds = static_cast<size_t>(weight_kind::output) + 1;
-  tensor_index(const gguf::file& f, uint32_t n_layer) : f_(&f), slots_(n_kinds * (n_layer + 1), nullptr) {}
-  static size_t slot(weight_kind k, uint32_t layer) {
-    return size_t{layer} * n_kinds + static_cast<size_t>(k);
-  }
-
-  const gguf::file* f_;
-  std::vector<const gguf::tensor_info*> slots_;
-};
+// A matrix as a part of a stacked linear, with its bias when there is one.
+weight_part part(const tensor_index& ix, weight_kind k, uint32_t layer, std::span<const float> bias = {}) {
+  const gguf::tensor_info* t = ix.get(k, layer);
+  return {t->type, ix.data(k, layer), static_cast<uint32_t>(t->dims[1]), bias, ix.file().keep_alive()};
+}
 
 // Whether a linear keeps its parts as the file stores them: quantized types with dot kernels, in
 // bf16 compute (f32 compute expands everything to f32; oneDNN's kernels need converted weights).
@@ -103,10 +64,10 @@ result<cpu_backend::layer> load_layer(const tensor_index& ix, const hparams& hp,
                                                 : std::vector{weight_kind::ffn_gate, weight_kind::ffn_up};
   const std::span<const float> biases[] = {bq, bk, bv};
   std::vector<weight_part> qkv, gate_up;
-  for (size_t i = 0; i < qkv_kinds.size(); ++i) qkv.push_back(ix.part(qkv_kinds[i], l, biases[i]));
-  for (weight_kind k : gu_kinds) gate_up.push_back(ix.part(k, l));
-  const weight_part wo[] = {ix.part(weight_kind::attn_output, l)};
-  const weight_part down[] = {ix.part(weight_kind::ffn_down, l)};
+  for (size_t i = 0; i < qkv_kinds.size(); ++i) qkv.push_back(part(ix, qkv_kinds[i], l, biases[i]));
+  for (weight_kind k : gu_kinds) gate_up.push_back(part(ix, k, l));
+  const weight_part wo[] = {part(ix, weight_kind::attn_output, l)};
+  const weight_part down[] = {part(ix, weight_kind::ffn_down, l)};
   auto lq = make_linear(qkv, hp.n_embd, opt);
   auto lo = make_linear(wo, hp.n_head * hp.head_dim, opt);
   auto lg = make_linear(gate_up, hp.n_embd, opt);
@@ -212,7 +173,7 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
   }
   w->output_norm = ix->floats(weight_kind::output_norm);
   const weight_kind head_kind = hp->tied_output ? weight_kind::token_embd : weight_kind::output;
-  const weight_part head[] = {ix->part(head_kind, 0)};
+  const weight_part head[] = {part(*ix, head_kind, 0)};
   auto lh = make_linear(head, d, opt);
   if (!lh) return lh.error();
   // The embedding table's rows are read where the file maps them (a copy only of a file without
