@@ -1,4 +1,10 @@
 # Dependencies, found the way Debian 12 ships them.
+if(HEARTH_GPU_CHECK)
+  # The CUDA backend's build needs two header-only packages, brought unpacked (scripts/gpu-deps.sh).
+  find_package(nlohmann_json CONFIG REQUIRED)
+  find_package(Catch2 CONFIG REQUIRED)
+  return()
+endif()
 find_package(CLI11 CONFIG REQUIRED)
 find_package(Threads REQUIRED)
 # oneDNN 2.6 (CPU runtime: OpenMP); its config needs OpenCL. Linked PRIVATE to hearth_kernels only.

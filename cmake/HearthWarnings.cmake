@@ -1,10 +1,11 @@
 # Warnings are errors for every target of ours; sanitizers apply to the whole build so that
 # static libraries and tests agree on instrumentation.
-add_compile_options(-Wall -Wextra -Werror -Wshadow -Wnon-virtual-dtor -Wold-style-cast
-                    -Wcast-align -Woverloaded-virtual -Wimplicit-fallthrough
+# (C++ only: CUDA sources get nvcc's own, kernels/cuda/CMakeLists.txt.)
+add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-Wall;-Wextra;-Werror;-Wshadow;-Wnon-virtual-dtor;-Wold-style-cast>"
+                    "$<$<COMPILE_LANGUAGE:CXX>:-Wcast-align;-Woverloaded-virtual;-Wimplicit-fallthrough>"
                     # kernels/simd.hpp's vector values never cross a real call (all inlined into
                     # the target clones), so GCC's notes on their parameter ABI are noise.
-                    -Wno-psabi)
+                    "$<$<COMPILE_LANGUAGE:CXX>:-Wno-psabi>")
 
 if(HEARTH_SANITIZE)
   set(_hearth_san_flags -fsanitize=${HEARTH_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)

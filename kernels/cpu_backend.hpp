@@ -28,11 +28,6 @@ namespace gguf {
 class file;
 }
 
-//! The KV cache type that goes with a compute type: keys and values as precise as the matmuls.
-inline kv_dtype kv_dtype_for(compute_type ct) {
-  return ct == compute_type::f32 ? kv_dtype::f32 : kv_dtype::bf16;
-}
-
 struct cpu_backend_options {
   compute_type compute = compute_type::bf16;
   std::optional<kv_dtype> kv = std::nullopt;  //!< nullopt: kv_dtype_for(compute)

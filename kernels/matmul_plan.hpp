@@ -11,14 +11,9 @@
 #include <string>
 #include <string_view>
 
-namespace hearth {
+#include "kernels/compute_type.hpp"
 
-//! What the matrix work computes in. bf16: bf16 x bf16 with f32 accumulation and f32 output.
-enum class compute_type { f32, bf16 };
-//! "f32" or "bf16".
-inline const char* to_string(compute_type ct) {
-  return ct == compute_type::f32 ? "f32" : "bf16";
-}
+namespace hearth {
 
 enum class matmul_path : uint8_t {
   onednn_f32,   //!< oneDNN f32 over f32 weights (compute f32)

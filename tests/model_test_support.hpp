@@ -6,18 +6,30 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "kernels/cpu_backend.hpp"
+#include "kernels/backend.hpp"
+#include "kernels/compute_type.hpp"
 #include "kernels/reference_model.hpp"
 #include "model/gguf.hpp"
 #include "model/model_maker.hpp"
 
 namespace hearth::test {
+
+//! How a test loads the backend it checks (the CPU's, CUDA's): compute and KV types, positions
+//! per block, pool capacity in positions. A load that fails fails the test.
+struct backend_options {
+  compute_type compute = compute_type::f32;
+  kv_dtype kv = kv_dtype::f32;
+  uint32_t block_size = 16;
+  uint64_t kv_tokens = 4096;
+};
+using backend_loader = std::function<std::unique_ptr<backend>(const gguf::file&, const backend_options&)>;
 
 //! The reference tests' model shape: a llama of 2 layers, 4 heads of 8 over 2 kv heads.
 inline hparams tiny_hparams() {
@@ -148,21 +160,18 @@ inline size_t argmax(std::span<const float> logits) {
   return static_cast<size_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-//! The CPU backend of file `f` (compute ct, blocks of block_size positions) against its reference
-//! twin: `prompt` prefilled in one iteration with every row's logits, then n_decode decode steps,
-//! each feeding the reference's greedy token. Logits within tol of the reference's; with f32
-//! compute the same greedy token at every step too.
-inline void check_backend_twin(const gguf::file& f, compute_type ct, double tol,
+//! The backend `load` gives for file `f` (compute ct, blocks of block_size positions) against its
+//! reference twin: `prompt` prefilled in one iteration with every row's logits, then n_decode
+//! decode steps, each feeding the reference's greedy token. Logits within tol of the reference's;
+//! with f32 compute the same greedy token at every step too.
+inline void check_backend_twin(const backend_loader& load, const gguf::file& f, compute_type ct, double tol,
                                std::span<const token_id> prompt, std::span<const uint32_t> blocks,
                                uint32_t block_size, uint32_t n_decode) {
-  const cpu_backend_options opt{
-      .compute = ct, .kv = kv_dtype_for(ct), .block_size = block_size, .kv_tokens = 1024};
-  auto be = cpu_backend::load(f, opt);
-  if (!be) FAIL(be.error().message);
+  auto be = load(f, {.compute = ct, .kv = kv_dtype_for(ct), .block_size = block_size, .kv_tokens = 1024});
   reference_model ref = reference_for(f, 256);
   batch_logits out;
   const batch_seq seq{prompt, 0, blocks, true};
-  REQUIRE((*be)->forward({&seq, 1}, out).ok());
+  REQUIRE(be->forward({&seq, 1}, out).ok());
   const auto rows = ref.forward_all(prompt, 0);
   for (uint32_t i = 0; i < prompt.size(); ++i) {
     CHECK(rel_error(out.row(i), rows[i]) <= tol);
@@ -171,7 +180,7 @@ inline void check_backend_twin(const gguf::file& f, compute_type ct, double tol,
   auto t = static_cast<token_id>(argmax(rows.back()));
   for (auto pos = static_cast<uint32_t>(prompt.size()); pos < prompt.size() + n_decode; ++pos) {
     const batch_seq one{{&t, 1}, pos, blocks};
-    REQUIRE((*be)->forward({&one, 1}, out).ok());
+    REQUIRE(be->forward({&one, 1}, out).ok());
     const auto want = ref.forward(t, pos);
     CHECK(rel_error(out.last(0), want) <= tol);
     if (ct == compute_type::f32) CHECK(argmax(out.last(0)) == argmax(want));

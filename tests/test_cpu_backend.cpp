@@ -1,67 +1,25 @@
-// The CPU backend against the reference forward, and the batching invariants the scheduler relies
-// on: a mixed batch equals each sequence alone, chunked prefill equals one-shot prefill, block
-// tables may be shuffled, greedy output does not depend on the thread count.
+// The CPU backend's side of the backend contract (backend_contract.cpp runs it over the CPU
+// backend), and what only the CPU backend has: greedy output that does not depend on the thread count.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <numeric>
 #include <random>
 
-#include "kernels/cpu_backend.hpp"
+#include "backend_contract.hpp"
+#include "cpu_backend_loader.hpp"
 #include "kernels/parallel.hpp"
-#include "kernels/reference_model.hpp"
-#include "model/gguf.hpp"
 #include "model/model_maker.hpp"
-#include "model_test_support.hpp"
-#include "test_seed.hpp"
 
 using namespace hearth;
 
-namespace {
-
-using test::make_test_model;
-using test::rel_error;
-using test::test_model;
-
-constexpr model_preset mha{"mha", 64, 2, 4, 4, 128, 600};
-constexpr model_preset gqa{"gqa", 64, 2, 4, 2, 96, 600};
-
-// One vocabulary for every test model: building it is the slow part of making a model.
-const vocab_spec& shared_vocab() {
-  static const vocab_spec v = make_vocab(make_options{mha, tensor_type::f32, 1});
-  return v;
-}
-
-std::unique_ptr<test_model> make(const model_preset& p, tensor_type dtype,
-                                 model_arch arch = model_arch::llama, bool tied = false) {
-  return make_test_model(make_options{p, dtype, 11, tokenizer_kind::bpe, 512, arch, tied}, shared_vocab());
-}
-
-std::unique_ptr<cpu_backend> backend_for(const test_model& m, compute_type ct, kv_dtype kv,
-                                         uint32_t block = 16) {
-  auto b = cpu_backend::load(m.file, {.compute = ct, .kv = kv, .block_size = block, .kv_tokens = 4096});
-  if (!b) FAIL(b.error().message);
-  return std::move(*b);
-}
-
-// The test models' vocabulary (their presets' 600).
-std::vector<token_id> random_tokens(size_t n, std::mt19937_64& rng) {
-  return test::random_tokens(n, 600, rng);
-}
-
-// Consecutive block ids from `first`, enough for n positions.
-std::vector<uint32_t> blocks_from(uint32_t first, uint32_t n_positions, uint32_t block_size) {
-  std::vector<uint32_t> b((n_positions + block_size - 1) / block_size);
-  std::iota(b.begin(), b.end(), first);
+const std::vector<test::backend_under_test>& test::backends_under_test() {
+  static const std::vector<backend_under_test> b{{"cpu", cpu_backend_loader()}};
   return b;
 }
 
-std::span<const float> last_logits(cpu_backend& be, std::span<const token_id> tokens, uint32_t start,
-                                   std::span<const uint32_t> blocks, batch_logits& out) {
-  const batch_seq seq{tokens, start, blocks};
-  REQUIRE(be.forward({&seq, 1}, out).ok());
-  return out.last(0);
-}
+namespace {
+
+constexpr model_preset mha{"mha", 64, 2, 4, 4, 128, 600};
 
 token_id argmax(std::span<const float> x) {
   return static_cast<token_id>(std::max_element(x.begin(), x.end()) - x.begin());
@@ -69,124 +27,22 @@ token_id argmax(std::span<const float> x) {
 
 }  // namespace
 
-TEST_CASE("backend logits match the reference forward", "[cpu_backend]") {
-  const uint64_t seed = test::test_seed();
-  CAPTURE(seed);
-  std::mt19937_64 rng(seed);
-  struct config {
-    const char* name;
-    const model_preset* preset;
-    model_arch arch;
-    bool tied;
-  };
-  for (const config c :
-       {config{"MHA", &mha, model_arch::llama, false}, config{"GQA", &gqa, model_arch::llama, false},
-        config{"qwen2 biases", &gqa, model_arch::qwen2, false},
-        config{"tied head", &mha, model_arch::llama, true}}) {
-    for (auto [dtype, ct, kv, tol] :
-         {std::tuple{tensor_type::f32, compute_type::f32, kv_dtype::f32, 1e-4},
-          std::tuple{tensor_type::bf16, compute_type::bf16, kv_dtype::bf16, 2e-2}}) {
-      INFO(c.name << (ct == compute_type::f32 ? " f32" : " bf16"));
-      const auto m = make(*c.preset, dtype, c.arch, c.tied);
-      auto be = backend_for(*m, ct, kv);
-      reference_model ref = test::reference_for(m->file);
-      const auto prompt = random_tokens(21, rng);
-      const auto blocks = blocks_from(3, 64, 16);
-      batch_logits out;
-      const batch_seq seq{prompt, 0, blocks, true};
-      REQUIRE(be->forward({&seq, 1}, out).ok());
-      const auto rows = ref.forward_all(prompt, 0);
-      for (uint32_t i = 0; i < prompt.size(); ++i) CHECK(rel_error(out.row(i), rows[i]) <= tol);
-      // Decode a few tokens on both.
-      for (uint32_t pos = 21; pos < 26; ++pos) {
-        const token_id t = random_tokens(1, rng)[0];
-        const auto got = last_logits(*be, {&t, 1}, pos, blocks, out);
-        CHECK(rel_error(got, ref.forward(t, pos)) <= tol);
-      }
-    }
-  }
-}
-
-TEST_CASE("a mixed batch gives each sequence the logits it gets alone", "[cpu_backend]") {
-  const uint64_t seed = test::test_seed();
-  CAPTURE(seed);
-  std::mt19937_64 rng(seed);
-  const auto m = make(gqa, tensor_type::f32);
-  auto be = backend_for(*m, compute_type::f32, kv_dtype::f32);
-  // c decodes after a cached 9-token prefix; a and b prefill.
-  const auto a = random_tokens(13, rng), b = random_tokens(5, rng), c_prefix = random_tokens(9, rng);
-  const auto c = random_tokens(1, rng);
-  const auto blocks_a = blocks_from(0, 13, 16), blocks_b = blocks_from(10, 5, 16),
-             blocks_c = blocks_from(20, 10, 16);
-  batch_logits out;
-  REQUIRE(be->forward(std::array{batch_seq{c_prefix, 0, blocks_c}}, out).ok());
-
-  std::vector<std::vector<float>> alone;
-  for (const batch_seq& s :
-       {batch_seq{a, 0, blocks_a}, batch_seq{b, 0, blocks_b}, batch_seq{c, 9, blocks_c}}) {
-    REQUIRE(be->forward({&s, 1}, out).ok());
-    alone.emplace_back(out.last(0).begin(), out.last(0).end());
-  }
-  const std::array mixed{batch_seq{a, 0, blocks_a}, batch_seq{b, 0, blocks_b}, batch_seq{c, 9, blocks_c}};
-  REQUIRE(be->forward(mixed, out).ok());
-  for (uint32_t s = 0; s < 3; ++s) CHECK(rel_error(out.last(s), alone[s]) <= 1e-5);
-}
-
-TEST_CASE("chunked prefill then decode gives the tokens of one-shot prefill", "[cpu_backend]") {
-  const uint64_t seed = test::test_seed();
-  CAPTURE(seed);
-  std::mt19937_64 rng(seed);
-  const auto m = make(mha, tensor_type::bf16);
-  auto be = backend_for(*m, compute_type::bf16, kv_dtype::bf16);
-  const auto prompt = random_tokens(40, rng);
-  const auto blocks = blocks_from(0, 64, 16);
-  auto greedy = [&](const std::vector<uint32_t>& chunks) {
-    batch_logits out;
-    uint32_t pos = 0;
-    for (uint32_t n : chunks) {
-      last_logits(*be, std::span(prompt).subspan(pos, n), pos, blocks, out);
-      pos += n;
-    }
-    std::vector<token_id> gen{argmax(out.last(0))};
-    for (; gen.size() < 12; ++pos)
-      gen.push_back(argmax(last_logits(*be, {&gen.back(), 1}, pos, blocks, out)));
-    return gen;
-  };
-  const auto one_shot = greedy({40});
-  CHECK(greedy({7, 1, 16, 16}) == one_shot);
-  CHECK(greedy({1, 1, 1, 37}) == one_shot);
-  CHECK(greedy({20, 20}) == one_shot);
-}
-
-TEST_CASE("shuffled, non-contiguous block tables change nothing", "[cpu_backend]") {
-  const uint64_t seed = test::test_seed();
-  CAPTURE(seed);
-  std::mt19937_64 rng(seed);
-  const auto m = make(gqa, tensor_type::f32);
-  for (uint32_t block_size : {1u, 4u, 16u}) {
-    auto be = backend_for(*m, compute_type::f32, kv_dtype::bf16, block_size);
-    const auto prompt = random_tokens(30, rng);
-    auto contiguous = blocks_from(0, 32, block_size);
-    std::vector<uint32_t> shuffled(be->kv().n_blocks());
-    std::iota(shuffled.begin(), shuffled.end(), 0);
-    std::shuffle(shuffled.begin(), shuffled.end(), rng);
-    shuffled.resize(contiguous.size());
-    batch_logits out;
-    auto logits = last_logits(*be, prompt, 0, contiguous, out);
-    const std::vector<float> a(logits.begin(), logits.end());
-    logits = last_logits(*be, prompt, 0, shuffled, out);
-    CHECK(a == std::vector<float>(logits.begin(), logits.end()));
-  }
-}
-
 TEST_CASE("greedy generation does not depend on the thread count", "[cpu_backend]") {
-  const auto m = make(mha, tensor_type::bf16);
+  const auto m = test::make_test_model(make_options{mha, tensor_type::bf16, 11, tokenizer_kind::bpe, 512},
+                                       make_vocab(make_options{mha, tensor_type::f32, 1}));
   std::mt19937_64 rng(5);
-  const auto prompt = random_tokens(24, rng);
+  const auto prompt = test::random_tokens(24, 600, rng);
+  auto last_logits = [](backend& be, std::span<const token_id> tokens, uint32_t start,
+                        std::span<const uint32_t> blocks, batch_logits& out) {
+    const batch_seq seq{tokens, start, blocks};
+    REQUIRE(be.forward({&seq, 1}, out).ok());
+    return out.last(0);
+  };
   auto run = [&](int threads) {
     set_kernel_threads(threads);
-    auto be = backend_for(*m, compute_type::bf16, kv_dtype::bf16);
-    const auto blocks = blocks_from(0, 64, 16);
+    auto be = test::cpu_backend_loader()(m->file, {.compute = compute_type::bf16, .kv = kv_dtype::bf16});
+    std::vector<uint32_t> blocks(4);
+    std::iota(blocks.begin(), blocks.end(), 0);
     batch_logits out;
     std::vector<token_id> gen{argmax(last_logits(*be, prompt, 0, blocks, out))};
     for (uint32_t pos = 24; gen.size() < 16; ++pos)
@@ -196,29 +52,4 @@ TEST_CASE("greedy generation does not depend on the thread count", "[cpu_backend
   const auto one = run(1);
   CHECK(run(2) == one);
   CHECK(run(1) == one);
-}
-
-TEST_CASE("bad batches are refused before any work", "[cpu_backend]") {
-  const auto m = make(mha, tensor_type::f32);
-  auto be = backend_for(*m, compute_type::f32, kv_dtype::f32);
-  const std::vector<token_id> ok{1, 2, 3};
-  const std::vector<token_id> bad_token{1, 600};
-  const auto blocks = blocks_from(0, 16, 16);
-  const std::vector<uint32_t> outside{be->kv().n_blocks()};
-  batch_logits out;
-  auto refused = [&](std::vector<batch_seq> batch, const std::string& needle) {
-    auto st = be->forward(batch, out);
-    REQUIRE_FALSE(st.ok());
-    CHECK(st.error().code == errc::invalid_argument);
-    INFO(st.error().message);
-    CHECK(st.error().message.find(needle) != std::string::npos);
-  };
-  refused({batch_seq{bad_token, 0, blocks}}, "outside the vocabulary");
-  refused({batch_seq{{}, 0, blocks}}, "no tokens");
-  refused({batch_seq{ok, 0, outside}}, "outside the pool");
-  refused({batch_seq{ok, 15, blocks}}, "cannot hold");
-  refused({batch_seq{ok, 0, blocks}, batch_seq{ok, 0, blocks}}, "shared with sequence 0");
-  refused({batch_seq{ok, 510, blocks_from(0, 513, 16)}}, "exceed the context");
-  const std::vector<uint32_t> twice{2, 2};
-  refused({batch_seq{ok, 14, twice}}, "appears twice");
 }

@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "cpu_backend_loader.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "kernels/reference_model.hpp"
 #include "model/chat_template.hpp"
@@ -212,7 +213,8 @@ TEST_CASE("backend logits match the reference forward: gemma2 and gemma3", "[cpu
       // and the decode rows' keys are split into ranges. The prompt is longer than the window.
       std::vector<uint32_t> blocks(64);
       for (uint32_t i = 0; i < blocks.size(); ++i) blocks[i] = (i * 37) % 64;
-      check_backend_twin(m.file, ct, tol, random_tokens(40, 600, rng), blocks, 4, 8);
+      check_backend_twin(test::cpu_backend_loader(), m.file, ct, tol, random_tokens(40, 600, rng), blocks, 4,
+                         8);
     }
   }
 }

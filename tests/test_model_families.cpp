@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "cpu_backend_loader.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "kernels/reference_model.hpp"
 #include "model/chat_template.hpp"
@@ -252,7 +253,8 @@ TEST_CASE("backend logits match the reference forward: qwen3 and phi3", "[cpu_ba
       }
       auto m = parse(w);
       const std::vector<uint32_t> blocks{2, 0, 5};
-      check_backend_twin(m.file, ct, tol, random_tokens(19, 600, rng), blocks, 16, 5);
+      check_backend_twin(test::cpu_backend_loader(), m.file, ct, tol, random_tokens(19, 600, rng), blocks, 16,
+                         5);
     }
   }
 }
