@@ -22,6 +22,10 @@ using test::test_model;
 
 constexpr model_preset mha{"mha", 64, 2, 4, 4, 128, 600};
 constexpr model_preset gqa{"gqa", 64, 2, 4, 2, 96, 600};
+// Heads of 256 (the CUDA attention kernel's widest, 8 dims a lane) and of 208 in a width of 1040
+// (norms over more than a block of threads, dims that fill no whole warp).
+constexpr model_preset wide_heads{"wide", 512, 1, 2, 1, 128, 600};
+constexpr model_preset odd_width{"odd", 1040, 1, 5, 1, 96, 600};
 
 // One vocabulary for every test model: building it is the slow part of making a model.
 const vocab_spec& shared_vocab() {
@@ -79,7 +83,9 @@ TEST_CASE("backend logits match the reference forward", "[backend]") {
     for (const config c :
          {config{"MHA", &mha, model_arch::llama, false}, config{"GQA", &gqa, model_arch::llama, false},
           config{"qwen2 biases", &gqa, model_arch::qwen2, false},
-          config{"tied head", &mha, model_arch::llama, true}}) {
+          config{"tied head", &mha, model_arch::llama, true},
+          config{"head_dim 256", &wide_heads, model_arch::llama, false},
+          config{"width 1040, head_dim 208", &odd_width, model_arch::qwen2, false}}) {
       for (auto [dtype, ct, kv, tol] :
            {std::tuple{tensor_type::f32, compute_type::f32, kv_dtype::f32, 1e-4},
             std::tuple{tensor_type::bf16, compute_type::bf16, kv_dtype::bf16, 2e-2}}) {

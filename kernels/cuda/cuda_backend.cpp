@@ -35,8 +35,8 @@ struct cuda_backend::state {
   std::unique_ptr<cuda::gemm> mm;
 
   // Per-step scratch, grown to the largest step seen.
-  std::vector<uint32_t> meta;  // [tokens | positions | table starts | logits rows | tables]
-  cuda::pinned_buffer meta_host, logits_host;
+  std::vector<uint32_t> meta;  // [positions | table starts | logits rows | tables]
+  cuda::pinned_buffer meta_host, x_host, logits_host;
   cuda::device_buffer meta_dev, x, h, a, qkv, gu, logits;
 
   size_t act_bytes() const { return act == act_type::bf16 ? 2 : 4; }
@@ -108,6 +108,12 @@ size_t cuda_backend::weight_bytes() const {
 int cuda_backend::device() const {
   return s_->device;
 }
+std::string cuda_backend::device_name() const {
+  cudaDeviceProp prop{};
+  const bool named = cudaGetDeviceProperties(&prop, s_->device) == cudaSuccess;
+  if (!named) cudaGetLastError();  // not the next step's error
+  return "cuda:" + std::to_string(s_->device) + (named ? std::string(" (") + prop.name + ")" : std::string());
+}
 
 result<std::unique_ptr<cuda_backend>> cuda_backend::load(const gguf::file& f,
                                                          const cuda_backend_options& opt) {
@@ -132,8 +138,11 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::load(const gguf::file& f,
   const act_type act = opt.compute == compute_type::bf16 ? act_type::bf16 : act_type::f32;
   auto w = cuda::upload_weights(*ix, *hp, act, opt.progress);
   if (!w) return w.error();
-  auto pool = cuda::kv_pool_device::create(layout, *n_blocks);
+  auto pool = cuda::kv_pool_device::create(layout, *n_blocks, opt.device);
   if (!pool) return pool.error();
+  // The uploads ran on the legacy stream, which the backend's streams do not wait for: done
+  // before the first step.
+  if (auto st = check(cudaDeviceSynchronize(), "finishing the upload"); !st) return st.error();
   auto s = make_state(*hp, opt.device, act, std::make_shared<const cuda::device_weights>(std::move(*w)),
                       std::move(*pool));
   if (!s) return s.error();
@@ -147,62 +156,6 @@ result<std::unique_ptr<backend>> cuda_backend::share() {
 }
 
 namespace {
-
-// Where the step's metadata sits on the device, after one upload.
-struct step_meta {
-  const int32_t* tokens;
-  cuda::row_table rows;
-  const uint32_t* logits_rows;
-  uint32_t n_rows;
-  uint32_t n_logits;
-};
-
-// Packs tokens, positions, table starts, the rows that need logits and every block table into
-// one array, uploads it, and fills out.first_row.
-result<step_meta> upload_step(cuda_backend::state& S, std::span<const batch_seq> batch, batch_logits& out) {
-  uint32_t n_rows = 0, n_logits = 0;
-  size_t n_tables = 0;
-  for (const batch_seq& q : batch) {
-    n_rows += static_cast<uint32_t>(q.tokens.size());
-    n_logits += q.all_logits ? static_cast<uint32_t>(q.tokens.size()) : 1;
-    n_tables += q.blocks.size();
-  }
-  if (n_rows > max_dim) return error{errc::invalid_argument, "cuda backend: a step of over 2^21 tokens"};
-  std::vector<uint32_t>& m = S.meta;
-  m.assign(3 * size_t{n_rows} + n_logits + n_tables, 0);
-  uint32_t* tokens = m.data();
-  uint32_t *positions = tokens + n_rows, *starts = positions + n_rows, *logits_rows = starts + n_rows;
-  uint32_t* tables = logits_rows + n_logits;
-  uint32_t r = 0, l = 0, t = 0;
-  out.first_row.clear();
-  for (const batch_seq& q : batch) {
-    out.first_row.push_back(l);
-    std::copy(q.blocks.begin(), q.blocks.end(), tables + t);
-    const auto n = static_cast<uint32_t>(q.tokens.size());
-    for (uint32_t i = 0; i < n; ++i, ++r) {
-      tokens[r] = static_cast<uint32_t>(q.tokens[i]);
-      positions[r] = q.start_pos + i;
-      starts[r] = t;
-      if (q.all_logits || i + 1 == n) logits_rows[l++] = r;
-    }
-    t += static_cast<uint32_t>(q.blocks.size());
-  }
-  const size_t bytes = m.size() * sizeof(uint32_t);
-  if (auto st = S.meta_host.reserve(bytes, "a step's tables"); !st) return st.error();
-  if (auto st = S.meta_dev.reserve(bytes, "a step's tables"); !st) return st.error();
-  std::memcpy(S.meta_host.as<uint32_t>(), m.data(), bytes);
-  if (auto st = check(cudaMemcpyAsync(S.meta_dev.get(), S.meta_host.as<uint32_t>(), bytes,
-                                      cudaMemcpyHostToDevice, S.s.get()),
-                      "uploading a step's tables");
-      !st)
-    return st.error();
-  const auto* d = S.meta_dev.as<const uint32_t>();
-  return step_meta{reinterpret_cast<const int32_t*>(d),
-                   {d + n_rows, d + 2 * size_t{n_rows}, d + 3 * size_t{n_rows} + n_logits},
-                   d + 3 * size_t{n_rows},
-                   n_rows,
-                   n_logits};
-}
 
 status<> reserve_scratch(cuda_backend::state& S, uint32_t rows) {
   const hparams& hp = S.hp;
@@ -218,6 +171,67 @@ status<> reserve_scratch(cuda_backend::state& S, uint32_t rows) {
     if (auto st = buffer->reserve(bytes, "a step's activations"); !st) return st;
   }
   return {};
+}
+
+// Where the step's metadata sits on the device, after one upload.
+struct step_meta {
+  cuda::row_table rows;
+  const uint32_t* logits_rows;
+  uint32_t n_rows;
+  uint32_t n_logits;
+};
+
+// Packs positions, table starts, the rows that need logits and every block table into one array
+// and uploads it; dequantizes the tokens' embedding rows on the host, as the CPU backend does, and
+// uploads them as the residual stream x; fills out.first_row.
+result<step_meta> upload_step(cuda_backend::state& S, std::span<const batch_seq> batch, batch_logits& out) {
+  uint32_t n_rows = 0, n_logits = 0;
+  size_t n_tables = 0;
+  for (const batch_seq& q : batch) {
+    n_rows += static_cast<uint32_t>(q.tokens.size());
+    n_logits += q.all_logits ? static_cast<uint32_t>(q.tokens.size()) : 1;
+    n_tables += q.blocks.size();
+  }
+  if (n_rows > max_dim) return error{errc::invalid_argument, "cuda backend: a step of over 2^21 tokens"};
+  if (auto st = reserve_scratch(S, n_rows); !st) return st.error();
+  const uint32_t d = S.hp.n_embd;
+  const size_t x_bytes = size_t{n_rows} * d * 4;
+  if (auto st = S.x_host.reserve(x_bytes, "a step's embeddings"); !st) return st.error();
+  std::vector<uint32_t>& m = S.meta;
+  m.assign(2 * size_t{n_rows} + n_logits + n_tables, 0);
+  uint32_t *positions = m.data(), *starts = positions + n_rows, *logits_rows = starts + n_rows;
+  uint32_t* tables = logits_rows + n_logits;
+  uint32_t r = 0, l = 0, t = 0;
+  out.first_row.clear();
+  for (const batch_seq& q : batch) {
+    out.first_row.push_back(l);
+    std::copy(q.blocks.begin(), q.blocks.end(), tables + t);
+    const auto n = static_cast<uint32_t>(q.tokens.size());
+    for (uint32_t i = 0; i < n; ++i, ++r) {
+      S.w->embd.row(q.tokens[i], S.hp.embd_scale, {S.x_host.as<float>() + size_t{r} * d, d});
+      positions[r] = q.start_pos + i;
+      starts[r] = t;
+      if (q.all_logits || i + 1 == n) logits_rows[l++] = r;
+    }
+    t += static_cast<uint32_t>(q.blocks.size());
+  }
+  const size_t bytes = m.size() * sizeof(uint32_t);
+  if (auto st = S.meta_host.reserve(bytes, "a step's tables"); !st) return st.error();
+  if (auto st = S.meta_dev.reserve(bytes, "a step's tables"); !st) return st.error();
+  std::memcpy(S.meta_host.as<uint32_t>(), m.data(), bytes);
+  if (auto st = check(cudaMemcpyAsync(S.meta_dev.get(), S.meta_host.as<uint32_t>(), bytes,
+                                      cudaMemcpyHostToDevice, S.s.get()),
+                      "uploading a step's tables");
+      !st)
+    return st.error();
+  if (auto st =
+          check(cudaMemcpyAsync(S.x.get(), S.x_host.as<float>(), x_bytes, cudaMemcpyHostToDevice, S.s.get()),
+                "uploading a step's embeddings");
+      !st)
+    return st.error();
+  const auto* dev = S.meta_dev.as<const uint32_t>();
+  return step_meta{
+      {dev, dev + n_rows, dev + 2 * size_t{n_rows} + n_logits}, dev + 2 * size_t{n_rows}, n_rows, n_logits};
 }
 
 // y (rows, lin.n_out) = x (rows, lin.n_in) lin^T, plus its bias.
@@ -290,7 +304,7 @@ status<> logits(cuda_backend::state& S, const step_meta& m, batch_logits& out) {
   cuda::gather_rows(S.x.as<float>(), hp.n_embd, m.logits_rows, m.n_logits, S.h.as<float>(), s);
   cuda::rmsnorm(S.h.as<float>(), hp.n_embd, 1, S.w->output_norm.as<float>(), hp.n_embd, hp.rms_eps, S.a.get(),
                 S.act, hp.n_embd, m.n_logits, s);
-  if (auto st = S.mm->run(S.a.get(), S.w->head_weights(), S.logits.as<float>(), m.n_logits, hp.n_vocab,
+  if (auto st = S.mm->run(S.a.get(), S.w->head.w.get(), S.logits.as<float>(), m.n_logits, hp.n_vocab,
                           hp.n_embd, S.act);
       !st)
     return st;
@@ -308,6 +322,16 @@ status<> logits(cuda_backend::state& S, const step_meta& m, batch_logits& out) {
   return {};
 }
 
+status<> run_step(cuda_backend::state& S, std::span<const batch_seq> batch, batch_logits& out) {
+  auto m = upload_step(S, batch, out);
+  if (!m) return m.error();
+  for (uint32_t l = 0; l < S.hp.n_layer; ++l) {
+    if (auto st = attention_block(S, S.w->layers[l], l, *m); !st) return st;
+    if (auto st = ffn_block(S, S.w->layers[l], m->n_rows); !st) return st;
+  }
+  return logits(S, *m, out);
+}
+
 }  // namespace
 
 status<> cuda_backend::forward(std::span<const batch_seq> batch, batch_logits& out) {
@@ -315,16 +339,15 @@ status<> cuda_backend::forward(std::span<const batch_seq> batch, batch_logits& o
   if (auto st = check_batch(batch, S.hp, S.kv->layout(), S.kv->n_blocks()); !st) return st;
   if (auto st = check(cudaSetDevice(S.device), "selecting device " + std::to_string(S.device)); !st)
     return st;
-  auto m = upload_step(S, batch, out);
-  if (!m) return m.error();
-  if (auto st = reserve_scratch(S, m->n_rows); !st) return st;
-  cuda::embed(S.w->embd.get(), S.act, S.hp.n_embd, m->tokens, S.hp.embd_scale, S.x.as<float>(), m->n_rows,
-              S.s.get());
-  for (uint32_t l = 0; l < S.hp.n_layer; ++l) {
-    if (auto st = attention_block(S, S.w->layers[l], l, *m); !st) return st;
-    if (auto st = ffn_block(S, S.w->layers[l], m->n_rows); !st) return st;
+  status<> st = run_step(S, batch, out);
+  if (!st) {
+    // Nothing of a failed step may run on: its copies read the pinned buffers the next step
+    // fills, its kernels write blocks the scheduler may give to another sequence, and its
+    // launch error would be the next step's.
+    cudaStreamSynchronize(S.s.get());
+    cudaGetLastError();
   }
-  return logits(S, *m, out);
+  return st;
 }
 
 backend_factory cuda_backend::factory(std::shared_ptr<const gguf::file> f, cuda_backend_options opt) {

@@ -42,6 +42,7 @@ class cuda_backend final : public backend {
   ~cuda_backend() override;
 
   const hparams& params() const override;
+  std::string device_name() const override;
   kv_store& kv() override;
   status<> forward(std::span<const batch_seq> batch, batch_logits& out) override;
   //! The same weights and pool on the same device, with a stream and scratch of its own.

@@ -5,19 +5,30 @@
 
 namespace hearth::cuda {
 
-result<std::unique_ptr<kv_pool_device>> kv_pool_device::create(const kv_layout& layout, uint32_t n_blocks) {
+result<std::unique_ptr<kv_pool_device>> kv_pool_device::create(const kv_layout& layout, uint32_t n_blocks,
+                                                               int device) {
+  if (auto st = check(cudaSetDevice(device), "selecting device " + std::to_string(device)); !st)
+    return st.error();
   const size_t bytes = size_t{n_blocks} * layout.block_bytes();
   auto mem = device_buffer::create(bytes, "the KV pool (" + std::to_string(n_blocks) + " blocks)");
   if (!mem) return mem.error();
-  if (auto st = check(cudaMemset(mem->get(), 0, bytes), "zeroing the KV pool"); !st) return st.error();
   auto s = stream::create();
   if (!s) return s.error();
+  // On the pool's own stream, finished before anyone reads: cudaMemset would not wait.
+  if (auto st = check(cudaMemsetAsync(mem->get(), 0, bytes, s->get()), "zeroing the KV pool"); !st)
+    return st.error();
+  if (auto st = check(cudaStreamSynchronize(s->get()), "zeroing the KV pool"); !st) return st.error();
   return std::unique_ptr<kv_pool_device>(
-      new kv_pool_device(layout, n_blocks, std::move(*mem), std::move(*s)));
+      new kv_pool_device(layout, n_blocks, device, std::move(*mem), std::move(*s)));
+}
+
+status<> kv_pool_device::select_device() const {
+  return check(cudaSetDevice(device_), "selecting device " + std::to_string(device_));
 }
 
 status<> kv_pool_device::read_blocks(std::span<const uint32_t> ids, std::span<std::byte> out) const {
   if (auto st = check_block_copy(layout_, n_blocks_, ids, out.size()); !st) return st;
+  if (auto st = select_device(); !st) return st;
   const std::lock_guard lock(copying_);
   if (auto st = staging_.reserve(out.size(), "KV blocks copied out"); !st) return st;
   const size_t n = layout_.block_bytes();
@@ -36,6 +47,7 @@ status<> kv_pool_device::read_blocks(std::span<const uint32_t> ids, std::span<st
 
 status<> kv_pool_device::write_blocks(std::span<const uint32_t> ids, std::span<const std::byte> in) {
   if (auto st = check_block_copy(layout_, n_blocks_, ids, in.size()); !st) return st;
+  if (auto st = select_device(); !st) return st;
   const std::lock_guard lock(copying_);
   if (auto st = staging_.reserve(in.size(), "KV blocks copied in"); !st) return st;
   std::memcpy(staging_.as<std::byte>(), in.data(), in.size());

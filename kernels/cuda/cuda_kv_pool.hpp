@@ -12,8 +12,9 @@ namespace hearth::cuda {
 
 class kv_pool_device final : public kv_store {
  public:
-  //! n_blocks zeroed blocks on the current device; errc::limit_exceeded when they do not fit.
-  static result<std::unique_ptr<kv_pool_device>> create(const kv_layout& layout, uint32_t n_blocks);
+  //! n_blocks zeroed blocks on `device`; errc::limit_exceeded when they do not fit.
+  static result<std::unique_ptr<kv_pool_device>> create(const kv_layout& layout, uint32_t n_blocks,
+                                                        int device);
 
   const kv_layout& layout() const override { return layout_; }
   uint32_t n_blocks() const override { return n_blocks_; }
@@ -25,11 +26,14 @@ class kv_pool_device final : public kv_store {
   void* data() const { return mem_.get(); }
 
  private:
-  kv_pool_device(const kv_layout& layout, uint32_t n_blocks, device_buffer mem, stream s)
-      : layout_(layout), n_blocks_(n_blocks), mem_(std::move(mem)), copies_(std::move(s)) {}
+  kv_pool_device(const kv_layout& layout, uint32_t n_blocks, int device, device_buffer mem, stream s)
+      : layout_(layout), n_blocks_(n_blocks), device_(device), mem_(std::move(mem)), copies_(std::move(s)) {}
+  //! On the calling thread (a worker's, not the pool's owner's): the pool's device.
+  status<> select_device() const;
 
   kv_layout layout_;
   uint32_t n_blocks_;
+  int device_;
   device_buffer mem_;
   stream copies_;
   mutable std::mutex copying_;  // one copy at a time through the staging buffer

@@ -48,15 +48,6 @@ __device__ float block_sum(float v) {
   return warp_sum(v);
 }
 
-template <class T>
-__global__ void embed_kernel(const T* table, uint32_t d, const int32_t* tokens, float scale, float* x,
-                             uint32_t rows) {
-  const size_t i = size_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (i >= size_t{rows} * d) return;
-  const size_t r = i / d, e = i % d;
-  x[i] = load(table + static_cast<size_t>(tokens[r]) * d + e) * scale;
-}
-
 template <class Out>
 __global__ void rmsnorm_kernel(const float* x, size_t x_stride, uint32_t per_row, const float* w, uint32_t n,
                                float eps, Out* out, size_t out_stride) {
@@ -65,7 +56,8 @@ __global__ void rmsnorm_kernel(const float* x, size_t x_stride, uint32_t per_row
   Out* o = out + r * out_stride + size_t{j} * n;
   float ss = 0.0f;
   for (uint32_t e = threadIdx.x; e < n; e += blockDim.x) ss += in[e] * in[e];
-  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(n) + eps);
+  // Correctly rounded, as the CPU's 1 / sqrt (rsqrtf is not).
+  const float inv = 1.0f / sqrtf(block_sum(ss) / static_cast<float>(n) + eps);
   for (uint32_t e = threadIdx.x; e < n; e += blockDim.x) store(o + e, in[e] * inv * w[e]);
 }
 
@@ -92,7 +84,7 @@ __global__ void rope_kernel(float* x, size_t stride, uint32_t rows, uint32_t n_h
   const size_t r = rh / n_heads, h = rh % n_heads;
   double sn = 0.0, cs = 0.0;
   sincos(static_cast<double>(positions[r]) * freqs[p], &sn, &cs);
-  const float c = static_cast<float>(cs) * attn_factor, s = static_cast<float>(sn) * attn_factor;
+  const float c = static_cast<float>(cs * attn_factor), s = static_cast<float>(sn * attn_factor);
   float* head = x + r * stride + h * head_dim;
   const uint32_t a = halves ? p : 2 * p, b = halves ? p + pairs : 2 * p + 1;
   const float x0 = head[a], x1 = head[b];
@@ -217,17 +209,6 @@ __global__ void softcap_kernel(float* x, size_t n, float cap) {
 }
 
 }  // namespace
-
-void embed(const void* table, act_type table_type, uint32_t d, const int32_t* tokens, float scale, float* x,
-           uint32_t rows, cudaStream_t s) {
-  const uint32_t grid = blocks_for(size_t{rows} * d);
-  if (grid == 0) return;
-  if (table_type == act_type::bf16)
-    embed_kernel<<<grid, threads, 0, s>>>(static_cast<const __nv_bfloat16*>(table), d, tokens, scale, x,
-                                          rows);
-  else
-    embed_kernel<<<grid, threads, 0, s>>>(static_cast<const float*>(table), d, tokens, scale, x, rows);
-}
 
 void rmsnorm(const float* x, size_t x_stride, uint32_t per_row, const float* w, uint32_t n, float eps,
              void* out, act_type out_type, size_t out_stride, uint32_t rows, cudaStream_t s) {

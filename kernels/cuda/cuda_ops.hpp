@@ -32,10 +32,6 @@ struct row_table {
   const uint32_t* tables = nullptr;
 };
 
-//! x (rows, d) = table[tokens[r]] * scale; the table (vocab, d) in `table_type`.
-void embed(const void* table, act_type table_type, uint32_t d, const int32_t* tokens, float scale, float* x,
-           uint32_t rows, cudaStream_t s);
-
 //! out = x / sqrt(mean(x^2) + eps) * w over vectors of n (n = w's length) with f32 accumulation:
 //! `per_row` vectors side by side in each of `rows` rows (qwen3's per-head norms; 1 otherwise).
 //! out may alias x when out_type is f32 and the strides agree.

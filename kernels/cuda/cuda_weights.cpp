@@ -126,6 +126,14 @@ status<> upload_ropes(const hparams& hp, device_weights& w) {
 
 }  // namespace
 
+void host_embedding::row(token_id t, float scale, std::span<float> out) const {
+  const size_t row_bytes = *bytes_for(type, out.size());
+  dequantize(type, rows.subspan(static_cast<size_t>(t) * row_bytes, row_bytes), out);
+  if (scale != 1.0f) {
+    for (float& v : out) v *= scale;  // gemma: sqrt(n_embd)
+  }
+}
+
 result<device_weights> upload_weights(const tensor_index& ix, const hparams& hp, act_type type,
                                       const std::function<void(uint64_t, uint64_t)>& progress) {
   device_weights w;
@@ -137,18 +145,20 @@ result<device_weights> upload_weights(const tensor_index& ix, const hparams& hp,
     if (progress) progress(l + 1, hp.n_layer + 1);
   }
   if (auto st = upload_ropes(hp, w); !st) return st.error();
-  auto embd = upload_matrix(ix.floats(weight_kind::token_embd), type, "token_embd.weight", w.bytes);
-  if (!embd) return embd.error();
-  w.embd = std::move(*embd);
+  w.embd.type = ix.get(weight_kind::token_embd)->type;
+  w.embd.rows = ix.data(weight_kind::token_embd);
+  w.embd.file = ix.file().keep_alive();
+  if (!w.embd.file) {
+    w.embd.copy.assign(w.embd.rows.begin(), w.embd.rows.end());
+    w.embd.rows = w.embd.copy;
+  }
   auto norm = upload_floats(ix.floats(weight_kind::output_norm), "output_norm.weight", w.bytes);
   if (!norm) return norm.error();
   w.output_norm = std::move(*norm);
-  if (!hp.tied_output) {
-    const weight_kind head[] = {weight_kind::output};
-    auto h = upload_linear(ix, head, {}, 0, type, w.bytes);
-    if (!h) return h.error();
-    w.head = std::move(*h);
-  }
+  const weight_kind head[] = {hp.tied_output ? weight_kind::token_embd : weight_kind::output};
+  auto h = upload_linear(ix, head, {}, 0, type, w.bytes);
+  if (!h) return h.error();
+  w.head = std::move(*h);
   if (progress) progress(hp.n_layer + 1, hp.n_layer + 1);
   return w;
 }

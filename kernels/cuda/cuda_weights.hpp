@@ -1,15 +1,21 @@
 #pragma once
 // A model's weights on the device, uploaded once: matrices in the compute type (quantized and
 // f16 files dequantized on the way; the device keeps no file type of its own yet), norms, biases
-// and RoPE frequencies in f32 / f64. Read-only once made, so backends sharing a device share it.
+// and RoPE frequencies in f32 / f64. The embedding table stays where the file maps it: a step's
+// rows are dequantized on the host exactly as the CPU backend does and travel with the step (the
+// device holds the table only as a tied head). Read-only once made, so backends sharing a device
+// share it.
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "kernels/cuda/cuda_memory.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 #include "kernels/model_tensors.hpp"
+#include "model/vocab.hpp"
 
 namespace hearth::cuda {
 
@@ -29,16 +35,25 @@ struct device_layer {
   uint32_t rope = 0;                            // index in device_weights::rope_freqs
 };
 
+//! The embedding table in host memory, as the file stores it.
+struct host_embedding {
+  tensor_type type = tensor_type::f32;
+  std::span<const std::byte> rows;   // (vocab, d)
+  std::shared_ptr<const void> file;  // the file's mapping, which rows point into
+  std::vector<std::byte> copy;       // rows' bytes when the file has no mapping
+
+  //! Token t's row, dequantized into out (d,) and times `scale`.
+  void row(token_id t, float scale, std::span<float> out) const;
+};
+
 struct device_weights {
   act_type type = act_type::bf16;
-  device_buffer embd;  // (vocab, d) in `type`
+  host_embedding embd;
   device_buffer output_norm;
-  device_linear head;  // empty w when tied: the head is embd
+  device_linear head;  // (vocab, d): output.weight, or the embedding table when the head is tied
   std::vector<device_layer> layers;
   std::vector<device_buffer> rope_freqs;  // (n_rot / 2,) doubles, one per distinct RoPE of the layers
   size_t bytes = 0;
-
-  const void* head_weights() const { return head.w.empty() ? embd.get() : head.w.get(); }
 };
 
 //! Uploads every weight of `ix` to the current device. progress(done, total) after each layer.

@@ -49,16 +49,31 @@ TEST_CASE("every family's logits match its reference twin", "[cuda][families]") 
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
-  for (const model_arch arch :
-       {model_arch::qwen3, model_arch::phi3, model_arch::gemma2, model_arch::gemma3}) {
-    // The CPU backend's bounds for the same files (test_model_families.cpp, test_gemma.cpp).
-    const double depth = arch == model_arch::gemma3 ? 2.5 : arch == model_arch::gemma2 ? 1.5 : 1.0;
+  struct config {
+    model_arch arch;
+    bool long_rope;  // phi3's LongRoPE: frequency factors and an attention factor
+  };
+  for (const config c :
+       {config{model_arch::qwen3, false}, config{model_arch::phi3, false}, config{model_arch::phi3, true},
+        config{model_arch::gemma2, false}, config{model_arch::gemma3, false}}) {
+    // The CPU backend's bounds for the same files (test_model_families.cpp, test_gemma.cpp); a
+    // q8_0 file is dequantized on upload and rounded to bf16 like a bf16 one.
+    const double depth = c.arch == model_arch::gemma3 ? 2.5 : c.arch == model_arch::gemma2 ? 1.5 : 1.0;
     for (auto [dtype, ct, tol] : {std::tuple{tensor_type::f32, compute_type::f32, 1e-4},
-                                  std::tuple{tensor_type::bf16, compute_type::bf16, 2e-2 * depth}}) {
-      INFO(to_string(arch) << " " << to_string(ct));
-      make_options opt = test::family_options(arch, dtype);
-      if (arch == model_arch::gemma3) opt.preset.n_layer = 6;  // so that one layer is global
-      auto m = test::parse(model_writer(opt));
+                                  std::tuple{tensor_type::bf16, compute_type::bf16, 2e-2 * depth},
+                                  std::tuple{tensor_type::q8_0, compute_type::bf16, 2e-2 * depth}}) {
+      INFO(to_string(c.arch) << (c.long_rope ? " LongRoPE " : " ") << traits_of(dtype).name);
+      make_options opt = test::family_options(c.arch, dtype);
+      if (c.arch == model_arch::gemma3) opt.preset.n_layer = 6;  // so that one layer is global
+      auto w = model_writer(opt);
+      if (c.long_rope) {
+        w.add_tensor("rope_factors_long.weight", tensor_type::f32, {8},
+                     test::floats_bytes(std::vector<float>(8, 4.0f)));
+        w.add_tensor("rope_factors_short.weight", tensor_type::f32, {8},
+                     test::floats_bytes({1.0f, 1.1f, 1.3f, 1.7f, 2.0f, 2.5f, 3.0f, 4.0f}));
+        w.set("phi3.rope.scaling.attn_factor", 1.2f);
+      }
+      auto m = test::parse(w);
       std::vector<uint32_t> blocks(64);
       for (uint32_t i = 0; i < blocks.size(); ++i) blocks[i] = (i * 37) % 64;
       test::check_backend_twin(cuda_loader(), m.file, ct, tol, test::random_tokens(40, 600, rng), blocks, 4,
