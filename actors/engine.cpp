@@ -46,9 +46,15 @@ struct engine::actors {
       self->request(w, caf::infinite, ready_atom::value)
           .receive([&](worker_info& info) { out = std::move(info); },
                    [&](caf::error& err) {
-                     out = error{errc::invalid_argument, system.render(err)};
+                     out = error{errc::invalid_argument, reason(err)};
                    });
     });
+  }
+
+  // A worker's own words (its backend's load error) rather than CAF's rendering around them.
+  std::string reason(const caf::error& err) {
+    const caf::message& why = err.context();
+    return why.match_elements<std::string>() ? why.get_as<std::string>(0) : system.render(err);
   }
 
   // The error a request to a stopped actor becomes: the engine's failure when it has one.
@@ -86,8 +92,18 @@ engine::engine(std::shared_ptr<const tokenizer> tok)
     : tok_(std::move(tok)), actors_(std::make_unique<actors>()), health_(std::make_shared<engine_health>()) {}
 
 result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
-                                              backend_factory make_backend, engine_hooks hooks) {
+                                              backend_factory make_backend, engine_hooks hooks,
+                                              backend_factory make_decode_backend) {
   if (auto st = check(cfg); !st) return st.error();
+  const bool own_decode_backend = static_cast<bool>(make_decode_backend);
+  if (own_decode_backend && cfg.mode != placement_mode::disaggregated)
+    return error{errc::invalid_argument,
+                 "engine config: a decode backend of its own needs mode = \"disaggregated\""};
+  if (own_decode_backend && cfg.kv_handoff == kv_handoff_mode::share) {
+    return error{errc::invalid_argument,
+                 "engine config: kv_handoff = \"share\" needs one backend for both workers; a decode backend "
+                 "of its own (another device) takes \"copy\""};
+  }
   if (!make_policy(cfg.policy))
     return error{errc::invalid_argument, "engine config: " + unknown_policy_message(cfg.policy)};
   std::unique_ptr<engine> e(new engine(std::move(tok)));
@@ -111,20 +127,24 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   engine_config resolved = cfg;
   if (cfg.mode == placement_mode::disaggregated) {
     if (resolved.kv_handoff == kv_handoff_mode::automatic) {
-      resolved.kv_handoff =
-          same_numa_nodes(cfg.worker_cpus, cfg.decode_cpus) ? kv_handoff_mode::share : kv_handoff_mode::copy;
+      resolved.kv_handoff = !own_decode_backend && same_numa_nodes(cfg.worker_cpus, cfg.decode_cpus)
+                                ? kv_handoff_mode::share
+                                : kv_handoff_mode::copy;
     }
     worker_options decode{cfg.decode_cpus, cfg.threads_per_worker, [loaded] { return (*loaded)->share(); }};
     if (resolved.kv_handoff == kv_handoff_mode::copy) {
-      // Its own weights and pool, loaded by its own (pinned) thread into its node's memory.
-      decode.make_backend = make_again;
+      // Its own weights and pool, loaded by its own (pinned) thread into its node's (or device's) memory.
+      decode.make_backend = own_decode_backend ? std::move(make_decode_backend) : make_again;
       decode.copy_from = &(*loaded)->kv();
     }
     a.decode_worker = spawn_worker(sys, std::move(decode));
     auto decode_info = a.await_ready(a.decode_worker);
     if (!decode_info) return decode_info.error();
     if (decode_info->n_blocks != e->info_.n_blocks)
-      return error{errc::invalid_argument, "engine: the decode worker's pool differs"};
+      return error{errc::invalid_argument,
+                   "engine: the decode worker's pool holds " + std::to_string(decode_info->n_blocks) +
+                       " blocks, the prefill worker's " + std::to_string(e->info_.n_blocks)};
+    e->decode_info_ = std::move(*decode_info);
   }
   e->cfg_ = resolved;
   const auto& w = e->info_;

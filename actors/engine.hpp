@@ -58,9 +58,12 @@ class engine {
  public:
   //! Starts the actors and waits for the worker to be pinned and loaded. errc::invalid_argument
   //! for a bad configuration; the worker's error when its backend fails to load. `hooks`: a
-  //! watchdog's pings and each request's end (core/engine_hooks.hpp).
+  //! watchdog's pings and each request's end (core/engine_hooks.hpp). `make_decode_backend`: in
+  //! disaggregated mode, the decode worker's backend when it is another than the prefill worker's
+  //! (another device): blocks are then handed over by copy; empty: the prefill worker's kind.
   static result<std::unique_ptr<engine>> start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
-                                               backend_factory make_backend, engine_hooks hooks = {});
+                                               backend_factory make_backend, engine_hooks hooks = {},
+                                               backend_factory make_decode_backend = {});
   ~engine();
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
@@ -97,6 +100,8 @@ class engine {
 
   const tokenizer& tok() const { return *tok_; }
   const worker_info& worker() const { return info_; }
+  //! The decode worker's, in disaggregated mode; nullptr otherwise.
+  const worker_info* decode_worker() const { return decode_info_ ? &*decode_info_ : nullptr; }
   //! Disaggregated: how KV blocks reach the decode worker (automatic resolved to share or copy).
   kv_handoff_mode handoff() const { return cfg_.kv_handoff; }
   //! The configuration it started with (kv_handoff resolved). Policy and tenants are as started:
@@ -113,6 +118,7 @@ class engine {
   std::unique_ptr<actors> actors_;
   std::shared_ptr<engine_health> health_;
   worker_info info_;
+  std::optional<worker_info> decode_info_;
   engine_config cfg_;
   std::atomic<request_id> next_id_{1};
   bool stopped_ = false;

@@ -88,7 +88,7 @@ using supervisor_actor = caf::typed_actor<caf::reacts_to<ready_atom>>;
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
   return f(caf::meta::type_name("worker_info"), x.n_ctx, x.n_vocab, x.n_blocks, x.block_size, x.threads,
-           x.cpus);
+           x.cpus, x.device);
 }
 
 template <class Inspector>

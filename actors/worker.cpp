@@ -44,6 +44,7 @@ void start(worker_state& st, const worker_options& opt) {
   st.info.n_blocks = st.be->kv().n_blocks();
   st.info.block_size = layout.block_size;
   st.info.threads = threads;
+  st.info.device = st.be->device_name();
 }
 
 worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> self, worker_options opt) {

@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/kernels/kernels_bench.hpp"
+#ifdef HEARTH_HAS_CUDA
+#include "bench/cuda/cuda_bench.hpp"
+#endif
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "common/text_file.hpp"
@@ -19,6 +22,8 @@ struct bench_kernels_args {
   std::string json_path;
   compute_args compute;
   bool quick = false;
+  std::string backend = "cpu";
+  int device = 0;
 };
 
 nlohmann::json to_json(const kernels_bench_report& r) {
@@ -92,7 +97,26 @@ nlohmann::json to_json(const kernels_bench_report& r) {
   return j;
 }
 
+// The CUDA backend's bench (bench/cuda/cuda_bench.hpp): its own ceilings, measured in the same run.
+int run_bench_cuda(const bench_kernels_args& a) {
+#ifdef HEARTH_HAS_CUDA
+  auto r = run_cuda_bench({.model_path = a.model,
+                           .compute = apply_compute_args(a.compute),
+                           .device = a.device,
+                           .quick = a.quick});
+  if (!r) return fail(r.error().message);
+  print_cuda_bench(*r, stdout);
+  if (a.json_path.empty()) return 0;
+  if (auto st = write_text_file(a.json_path, cuda_bench_json(*r) + '\n'); !st)
+    return fail(st.error().message);
+  return 0;
+#else
+  return fail("bench kernels --backend cuda: this build of Hearth has no CUDA backend (docs/cuda.md)");
+#endif
+}
+
 int run_bench_kernels(const bench_kernels_args& a) {
+  if (a.backend == "cuda") return run_bench_cuda(a);
   auto r = run_kernels_bench({.model_path = a.model,
                               .compute = apply_compute_args(a.compute),
                               .kernels = kernels_of(a.compute),
@@ -118,6 +142,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", a->json_path, "Write every figure and the configuration to this file");
   add_compute_options(cmd, a->compute);
   cmd->add_flag("--quick", a->quick, "Seconds, not minutes: fewer reps, contexts 64/128, batches 1/4");
+  cmd->add_option("--backend", a->backend, "cpu | cuda: the CUDA backend against the device's own ceilings")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--device", a->device, "The CUDA device (--backend cuda)")->check(CLI::NonNegativeNumber);
   cmd->callback([a, &exit_code] { exit_code = run_bench_kernels(*a); });
   add_bench_engine_command(*bench, exit_code);
   add_bench_profile_command(*bench, exit_code);

@@ -21,6 +21,9 @@
 #include "cli/progress.hpp"
 #include "clients/cpp/keys.hpp"
 #include "kernels/cpu_backend.hpp"
+#ifdef HEARTH_HAS_CUDA
+#include "kernels/cuda/cuda_backend.hpp"
+#endif
 #include "model/chat_template.hpp"
 #include "model/chat_tools.hpp"
 #include "model/model_file.hpp"
@@ -58,6 +61,43 @@ status<> ensure_default_model() {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(default_model).parent_path(), ec);
   return make_model({.preset = *find_preset("tiny"), .dtype = tensor_type::f32, .seed = 1}, default_model);
+}
+
+// The factory of backend `name` ("cpu" or "cuda") over the model file.
+result<backend_factory> backend_named(const std::string& name, const server::serve_config& c,
+                                      std::shared_ptr<const gguf::file> f, compute_type ct,
+                                      const std::function<void(uint64_t, uint64_t)>& progress) {
+  if (name == "cpu") {
+    return cpu_backend::factory(
+        std::move(f), {.compute = ct,
+                       .kv_tokens = c.kv_tokens,
+                       .kernels = kernel_choice_from_name(c.kernels).value_or(kernel_choice::automatic),
+                       .progress = progress});
+  }
+#ifdef HEARTH_HAS_CUDA
+  return cuda_backend::factory(
+      std::move(f),
+      {.compute = ct, .kv_tokens = c.kv_tokens, .device = static_cast<int>(c.device), .progress = progress});
+#else
+  return error{errc::unsupported, "[engine] backend \"" + name +
+                                      "\": this build of Hearth has no CUDA backend (build it where the CUDA "
+                                      "toolkit is: docs/cuda.md)"};
+#endif
+}
+
+// The prefill (or only) worker's backend, and the decode worker's when it is another kind than
+// the prefill worker's (disaggregated mode: prefill_backend, decode_backend); empty otherwise.
+result<std::pair<backend_factory, backend_factory>> backend_factories(
+    const server::serve_config& c, std::shared_ptr<const gguf::file> f, compute_type ct,
+    const std::function<void(uint64_t, uint64_t)>& progress) {
+  const std::string& prefill = c.prefill_backend.empty() ? c.backend : c.prefill_backend;
+  const std::string& decode = c.decode_backend.empty() ? c.backend : c.decode_backend;
+  auto first = backend_named(prefill, c, f, ct, progress);
+  if (!first) return first.error();
+  if (decode == prefill) return std::pair{std::move(*first), backend_factory{}};
+  auto second = backend_named(decode, c, f, ct, {});
+  if (!second) return second.error();
+  return std::pair{std::move(*first), std::move(*second)};
 }
 
 // The HTTP gateway's options but its model card, which only the loaded model gives.
@@ -214,22 +254,21 @@ int run_serve(const serve_args& a) {
   // Loading a large file takes a while: a progress line, and systemd's status line at each tenth.
   auto loading = std::make_shared<progress_line>("loading " + cfg->model_path);
   auto shown_tenth = std::make_shared<std::atomic<int>>(-1);
-  const cpu_backend_options backend_opt{
-      .compute = ct,
-      .kv_tokens = cfg->kv_tokens,
-      .kernels = kernel_choice_from_name(cfg->kernels).value_or(kernel_choice::automatic),
-      .progress = [loading, shown_tenth, path = cfg->model_path](uint64_t done, uint64_t total) {
-        loading->update(done, total);
-        const auto tenth = static_cast<int>(10 * done / total);
-        if (shown_tenth->exchange(tenth) != tenth)
-          server::notify_status("loading " + path + ": " + std::to_string(10 * tenth) + " %");
-      }};
+  auto progress = [loading, shown_tenth, path = cfg->model_path](uint64_t done, uint64_t total) {
+    loading->update(done, total);
+    const auto tenth = static_cast<int>(10 * done / total);
+    if (shown_tenth->exchange(tenth) != tenth)
+      server::notify_status("loading " + path + ": " + std::to_string(10 * tenth) + " %");
+  };
+  auto backends = backend_factories(*cfg, model->gguf, ct, progress);
+  if (!backends) return fail(backends.error().message);
   auto eng = engine::start(
-      cfg->engine, model->tok, cpu_backend::factory(model->gguf, backend_opt),
+      cfg->engine, model->tok, std::move(backends->first),
       {.alive = {.every = server::watchdog_ping_period(), .ping = server::notify_watchdog},
        .request_end =
            [](const request_record& r) { server::log(server::log_level::info, server::describe_end(r)); },
-       .step_end = {}});
+       .step_end = {}},
+      std::move(backends->second));
   loading->finish();
   if (!eng) return fail(eng.error().message);
 
@@ -266,10 +305,14 @@ int run_serve(const serve_args& a) {
   gw = std::move(*started);
 
   // The context requests are checked against (the engine's, at most the file's training length).
-  const std::string summary = cfg->model_path + " (" + to_string(model->hp.arch) + ", context " +
-                              std::to_string((*eng)->worker().n_ctx) + ", policy " + cfg->engine.policy +
-                              ", " + std::to_string(cfg->engine.tenants.size()) + " tenants) on " +
-                              gw->endpoint() + (web ? " and " + web->url() : std::string());
+  const worker_info* decode = (*eng)->decode_worker();
+  const std::string placed = decode
+                                 ? "prefill on " + (*eng)->worker().device + ", decode on " + decode->device
+                                 : "on " + (*eng)->worker().device;
+  const std::string summary = cfg->model_path + " (" + to_string(model->hp.arch) + ", " + placed +
+                              ", context " + std::to_string((*eng)->worker().n_ctx) + ", policy " +
+                              cfg->engine.policy + ", " + std::to_string(cfg->engine.tenants.size()) +
+                              " tenants) on " + gw->endpoint() + (web ? " and " + web->url() : std::string());
   std::printf("hearth serve: %s\n", summary.c_str());
   server::notify_ready(summary);
   if (cfg->development_mode()) {

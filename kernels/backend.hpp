@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/result.hpp"
@@ -49,6 +50,8 @@ class backend {
   virtual ~backend() = default;
 
   virtual const hparams& params() const = 0;
+  //! What it computes on, for placement reports: "cpu", "cuda:0 (NVIDIA H200)".
+  virtual std::string device_name() const { return "cpu"; }
   //! The KV blocks this backend reads and writes (host memory, or its device's).
   virtual kv_store& kv() = 0;
   //! Runs one iteration. Checks the batch first (tokens in the vocabulary, positions within the

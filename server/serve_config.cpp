@@ -89,6 +89,11 @@ class section {
     out = static_cast<T>(v);
   }
 
+  //! Refuses a field that is given, at its line.
+  [[noreturn]] void refuse(std::string_view field, const std::string& what) const {
+    fail(get(field), field, what);
+  }
+
   [[noreturn]] void fail(const toml::node* at, std::string_view field, const std::string& what) const {
     const auto line = at ? at->source().begin.line : 0;
     throw bad_config{std::string(source_) + ":" + std::to_string(line) + ": [" + name_ + "]" +
@@ -180,6 +185,14 @@ void read_engine(const section& s, serve_config& c) {
   s.count("threads_per_worker", e.threads_per_worker, 0, 1024);
   s.count("step_timeout_ms", e.step_timeout_ms, 1, 3600000);
   s.count("kv_tokens", c.kv_tokens, 16, int64_t{1} << 32);
+  s.choice("backend", c.backend, {"cpu", "cuda"});
+  s.count("device", c.device, 0, 1023);
+  s.choice("prefill_backend", c.prefill_backend, {"cpu", "cuda"});
+  s.choice("decode_backend", c.decode_backend, {"cpu", "cuda"});
+  for (const char* field : {"prefill_backend", "decode_backend"}) {
+    if (s.has(field) && e.mode != placement_mode::disaggregated)
+      s.refuse(field, "needs mode = \"disaggregated\" (a colocated engine has one backend: backend)");
+  }
 }
 
 }  // namespace
@@ -198,12 +211,12 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
                        "tls_key"}),
               c);
     read_model(section(source, root, "model", {"path", "compute", "kernels"}), c);
-    read_engine(
-        section(source, root, "engine",
-                {"max_batched_tokens", "max_seqs", "long_prefill_threshold", "max_partial_prefills",
-                 "max_preemptions", "policy", "max_waiting", "max_waiting_tokens", "mode", "worker_cpus",
-                 "decode_cpus", "kv_handoff", "threads_per_worker", "step_timeout_ms", "kv_tokens"}),
-        c);
+    read_engine(section(source, root, "engine",
+                        {"max_batched_tokens", "max_seqs", "long_prefill_threshold", "max_partial_prefills",
+                         "max_preemptions", "policy", "max_waiting", "max_waiting_tokens", "mode",
+                         "worker_cpus", "decode_cpus", "kv_handoff", "threads_per_worker", "step_timeout_ms",
+                         "kv_tokens", "backend", "device", "prefill_backend", "decode_backend"}),
+                c);
   } catch (const toml::parse_error& e) {
     return error{errc::malformed, std::string(source) + ":" + std::to_string(e.source().begin.line) + ": " +
                                       std::string(e.description())};

@@ -37,6 +37,11 @@ struct serve_config {
   // [engine]
   engine_config engine = {};   //!< includes the [[tenant]] entries
   uint64_t kv_tokens = 16384;  //!< KV pool capacity in positions
+  // [engine]: what the workers compute on (docs/cuda.md)
+  std::string backend = "cpu";  //!< "cpu" or "cuda"
+  uint32_t device = 0;          //!< the CUDA device's ordinal
+  //! Disaggregated mode: each worker's backend; empty: `backend`.
+  std::string prefill_backend = {}, decode_backend = {};
 
   bool development_mode() const { return secret_key_file.empty(); }
 };

@@ -75,6 +75,51 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
   }
 }
 
+TEST_CASE("a decode worker with a backend of its own gets its blocks by copy and changes no token",
+          "[engine]") {
+  const engine_model& m = tiny();
+  std::mt19937_64 rng(7);
+  std::vector<request> rs;
+  for (int i = 0; i < 8; ++i) rs.push_back(greedy(random_prompt(20 + 5 * i, 32000, rng), 8));
+  std::vector<std::vector<token_id>> expected;
+  {
+    auto be = m.backend(1024);
+    for (const auto& r : rs) expected.push_back(generate_alone(*be, *m.tok, r));
+  }
+  // The decode side's factory stands for another device's: a second backend, not a share.
+  std::atomic<int> decode_loads{0};
+  auto make = [&m]() -> result<std::unique_ptr<backend>> {
+    return std::unique_ptr<backend>(m.backend(8192));
+  };
+  auto make_decode = [&]() -> result<std::unique_ptr<backend>> {
+    ++decode_loads;
+    return std::unique_ptr<backend>(m.backend(8192));
+  };
+  engine_config cfg{
+      .mode = placement_mode::disaggregated, .worker_cpus = "0", .decode_cpus = "1", .threads_per_worker = 1};
+  auto e = engine::start(cfg, m.tok, make, {}, make_decode);
+  if (!e) FAIL(e.error().message);
+  CHECK(decode_loads == 1);
+  CHECK((*e)->handoff() == kv_handoff_mode::copy);
+  REQUIRE((*e)->decode_worker() != nullptr);
+  CHECK((*e)->decode_worker()->device == "cpu");
+  event_queue self(**e);
+  std::vector<request_id> ids;
+  for (const auto& r : rs) ids.push_back((*e)->submit(r, self.sink()));
+  outcome o;
+  collect(self, rs.size(), o);
+  for (size_t i = 0; i < rs.size(); ++i) CHECK(o.tokens_of(ids[i]) == expected[i]);
+  CHECK((*e)->gauges()->kv.used == 0);
+
+  cfg.kv_handoff = kv_handoff_mode::share;
+  auto shared = engine::start(cfg, m.tok, make, {}, make_decode);
+  REQUIRE_FALSE(shared.ok());
+  CHECK_THAT(shared.error().message, Catch::Contains("kv_handoff = \"share\" needs one backend"));
+  auto colocated = engine::start({.threads_per_worker = 1}, m.tok, make, {}, make_decode);
+  REQUIRE_FALSE(colocated.ok());
+  CHECK_THAT(colocated.error().message, Catch::Contains("needs mode = \"disaggregated\""));
+}
+
 TEST_CASE("1000 requests cancelled at random moments leave the pool free", "[engine]") {
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);

@@ -54,6 +54,10 @@ decode_cpus = "2-3"
 kv_handoff = "copy"
 threads_per_worker = 2
 kv_tokens = 32768
+backend = "cuda"
+device = 1
+prefill_backend = "cuda"
+decode_backend = "cpu"
 
 [[tenant]]
 name = "voice"
@@ -78,6 +82,8 @@ key = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID"
   CHECK((e.worker_cpus == "0-1" && e.decode_cpus == "2-3" && e.kv_handoff == kv_handoff_mode::copy));
   CHECK(e.threads_per_worker == 2);
   CHECK(r->kv_tokens == 32768);
+  CHECK(
+      (r->backend == "cuda" && r->device == 1 && r->prefill_backend == "cuda" && r->decode_backend == "cpu"));
   REQUIRE(e.tenants.size() == 1);
   CHECK(e.tenants[0].name == "voice");
 }
@@ -92,6 +98,7 @@ TEST_CASE("an empty configuration is development mode with the defaults", "[serv
   CHECK(r->drain_timeout_s == 30);
   CHECK(r->log_level == "info");
   CHECK(r->engine.policy == "household");
+  CHECK((r->backend == "cpu" && r->device == 0 && r->prefill_backend.empty() && r->decode_backend.empty()));
 }
 
 TEST_CASE("bad fields are named with their line", "[serve]") {
@@ -111,6 +118,11 @@ TEST_CASE("bad fields are named with their line", "[serve]") {
   CHECK_THAT(error_for("[engine]\nmax_seqs = 0"), Contains("[engine].max_seqs must be from 1"));
   CHECK_THAT(error_for("[engine]\nmax_seqs = 1.5"), Contains("[engine].max_seqs must be a whole number"));
   CHECK_THAT(error_for("[engine]\nmode = \"split\""), Contains("[engine].mode must be one of"));
+  CHECK_THAT(error_for("[engine]\nbackend = \"tpu\""),
+             Contains("home.toml:2: [engine].backend must be one of \"cpu\", \"cuda\" (got \"tpu\")"));
+  CHECK_THAT(error_for("[engine]\ndevice = -1"), Contains("home.toml:2: [engine].device must be from 0"));
+  CHECK_THAT(error_for("[engine]\ndecode_backend = \"cpu\""),
+             Contains("home.toml:2: [engine].decode_backend needs mode = \"disaggregated\""));
   // Every field with a set of values lists them all.
   CHECK_THAT(error_for("[engine]\npolicy = \"nosuch\""),
              Contains("home.toml:2: [engine].policy must be one of \"fcfs\", \"priority\", \"vtc\", \"slo\", "

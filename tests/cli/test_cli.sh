@@ -27,6 +27,11 @@ expect_one_line_error "missing file" "io" "$hearth" model info "$dir/none.gguf"
 head -c 4096 /dev/urandom >"$dir/noise.gguf"
 expect_one_line_error "not GGUF" "bad_magic" "$hearth" model info "$dir/noise.gguf"
 expect_one_line_error "bad sampling" "top_p" "$hearth" generate -m "$dir/tiny.gguf" -p x --top-p 1.5
+# A backend this machine cannot run is refused at start, naming it: `cuda` without a GPU (or in a
+# build without the CUDA backend: "no CUDA backend"); the machines these tests run on have none.
+printf '[engine]\nbackend = "cuda"\n' >"$dir/cuda.toml"
+expect_one_line_error "cuda without a device" "cuda backend: no device\|no CUDA backend" \
+  "$hearth" serve -m "$dir/tiny.gguf" --config "$dir/cuda.toml" --endpoint "ipc://$dir/cuda.sock"
 # An exception no command expects ends the same way, not in std::terminate: the standard
 # library's filesystem_error, from `serve` checking its default model (models/tiny.gguf) in a
 # folder whose `models` is a symbolic link to itself.
