@@ -52,6 +52,7 @@ rooms = {
     "hwloc": {"actors"},
     "toml++/": {"tenants", "server", "bench/household"},
     "tbb/": {"bench/household"},  # a simulated sweep's configurations at once
+    "cuda": {"kernels/cuda", "bench/cuda"}, "cublas": {"kernels/cuda", "bench/cuda"},
 }
 
 problems = []

@@ -7,17 +7,12 @@
 
 #include <sys/resource.h>
 
+#include "bench/kernels/model_work.hpp"
 #include "bench/kernels/stream_triad.hpp"
 #include "common/rng.hpp"
 #include "kernels/matmul_bench.hpp"
 #include "kernels/parallel.hpp"
 #include "model/model_file.hpp"
-
-// FLOP counting (2 per multiply-add). A forward of T new tokens at positions [p, p + T):
-//   linears   2 T (n_layer (qkv + wo + gate_up + down params)) + 2 R vocab d, R = rows with logits
-//   attention 2 head_dim n_head n_layer per (query, key) pair for QK^T and again for PV; causal
-//             prefill from position 0 has T (T + 1) / 2 pairs per head.
-// Norms, RoPE, SwiGLU and softmax are left out (a few FLOPs per element, well under 1%).
 
 namespace hearth {
 namespace {
@@ -45,11 +40,6 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 std::vector<token_id> random_tokens(rng& r, uint32_t n, uint32_t n_vocab) {
   std::vector<token_id> t(n);
   for (auto& x : t) x = static_cast<token_id>(r.next() % n_vocab);
@@ -60,45 +50,6 @@ std::vector<token_id> random_tokens(rng& r, uint32_t n, uint32_t n_vocab) {
 uint32_t positions_per_seq(const plan& p) {
   const uint32_t ctx = *std::max_element(p.contexts.begin(), p.contexts.end()) + p.iterations + 1;
   return std::max(ctx, *std::max_element(p.prompts.begin(), p.prompts.end()));
-}
-
-// The linear layers of one token's forward: shape and how many of it (per layer, or the head once).
-struct linear_shape {
-  const char* name;
-  uint32_t n_in, n_out, count;
-};
-
-std::vector<linear_shape> model_shapes(const hparams& hp) {
-  const uint32_t d = hp.n_embd, q = hp.n_head * hp.head_dim, kv = hp.n_embd_kv();
-  return {{"qkv", d, q + 2 * kv, hp.n_layer},
-          {"wo", q, d, hp.n_layer},
-          {"gate_up", d, 2 * hp.n_ff, hp.n_layer},
-          {"down", hp.n_ff, d, hp.n_layer},
-          {"head", d, hp.n_vocab, 1}};
-}
-
-double layer_linear_params(const hparams& hp) {
-  double n = 0;
-  for (const auto& s : model_shapes(hp)) {
-    if (s.count == hp.n_layer) n += static_cast<double>(s.n_in) * s.n_out;
-  }
-  return n;
-}
-
-double prefill_gflop(const hparams& hp, uint32_t t) {
-  const double tokens = t;
-  const double linears =
-      2.0 * (hp.n_layer * layer_linear_params(hp) * tokens + static_cast<double>(hp.n_vocab) * hp.n_embd);
-  const double attention = 2.0 * hp.head_dim * hp.n_head * hp.n_layer * tokens * (tokens + 1.0);
-  return (linears + attention) / 1e9;
-}
-
-// One decode iteration: `batch` tokens, each attending to context + 1 positions.
-double decode_gflop(const hparams& hp, uint32_t batch, uint32_t context) {
-  const double params = hp.n_layer * layer_linear_params(hp) + static_cast<double>(hp.n_vocab) * hp.n_embd;
-  const double linears = 2.0 * batch * params;
-  const double attention = 4.0 * hp.head_dim * hp.n_head * hp.n_layer * (context + 1.0) * batch;
-  return (linears + attention) / 1e9;
 }
 
 // Every path the compute type has here, and oneDNN's f32 (which needs an f32 copy of the weights,
