@@ -144,3 +144,25 @@ TEST_CASE("a device that does not exist is refused by number", "[cuda]") {
   CHECK(b.error().code == errc::invalid_argument);
   CHECK(b.error().message.find("device 4096 of") != std::string::npos);
 }
+
+TEST_CASE("greedy generation is the same on every run and every load", "[cuda]") {
+  const auto m = make_gqa(tensor_type::bf16);
+  std::mt19937_64 rng(5);
+  const auto prompt = test::random_tokens(24, 600, rng);
+  const std::vector<uint32_t> blocks{3, 1, 2, 0};
+  auto run = [&](backend& be) {
+    auto argmax = [](const std::vector<float>& x) {
+      return static_cast<token_id>(std::max_element(x.begin(), x.end()) - x.begin());
+    };
+    std::vector<token_id> gen{argmax(last_row(be, prompt, 0, blocks))};
+    for (uint32_t pos = 24; gen.size() < 16; ++pos)
+      gen.push_back(argmax(last_row(be, {&gen.back(), 1}, pos, blocks)));
+    return gen;
+  };
+  const test::backend_options o{.compute = compute_type::bf16, .kv = kv_dtype::bf16, .kv_tokens = 256};
+  auto first = cuda_loader()(m->file, o);
+  const auto once = run(*first);
+  CHECK(run(*first) == once);
+  auto second = cuda_loader()(m->file, o);
+  CHECK(run(*second) == once);
+}
