@@ -111,6 +111,7 @@ int run_bench_cuda(const bench_kernels_args& a) {
     return fail(st.error().message);
   return 0;
 #else
+  (void)a;
   return fail("bench kernels --backend cuda: this build of Hearth has no CUDA backend (docs/cuda.md)");
 #endif
 }

@@ -28,6 +28,16 @@ add_library(CAF::core UNKNOWN IMPORTED)
 set_target_properties(CAF::core PROPERTIES IMPORTED_LOCATION "${CAF_CORE_LIBRARY}"
                                            INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
                                            INTERFACE_LINK_LIBRARIES Threads::Threads)
+# CAF's middleman (libcaf_io): worker actors on other machines (`hearth worker`).
+find_library(CAF_IO_LIBRARY caf_io REQUIRED)
+add_library(CAF::io UNKNOWN IMPORTED)
+set_target_properties(CAF::io PROPERTIES IMPORTED_LOCATION "${CAF_IO_LIBRARY}" INTERFACE_LINK_LIBRARIES CAF::core)
+# CAF's OpenSSL transport (libcaf_openssl): the middleman over TLS, both ends authenticated
+# (actors/worker_credentials.hpp).
+find_library(CAF_OPENSSL_LIBRARY caf_openssl REQUIRED)
+add_library(CAF::openssl UNKNOWN IMPORTED)
+set_target_properties(CAF::openssl PROPERTIES IMPORTED_LOCATION "${CAF_OPENSSL_LIBRARY}"
+                                              INTERFACE_LINK_LIBRARIES "CAF::io;OpenSSL::SSL")
 # hwloc pins workers to their cores (pkg-config).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
