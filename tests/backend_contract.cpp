@@ -66,14 +66,23 @@ token_id argmax(std::span<const float> x) {
   return static_cast<token_id>(std::max_element(x.begin(), x.end()) - x.begin());
 }
 
-}  // namespace
-
-TEST_CASE("backend logits match the reference forward", "[backend]") {
+// Runs `check` over each backend of the binary, with a generator of a fresh seed (printed, and
+// captured in every failure's report).
+template <class Check>
+void over_backends(Check&& check) {
   for (const test::backend_under_test& under : test::backends_under_test()) {
     INFO(under.name);
     const uint64_t seed = test::test_seed();
     CAPTURE(seed);
     std::mt19937_64 rng(seed);
+    check(under, rng);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("backend logits match the reference forward", "[backend]") {
+  over_backends([&](const test::backend_under_test& under, std::mt19937_64& rng) {
     struct config {
       const char* name;
       const model_preset* preset;
@@ -108,15 +117,11 @@ TEST_CASE("backend logits match the reference forward", "[backend]") {
         }
       }
     }
-  }
+  });
 }
 
 TEST_CASE("a mixed batch gives each sequence the logits it gets alone", "[backend]") {
-  for (const test::backend_under_test& under : test::backends_under_test()) {
-    INFO(under.name);
-    const uint64_t seed = test::test_seed();
-    CAPTURE(seed);
-    std::mt19937_64 rng(seed);
+  over_backends([&](const test::backend_under_test& under, std::mt19937_64& rng) {
     const auto m = make(gqa, tensor_type::f32);
     auto be = backend_for(under, *m, compute_type::f32, kv_dtype::f32);
     // c decodes after a cached 9-token prefix; a and b prefill.
@@ -136,15 +141,11 @@ TEST_CASE("a mixed batch gives each sequence the logits it gets alone", "[backen
     const std::array mixed{batch_seq{a, 0, blocks_a}, batch_seq{b, 0, blocks_b}, batch_seq{c, 9, blocks_c}};
     REQUIRE(be->forward(mixed, out).ok());
     for (uint32_t s = 0; s < 3; ++s) CHECK(rel_error(out.last(s), alone[s]) <= 1e-5);
-  }
+  });
 }
 
 TEST_CASE("chunked prefill then decode gives the tokens of one-shot prefill", "[backend]") {
-  for (const test::backend_under_test& under : test::backends_under_test()) {
-    INFO(under.name);
-    const uint64_t seed = test::test_seed();
-    CAPTURE(seed);
-    std::mt19937_64 rng(seed);
+  over_backends([&](const test::backend_under_test& under, std::mt19937_64& rng) {
     const auto m = make(mha, tensor_type::bf16);
     auto be = backend_for(under, *m, compute_type::bf16, kv_dtype::bf16);
     const auto prompt = random_tokens(40, rng);
@@ -165,15 +166,11 @@ TEST_CASE("chunked prefill then decode gives the tokens of one-shot prefill", "[
     CHECK(greedy({7, 1, 16, 16}) == one_shot);
     CHECK(greedy({1, 1, 1, 37}) == one_shot);
     CHECK(greedy({20, 20}) == one_shot);
-  }
+  });
 }
 
 TEST_CASE("shuffled, non-contiguous block tables change nothing", "[backend]") {
-  for (const test::backend_under_test& under : test::backends_under_test()) {
-    INFO(under.name);
-    const uint64_t seed = test::test_seed();
-    CAPTURE(seed);
-    std::mt19937_64 rng(seed);
+  over_backends([&](const test::backend_under_test& under, std::mt19937_64& rng) {
     const auto m = make(gqa, tensor_type::f32);
     for (uint32_t block_size : {1u, 4u, 16u}) {
       auto be = backend_for(under, *m, compute_type::f32, kv_dtype::bf16, block_size);
@@ -189,7 +186,7 @@ TEST_CASE("shuffled, non-contiguous block tables change nothing", "[backend]") {
       logits = last_logits(*be, prompt, 0, shuffled, out);
       CHECK(a == std::vector<float>(logits.begin(), logits.end()));
     }
-  }
+  });
 }
 
 TEST_CASE("bad batches are refused before any work", "[backend]") {
