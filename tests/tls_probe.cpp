@@ -27,7 +27,8 @@ int ask(caf::actor_system& sys, caf::expected<caf::actor> to) {
   caf::scoped_actor self{sys};
   int answer = 0;
   self->request(*to, std::chrono::seconds(5), ping_atom::value, 41)
-      .receive([&](int v) { answer = v; }, [&](caf::error& e) { std::printf("no answer: %s\n", sys.render(e).c_str()); });
+      .receive([&](int v) { answer = v; },
+               [&](caf::error& e) { std::printf("no answer: %s\n", sys.render(e).c_str()); });
   std::printf("answered %d\n", answer);
   return answer == 42 ? 0 : 3;
 }
@@ -49,7 +50,9 @@ int main(int argc, char** argv) {
   }
   caf::actor_system sys{cfg};
   if (verb == "serve") {
-    auto a = sys.spawn([]() -> caf::behavior { return {[](ping_atom, int x) { return x + 1; }}; });
+    // With an argument: CAF 0.17 spawning a functor of none binds a reference to a null tuple (UBSan).
+    auto a = sys.spawn(
+        [](int step) -> caf::behavior { return {[step](ping_atom, int x) { return x + step; }}; }, 1);
     auto p = caf::openssl::publish(a, port, "127.0.0.1", true);
     if (!p) {
       std::printf("cannot publish: %s\n", sys.render(p.error()).c_str());
