@@ -3,6 +3,7 @@ if(HEARTH_GPU_CHECK)
   # The CUDA backend's build needs two header-only packages, brought unpacked (scripts/gpu-deps.sh).
   find_package(nlohmann_json CONFIG REQUIRED)
   find_package(Catch2 CONFIG REQUIRED)
+  find_package(Threads REQUIRED)
   return()
 endif()
 find_package(CLI11 CONFIG REQUIRED)
