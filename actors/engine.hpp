@@ -27,6 +27,7 @@
 
 #include "actors/metrics_types.hpp"
 #include "actors/worker_info.hpp"
+#include "actors/worker_join.hpp"
 #include "core/config.hpp"
 #include "core/engine_hooks.hpp"
 #include "core/request.hpp"
@@ -58,9 +59,14 @@ class engine {
  public:
   //! Starts the actors and waits for the worker to be pinned and loaded. errc::invalid_argument
   //! for a bad configuration; the worker's error when its backend fails to load. `hooks`: a
-  //! watchdog's pings and each request's end (core/engine_hooks.hpp).
+  //! watchdog's pings and each request's end (core/engine_hooks.hpp). With a worker in another
+  //! process (cfg.workers), `make_backend` is not called: the engine joins that worker with
+  //! `hello` (local_hello of the model file; actors/worker_join.hpp), and a worker that cannot be
+  //! reached (errc::io) or refuses the join (errc::invalid_argument, naming what differs) fails
+  //! the start.
   static result<std::unique_ptr<engine>> start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
-                                               backend_factory make_backend, engine_hooks hooks = {});
+                                               backend_factory make_backend, engine_hooks hooks = {},
+                                               const join_hello& hello = {});
   ~engine();
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
@@ -104,7 +110,8 @@ class engine {
   const engine_config& config() const { return cfg_; }
 
  private:
-  explicit engine(std::shared_ptr<const tokenizer> tok);
+  engine(std::shared_ptr<const tokenizer> tok, bool networked);
+  void spawn_rest(engine_hooks hooks, const std::string& worker_role);
 
   // The actor system and the actors: CAF stays behind this (engine.cpp), as oneDNN does behind
   // kernels/matmul.hpp.

@@ -22,6 +22,10 @@ add_library(CAF::core UNKNOWN IMPORTED)
 set_target_properties(CAF::core PROPERTIES IMPORTED_LOCATION "${CAF_CORE_LIBRARY}"
                                            INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
                                            INTERFACE_LINK_LIBRARIES Threads::Threads)
+# CAF's middleman (libcaf_io): worker actors on other machines (`hearth worker`).
+find_library(CAF_IO_LIBRARY caf_io REQUIRED)
+add_library(CAF::io UNKNOWN IMPORTED)
+set_target_properties(CAF::io PROPERTIES IMPORTED_LOCATION "${CAF_IO_LIBRARY}" INTERFACE_LINK_LIBRARIES CAF::core)
 # hwloc pins workers to their cores (pkg-config).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
