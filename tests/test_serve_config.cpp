@@ -156,7 +156,8 @@ TEST_CASE("a tcp port libzmq would wrap or misread is refused at load", "[serve]
 }
 
 TEST_CASE("[[engine.worker]] names a worker in another process, refused naming its line", "[serve]") {
-  const auto r = parse_serve_config("[engine]\nmax_seqs = 8\n[[engine.worker]]\nendpoint = \"tcp://[fd00::2]:7100\"\n");
+  const auto r =
+      parse_serve_config("[engine]\nmax_seqs = 8\n[[engine.worker]]\nendpoint = \"tcp://[fd00::2]:7100\"\n");
   REQUIRE(r.ok());
   REQUIRE(r->engine.workers.size() == 1);
   CHECK(r->engine.workers[0].host == "fd00::2");
@@ -165,17 +166,20 @@ TEST_CASE("[[engine.worker]] names a worker in another process, refused naming i
   CHECK(parse_serve_config("").value().engine.workers.empty());  // the default: the worker runs here
   CHECK_THAT(error_for("[[engine.worker]]\nendpoint = \"tcp://box:7100\"\ncpus = \"0-3\""),
              Contains("home.toml:3: [engine.worker].cpus is not a known field"));
-  CHECK_THAT(error_for("[[engine.worker]]\nendpoint = \"box:7100\""),
-             Contains("home.toml:2: [engine.worker].endpoint box:7100: a worker endpoint is tcp://HOST:PORT"));
-  CHECK_THAT(error_for("[[engine.worker]]\nendpoint = \"tcp://box:0\""),
-             Contains("home.toml:2: [engine.worker].endpoint tcp://box:0: PORT must be a number from 1 to 65535"));
+  CHECK_THAT(
+      error_for("[[engine.worker]]\nendpoint = \"box:7100\""),
+      Contains("home.toml:2: [engine.worker].endpoint box:7100: a worker endpoint is tcp://HOST:PORT"));
+  CHECK_THAT(
+      error_for("[[engine.worker]]\nendpoint = \"tcp://box:0\""),
+      Contains("home.toml:2: [engine.worker].endpoint tcp://box:0: PORT must be a number from 1 to 65535"));
   CHECK_THAT(error_for("[[engine.worker]]\nendpoint = \"tcp://*:7100\""),
              Contains("[engine.worker].endpoint tcp://*:7100: HOST * is for listening"));
   CHECK_THAT(error_for("[[engine.worker]]\n"), Contains("home.toml:1: [engine.worker].endpoint is missing"));
   CHECK_THAT(error_for("[engine]\nworker = \"tcp://box:7100\""),
              Contains("home.toml:2: [engine].worker must be tables: write [[engine.worker]]"));
-  CHECK_THAT(error_for("[[engine.worker]]\nendpoint = \"tcp://a:1\"\n[[engine.worker]]\nendpoint = \"tcp://b:1\""),
-             Contains("home.toml:4: [engine.worker] is a second worker: one at most for now"));
+  CHECK_THAT(
+      error_for("[[engine.worker]]\nendpoint = \"tcp://a:1\"\n[[engine.worker]]\nendpoint = \"tcp://b:1\""),
+      Contains("home.toml:4: [engine.worker] is a second worker: one at most for now"));
 }
 
 TEST_CASE("a worker endpoint to listen on may take every address and a free port", "[serve]") {
