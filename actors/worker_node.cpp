@@ -14,7 +14,10 @@ namespace {
 constexpr auto join_timeout = std::chrono::seconds(10);
 
 // The published face of a worker in its own process: checks each server's join, then passes
-// the steps on to the worker (a delegate: the worker's answer goes straight to the server).
+// the steps on to the worker and its answers back. Not a delegate, whose answer would go
+// straight from the worker: the worker's address would then cross to the server, and CAF 0.17
+// keeps such an actor registered past its end at times (seen as a hang at exit, in
+// actor_system's wait for the detached worker's thread). A local hop more per step.
 struct gate_state {
   worker_actor worker;
   worker_info info;
@@ -44,11 +47,13 @@ caf::behavior gate(caf::stateful_actor<gate_state>* self, worker_actor worker, w
       [=](step& s) -> caf::result<step_result> {
         if (!self->state.joined)
           return step_result{.number = s.number, .error = "worker: no server has joined"};
-        return self->delegate(self->state.worker, std::move(s));
+        auto answer = self->make_response_promise<step_result>();
+        self->request(self->state.worker, caf::infinite, std::move(s))
+            .then([answer](step_result& r) mutable { answer.deliver(std::move(r)); },
+                  [answer](caf::error& err) mutable { answer.deliver(std::move(err)); });
+        return answer;
       },
-      [=](ready_atom) -> caf::result<worker_info> {
-        return self->delegate(self->state.worker, ready_atom::value);
-      },
+      [=](ready_atom) { return self->state.info; },
   };
 }
 

@@ -2,8 +2,9 @@
 # `hearth worker` and a server that uses it ([[engine.worker]]), across real processes over
 # loopback TCP: the same greedy text as the single-process server, token for token and in
 # parallel; a worker that outlives its server and is joined again; a server with another model
-# file refused at join, naming both; a worker killed with -9 mid-request: the request ends with
-# `internal` naming the worker and the server exits non-zero. Usage: test_worker.sh PATH/TO/hearth
+# file refused at join, naming both; a worker stopped under its server exits 0; a worker killed
+# with -9 mid-request: the request ends with `internal` naming the worker and the server exits
+# non-zero. Usage: test_worker.sh PATH/TO/hearth
 source "$(dirname "$0")/lib.sh"
 hearth=$1
 
@@ -91,6 +92,23 @@ wait "$worker_pid" || rc=$?
 [ "$rc" -eq 0 ] || fail "worker exited with $rc after SIGTERM: $(cat "$dir/worker.err")"
 expect_one_line_error "no worker there" "worker $worker_gone: cannot connect" \
   timeout 30 "$hearth" serve --threads 1 --endpoint 'tcp://127.0.0.1:*' --model "$dir/tiny.gguf" --config "$dir/remote.toml"
+
+# A worker stopped (SIGTERM) under a joined server: it exits 0 at once, and the server, which
+# has no worker left, exits 1 naming it.
+start_worker stopped "$dir/tiny.gguf"
+remote_config "$dir/stopped.toml" "$worker_endpoint"
+start_serve stopped_serve --model "$dir/tiny.gguf" --config "$dir/stopped.toml"
+"$hearth" chat -e "$endpoint" -n 4 hi >/dev/null 2>&1 || fail "chat through the worker to be stopped failed"
+kill -TERM "$worker_pid"
+rc=0
+timeout 20 tail --pid="$worker_pid" -f /dev/null || fail "the worker does not exit on SIGTERM under a server"
+wait "$worker_pid" || rc=$?
+[ "$rc" -eq 0 ] || fail "worker exited with $rc after SIGTERM under a server: $(cat "$dir/stopped.err")"
+rc=0
+timeout 20 tail --pid="$serve_pid" -f /dev/null || fail "serve does not exit after its worker stopped"
+wait "$serve_pid" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "worker $worker_endpoint was shut down" "$dir/stopped_serve.err" ||
+  fail "serve exit $rc after its worker stopped: $(cat "$dir/stopped_serve.err")"
 
 # A worker killed mid-request: the request ends with `internal` naming the worker, the server
 # exits non-zero (for its service manager to restart it), nothing hangs.
