@@ -89,6 +89,10 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
     e->info_ = std::move(joined->second);
     e->cfg_ = cfg;
     e->spawn_rest(std::move(hooks), "worker " + cfg.workers.front().text());
+    if (auto st = attach_remote_worker(sys, a.worker, cfg.workers.front(),
+                                       caf::actor_cast<caf::actor>(a.scheduler));
+        !st)
+      return st.error();
     return e;
   }
   // The first worker loads the model. A decode worker (disaggregated) on the same NUMA nodes

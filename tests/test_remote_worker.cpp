@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <thread>
 
 #include "engine_harness.hpp"
 #include "model/file_hash.hpp"
@@ -163,5 +164,39 @@ TEST_CASE("a worker refuses a server of another build, wire version or model fil
   CHECK_THAT(e.error().message, Contains("join refused: model file hash differs"));
   // Refusals leave it as it was: the right server joins.
   CHECK(f.start(w.port(), f.hello).ok());
+  CHECK(w.stop() == 0);
+}
+
+TEST_CASE("a worker serves one server at a time, and the next once that one has gone", "[worker]") {
+  remote_fixture f;
+  worker_process w(f.path);
+  auto first = f.start(w.port(), f.hello);
+  REQUIRE(first.ok());
+  // Two schedulers would hand out the same KV blocks: the second is refused once its retries,
+  // for a server that may have died without a word, run out.
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto second = f.start(w.port(), f.hello);
+  REQUIRE_FALSE(second.ok());
+  CHECK_THAT(second.error().message,
+             Contains("busy: the worker serves the server on node ") && Contains("(one server at a time)"));
+  CHECK(std::chrono::steady_clock::now() - t0 > std::chrono::seconds(5));
+  // The first leaves while the next one asks: the next one joins.
+  std::thread leaving([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    first->reset();
+  });
+  auto next = f.start(w.port(), f.hello);
+  leaving.join();
+  REQUIRE(next.ok());
+  {
+    event_queue events(**next);
+    std::mt19937_64 rng(1);
+    const request r = greedy(random_prompt(12, 600, rng), 8);
+    const request_id id = (*next)->submit(r, events.sink());
+    outcome o;
+    collect(events, 1, o);
+    CHECK(o.tokens_of(id) == generate_alone(*f.model->backend(8192), *f.model->tok, r));
+  }
+  next->reset();
   CHECK(w.stop() == 0);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `hearth worker` and a server that uses it ([[engine.worker]]), across real processes over
 # loopback TCP: the same greedy text as the single-process server, token for token and in
-# parallel; a worker that outlives its server and is joined again; a server with another model
+# parallel; a worker that outlives its server (stopped, or killed with -9) and is joined again by
+# the next; a server with another model
 # file refused at join, naming both; a worker stopped under its server exits 0; a worker killed
 # with -9 mid-request: the request ends with `internal` naming the worker and the server exits
 # non-zero. Usage: test_worker.sh PATH/TO/hearth
@@ -76,13 +77,28 @@ start_serve again --model "$dir/tiny.gguf" --config "$dir/remote.toml"
 got=$(answers)
 [ "$got" = "$expected" ] || fail "after a rejoin the answers differ: $got"
 stop_serve "$dir/again.err"
-[ "$(grep -c "joined by the server" "$dir/worker.err")" -eq 2 ] || fail "the worker logs no two joins: $(cat "$dir/worker.err")"
+[ "$(grep -c "joined by the server" "$dir/worker.err")" -eq 2 ] && [ "$(grep -c "left; waiting for the next one" "$dir/worker.err")" -eq 2 ] ||
+  fail "the worker logs no two joins and departures: $(cat "$dir/worker.err")"
 
 # Another model file: refused at join, before the server is ready, naming both files.
 expect_one_line_error "another model file" \
   "worker $worker_endpoint: join refused: model file hash differs: .*tiny.gguf (.*) here, .*other.gguf (.*) at the server" \
   timeout 30 "$hearth" serve --threads 1 --endpoint 'tcp://127.0.0.1:*' --model "$dir/other.gguf" --config "$dir/remote.toml"
 grep -q "refused the server .*model file hash differs" "$dir/worker.err" || fail "the worker logs no refusal: $(cat "$dir/worker.err")"
+
+# A server killed with -9: the worker notices its connection go and takes the next server.
+start_serve killed --model "$dir/tiny.gguf" --config "$dir/remote.toml"
+{ kill -9 "$serve_pid" && wait "$serve_pid"; } 2>/dev/null || true
+for _ in $(seq 1 50); do
+  grep -q "is gone (the connection was lost); waiting for the next one" "$dir/worker.err" && break
+  sleep 0.1
+done
+grep -q "is gone (the connection was lost); waiting for the next one" "$dir/worker.err" ||
+  fail "the worker did not notice its server die: $(cat "$dir/worker.err")"
+start_serve after_kill --model "$dir/tiny.gguf" --config "$dir/remote.toml"
+got=$(answers)
+[ "$got" = "$expected" ] || fail "after a server was killed the answers differ: $got"
+stop_serve "$dir/after_kill.err"
 
 # No worker at the endpoint: the server does not start.
 worker_gone=$worker_endpoint
