@@ -3,9 +3,9 @@
 # loopback TCP: the same greedy text as the single-process server, token for token and in
 # parallel; a worker that outlives its server (stopped, or killed with -9) and is joined again by
 # the next; a server with another model
-# file refused at join, naming both; a worker stopped under its server exits 0; a worker killed
-# with -9 mid-request: the request ends with `internal` naming the worker and the server exits
-# non-zero. Usage: test_worker.sh PATH/TO/hearth
+# file refused at join, naming both; a worker stopped under its server exits 0; a worker gone
+# silent (SIGSTOP) or killed with -9 mid-request: the request ends with `internal` naming the
+# worker and the server exits non-zero. Usage: test_worker.sh PATH/TO/hearth
 source "$(dirname "$0")/lib.sh"
 hearth=$1
 
@@ -125,6 +125,39 @@ timeout 20 tail --pid="$serve_pid" -f /dev/null || fail "serve does not exit aft
 wait "$serve_pid" || rc=$?
 [ "$rc" -eq 1 ] && grep -q "worker $worker_endpoint was shut down" "$dir/stopped_serve.err" ||
   fail "serve exit $rc after its worker stopped: $(cat "$dir/stopped_serve.err")"
+
+# A worker that goes silent with its connection open (SIGSTOP, as a machine that hangs): the
+# server drops it after the middleman's 5 s without heartbeats, the request in flight ends with
+# `internal`, and the worker, woken, finds its server gone and exits 0 on SIGTERM.
+start_worker frozen "$dir/tiny.gguf"
+remote_config "$dir/frozen.toml" "$worker_endpoint"
+start_serve frozen_serve --model "$dir/tiny.gguf" --config "$dir/frozen.toml"
+"$hearth" chat -e "$endpoint" --temperature 0 -n 1500 "a long one" >"$dir/frozen_chat.out" 2>"$dir/frozen_chat.err" &
+chat_pid=$!
+for _ in $(seq 1 100); do
+  [ -s "$dir/frozen_chat.out" ] && break
+  sleep 0.05
+done
+kill -STOP "$worker_pid"
+rc=0
+timeout 20 tail --pid="$chat_pid" -f /dev/null || fail "chat hangs on a silent worker"
+wait "$chat_pid" || rc=$?
+[ "$rc" -eq 3 ] && grep -q "internal: .*worker $worker_endpoint is unreachable" "$dir/frozen_chat.err" ||
+  fail "chat on a silent worker: exit $rc: $(cat "$dir/frozen_chat.err")"
+timeout 20 tail --pid="$serve_pid" -f /dev/null || fail "serve does not exit after its worker went silent"
+rc=0
+wait "$serve_pid" || rc=$?
+[ "$rc" -eq 1 ] || fail "serve exit $rc after its worker went silent, expected 1: $(cat "$dir/frozen_serve.err")"
+kill -CONT "$worker_pid"
+for _ in $(seq 1 50); do
+  grep -q "is gone (the connection was lost)" "$dir/frozen.err" && break
+  sleep 0.1
+done
+grep -q "is gone (the connection was lost)" "$dir/frozen.err" || fail "the woken worker still holds its server: $(cat "$dir/frozen.err")"
+kill -TERM "$worker_pid"
+rc=0
+wait "$worker_pid" || rc=$?
+[ "$rc" -eq 0 ] || fail "the woken worker exited with $rc after SIGTERM"
 
 # A worker killed mid-request: the request ends with `internal` naming the worker, the server
 # exits non-zero (for its service manager to restart it), nothing hangs.
