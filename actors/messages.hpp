@@ -99,6 +99,16 @@ typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
            x.cpus);
 }
 
+// What crosses to a worker in another process (step, step_seq, sampling_params, step_result,
+// worker_info, join_hello): a field added to one of them must be in its inspect() here, and
+// worker_wire_version bumped. Their sizes (x86-64, libstdc++) stop the build until it is.
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+static_assert(sizeof(step_seq) == 184 && sizeof(step) == 40 && sizeof(sampling_params) == 56 &&
+                  sizeof(step_result) == 72 && sizeof(worker_info) == 56 && sizeof(join_hello) == 104,
+              "a type that crosses to a remote worker changed: update its inspect() and worker_wire_version, "
+              "then these sizes");
+#endif
+
 // The join's layout is fixed for good (actors/worker_join.hpp): a build of another wire version
 // still reads it, and says what differs.
 template <class Inspector>

@@ -139,6 +139,59 @@ TEST_CASE("a worker in another process runs the tokens a request alone runs here
   CHECK(w.stop() == 0);
 }
 
+namespace {
+
+// Each request's tokens, every one run at once on `e`.
+std::vector<std::vector<token_id>> run_all(engine& e, const std::vector<request>& rs) {
+  event_queue events(e);
+  std::vector<request_id> ids;
+  for (const auto& r : rs) ids.push_back(e.submit(r, events.sink()));
+  outcome o;
+  collect(events, rs.size(), o);
+  std::vector<std::vector<token_id>> out;
+  for (request_id id : ids) {
+    CHECK(o.terminal.at(id).kind == event_kind::done);
+    out.push_back(o.tokens_of(id));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sampled requests draw the same tokens through a remote worker as through a local one",
+          "[worker]") {
+  // Every sampling field, the draw index and the penalty's window cross in each step: one lost
+  // in an inspect() changes the draws.
+  remote_fixture f;
+  worker_process w(f.path);
+  const uint64_t seed = test_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  std::vector<request> rs;
+  for (uint32_t i = 0; i < 5; ++i) {
+    request r = greedy(random_prompt(8 + 13 * i, 600, rng), 20);
+    r.sampling = {.temperature = 0.9f,
+                  .top_k = 40,
+                  .top_p = 0.95f,
+                  .min_p = 0.02f,
+                  .repetition_penalty = 1.3f,
+                  .repeat_last_n = 16,
+                  .seed = rng(),
+                  .banned = {static_cast<token_id>(5 + i)}};
+    rs.push_back(std::move(r));
+  }
+  engine_config local_cfg;
+  local_cfg.threads_per_worker = 1;
+  auto local = engine::start(local_cfg, f.model->tok, [&]() -> result<std::unique_ptr<backend>> {
+    return std::unique_ptr<backend>(f.model->backend(16384));  // the worker's default pool
+  });
+  REQUIRE(local.ok());
+  const auto expected = run_all(**local, rs);
+  auto remote = f.start(w.port(), f.hello);
+  REQUIRE(remote.ok());
+  CHECK(run_all(**remote, rs) == expected);
+}
+
 TEST_CASE("a worker refuses a server of another build, wire version or model file", "[worker]") {
   remote_fixture f;
   worker_process w(f.path);
