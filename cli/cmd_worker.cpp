@@ -5,10 +5,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 #include "actors/worker_node.hpp"
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
+#include "cli/progress.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "model/file_hash.hpp"
 #include "model/model_file.hpp"
@@ -27,6 +29,19 @@ void worker_log(const std::string& line) {
   server::log(server::log_level::info, "worker: " + line);
 }
 
+// The one line once it listens: what it loaded, where, and the build a server must match.
+std::string ready_line(const worker_args& a, const std::string& sha, double hash_s, const worker_node& node,
+                       worker_endpoint bound) {
+  const worker_info& w = node.info();
+  char hashed[32];
+  std::snprintf(hashed, sizeof hashed, "%.2f", hash_s);
+  bound.port = node.port();
+  std::string line = a.model + " (sha256 " + sha.substr(0, 12) + "..., hashed in " + hashed + " s; ";
+  line += std::to_string(w.n_blocks) + " KV blocks of " + std::to_string(w.block_size) + ", ";
+  line += std::to_string(w.threads) + " threads) listening on " + bound.text() + ", build " + build_version();
+  return line;
+}
+
 int run_worker(const worker_args& a) {
   // Blocked before any thread starts, so sigwait below is the one place they arrive.
   sigset_t signals;
@@ -42,27 +57,21 @@ int run_worker(const worker_args& a) {
   auto sha = file_sha256(a.model);
   if (!sha) return fail(sha.error().message);
   const double hash_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - hashing).count();
+  auto loading = std::make_shared<progress_line>("loading " + a.model);
   const cpu_backend_options backend_opt{
       .compute = a.compute == "f32" ? compute_type::f32 : compute_type::bf16,
       .kv_tokens = a.kv_tokens,
-      .kernels = kernel_choice_from_name(a.kernels).value_or(kernel_choice::automatic)};
+      .kernels = kernel_choice_from_name(a.kernels).value_or(kernel_choice::automatic),
+      .progress = [loading](uint64_t done, uint64_t total) { loading->update(done, total); }};
   auto node = worker_node::start({.listen = *listen,
                                   .cpus = a.cpus,
                                   .threads = a.threads,
                                   .make_backend = cpu_backend::factory(model->gguf, backend_opt),
                                   .hello = local_hello(a.model, *sha),
                                   .log = worker_log});
+  loading->finish();
   if (!node) return fail(node.error().message);
-  const worker_info& w = (*node)->info();
-  char hashed[32];
-  std::snprintf(hashed, sizeof hashed, "%.2f", hash_s);
-  worker_endpoint bound = *listen;
-  bound.port = (*node)->port();
-  std::string ready = a.model + " (sha256 " + sha->substr(0, 12) + "..., hashed in " + hashed + " s; " +
-                      std::to_string(w.n_blocks) + " KV blocks of " + std::to_string(w.block_size) + ", " +
-                      std::to_string(w.threads) + " threads) listening on " + bound.text() + ", build " +
-                      build_version();
-  std::printf("hearth worker: %s\n", ready.c_str());
+  std::printf("hearth worker: %s\n", ready_line(a, *sha, hash_s, **node, *listen).c_str());
   std::fflush(stdout);
   int sig = 0;
   while (sigwait(&signals, &sig) != 0) {

@@ -210,12 +210,12 @@ void read_engine(const section& s, serve_config& c) {
   s.count("step_timeout_ms", e.step_timeout_ms, 1, 3600000);
   s.count("kv_tokens", c.kv_tokens, 16, int64_t{1} << 32);
   s.entries("worker", {"endpoint"}, [&](const section& w) {
-    w.required("endpoint");
+    const toml::node& at = w.required("endpoint");
     std::string text;
     w.text("endpoint", text);
     auto endpoint = parse_worker_endpoint(text);
-    if (!endpoint) w.fail(&w.required("endpoint"), "endpoint", endpoint.error().message);
-    if (!e.workers.empty()) w.fail(&w.required("endpoint"), "", "is a second worker: one at most for now");
+    if (!endpoint) w.fail(&at, "endpoint", endpoint.error().message);
+    if (!e.workers.empty()) w.fail(&at, "", "is a second worker: one at most for now");
     e.workers.push_back(std::move(*endpoint));
   });
 }
