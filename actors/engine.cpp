@@ -13,16 +13,6 @@ namespace hearth {
 
 namespace {
 
-// One CAF thread runs admission, the scheduler and metrics: their work per step is small, and
-// every extra thread would compete with the workers' kernel threads for the same cores.
-constexpr size_t caf_threads = 1;
-
-caf::actor_system_config& configured(caf::actor_system_config& cfg) {
-  cfg.set("scheduler.max-threads", caf_threads);
-  add_message_types(cfg);
-  return cfg;
-}
-
 // A sink's behavior. Spawned with its callback as an argument: CAF 0.17 spawning a functor with
 // no arguments binds a reference to a null std::tuple<> (UBSan reports it).
 sink_actor::behavior_type sink_behavior(sink_actor::pointer, std::function<void(request_event&)> on_event) {
@@ -32,30 +22,17 @@ sink_actor::behavior_type sink_behavior(sink_actor::pointer, std::function<void(
 }  // namespace
 
 struct engine::actors {
+  // `networked`: the worker runs in another process ([[engine.worker]]), reached through CAF's
+  // middleman, which an engine of its own process does not start.
+  explicit actors(bool networked) : system(configure_actor_system(cfg, networked)) {}
+
   caf::actor_system_config cfg;
-  caf::actor_system system{configured(cfg)};
+  caf::actor_system system;
   worker_actor worker, decode_worker;
   metrics_actor metrics;
   admission_actor admission;
   scheduler_actor scheduler;
   supervisor_actor supervisor;
-
-  result<worker_info> await_ready(const worker_actor& w) {
-    return ask<worker_info>([&](caf::scoped_actor& self, auto& out) {
-      out = error{errc::invalid_argument, "worker: no answer"};
-      self->request(w, caf::infinite, ready_atom::value)
-          .receive([&](worker_info& info) { out = std::move(info); },
-                   [&](caf::error& err) {
-                     out = error{errc::invalid_argument, reason(err)};
-                   });
-    });
-  }
-
-  // A worker's own words (its backend's load error) rather than CAF's rendering around them.
-  std::string reason(const caf::error& err) {
-    const caf::message& why = err.context();
-    return why.match_elements<std::string>() ? why.get_as<std::string>(0) : system.render(err);
-  }
 
   // The error a request to a stopped actor becomes: the engine's failure when it has one.
   error failed(const engine_health& health, const caf::error& err) {
@@ -88,12 +65,14 @@ event_sink::~event_sink() {
   caf::anon_send_exit(a_->handle, caf::exit_reason::user_shutdown);
 }
 
-engine::engine(std::shared_ptr<const tokenizer> tok)
-    : tok_(std::move(tok)), actors_(std::make_unique<actors>()), health_(std::make_shared<engine_health>()) {}
+engine::engine(std::shared_ptr<const tokenizer> tok, bool networked)
+    : tok_(std::move(tok)),
+      actors_(std::make_unique<actors>(networked)),
+      health_(std::make_shared<engine_health>()) {}
 
 result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
                                               backend_factory make_backend, engine_hooks hooks,
-                                              backend_factory make_decode_backend) {
+                                              backend_factory make_decode_backend, const join_hello& hello) {
   if (auto st = check(cfg); !st) return st.error();
   const bool own_decode_backend = static_cast<bool>(make_decode_backend);
   if (own_decode_backend && cfg.mode != placement_mode::disaggregated)
@@ -106,9 +85,25 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   }
   if (!make_policy(cfg.policy))
     return error{errc::invalid_argument, "engine config: " + unknown_policy_message(cfg.policy)};
-  std::unique_ptr<engine> e(new engine(std::move(tok)));
+  const bool remote = !cfg.workers.empty();
+  if (remote && hello.model_sha256.empty())
+    return error{errc::invalid_argument, "engine: a remote worker needs the model file's hash to join"};
+  std::unique_ptr<engine> e(new engine(std::move(tok), remote));
   auto& a = *e->actors_;
   auto& sys = a.system;
+  if (remote) {
+    auto joined = join_remote_worker(sys, cfg.workers.front(), hello);
+    if (!joined) return joined.error();
+    a.worker = std::move(joined->first);
+    e->info_ = std::move(joined->second);
+    e->cfg_ = cfg;
+    e->spawn_rest(std::move(hooks), "worker " + cfg.workers.front().text());
+    if (auto st = attach_remote_worker(sys, a.worker, cfg.workers.front(),
+                                       caf::actor_cast<caf::actor>(a.scheduler));
+        !st)
+      return st.error();
+    return e;
+  }
   // The first worker loads the model. A decode worker (disaggregated) on the same NUMA nodes
   // shares its weights and KV pool, so a finished prefill hands its blocks over by ownership;
   // on other nodes it loads its own copy and copies the blocks in (KV handoff by copy).
@@ -121,7 +116,7 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
                            if (b) *loaded = b->get();
                            return b;
                          }});
-  auto info = a.await_ready(a.worker);
+  auto info = await_worker(sys, a.worker);
   if (!info) return info.error();
   e->info_ = std::move(*info);
   engine_config resolved = cfg;
@@ -138,7 +133,7 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
       decode.copy_from = &(*loaded)->kv();
     }
     a.decode_worker = spawn_worker(sys, std::move(decode));
-    auto decode_info = a.await_ready(a.decode_worker);
+    auto decode_info = await_worker(sys, a.decode_worker);
     if (!decode_info) return decode_info.error();
     if (decode_info->n_blocks != e->info_.n_blocks)
       return error{errc::invalid_argument,
@@ -147,23 +142,31 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
     e->decode_info_ = std::move(*decode_info);
   }
   e->cfg_ = resolved;
-  const auto& w = e->info_;
-  a.metrics = spawn_metrics(sys, cfg.tenants, std::move(hooks.request_end));
+  e->spawn_rest(std::move(hooks), "worker");
+  return e;
+}
+
+// Once the workers are ready: the actors around them, configured by cfg_ and info_.
+void engine::spawn_rest(engine_hooks hooks, const std::string& worker_role) {
+  auto& a = *actors_;
+  auto& sys = a.system;
+  const auto& w = info_;
+  a.metrics = spawn_metrics(sys, cfg_.tenants, std::move(hooks.request_end));
   a.admission = spawn_admission(
-      sys, {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg.max_waiting, cfg.max_waiting_tokens},
-      cfg.tenants, a.metrics);
-  a.scheduler = spawn_scheduler(
-      sys, {resolved, e->tok_.get(), w.n_ctx, w.n_blocks, w.block_size, a.worker, a.decode_worker,
-            a.admission, a.metrics, std::move(hooks.alive), std::move(hooks.step_end)});
+      sys,
+      {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg_.max_waiting, cfg_.max_waiting_tokens},
+      cfg_.tenants, a.metrics);
+  a.scheduler =
+      spawn_scheduler(sys, {cfg_, tok_.get(), w.n_ctx, w.n_blocks, w.block_size, a.worker, a.decode_worker,
+                            a.admission, a.metrics, std::move(hooks.alive), std::move(hooks.step_end)});
   caf::anon_send(a.admission, ready_atom::value, a.scheduler);
   auto untyped = [](const auto& handle) { return caf::actor_cast<caf::actor>(handle); };
   std::vector<supervised> watched = {{"admission", untyped(a.admission)},
                                      {"scheduler", untyped(a.scheduler)},
                                      {"metrics", untyped(a.metrics)},
-                                     {"worker", untyped(a.worker)}};
+                                     {worker_role, untyped(a.worker)}};
   if (a.decode_worker) watched.push_back({"decode worker", untyped(a.decode_worker)});
-  a.supervisor = spawn_supervisor(sys, std::move(watched), a.scheduler, e->health_);
-  return e;
+  a.supervisor = spawn_supervisor(sys, std::move(watched), a.scheduler, health_);
 }
 
 std::unique_ptr<event_sink> engine::open_sink(std::function<void(request_event&)> on_event) {
@@ -179,8 +182,9 @@ engine::~engine() {
   auto stop = [](const auto& x) {
     if (x) caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
   };
-  stop(a.supervisor), stop(a.admission), stop(a.scheduler), stop(a.metrics), stop(a.worker),
-      stop(a.decode_worker);
+  stop(a.supervisor), stop(a.admission), stop(a.scheduler), stop(a.metrics), stop(a.decode_worker);
+  // A worker in another process outlives this engine: it waits for the next server to join.
+  if (cfg_.workers.empty()) stop(a.worker);
   actors_->system.await_all_actors_done();
 }
 

@@ -27,6 +27,7 @@
 
 #include "actors/metrics_types.hpp"
 #include "actors/worker_info.hpp"
+#include "actors/worker_join.hpp"
 #include "core/config.hpp"
 #include "core/engine_hooks.hpp"
 #include "core/request.hpp"
@@ -61,9 +62,14 @@ class engine {
   //! watchdog's pings and each request's end (core/engine_hooks.hpp). `make_decode_backend`: in
   //! disaggregated mode, the decode worker's backend when it is another than the prefill worker's
   //! (another device): blocks are then handed over by copy; empty: the prefill worker's kind.
+  //! With a worker in another process (cfg.workers), `make_backend` is not called: the engine
+  //! joins that worker with `hello` (local_hello of the model file; actors/worker_join.hpp), and a
+  //! worker that cannot be reached (errc::io) or refuses the join (errc::invalid_argument, naming
+  //! what differs) fails the start.
   static result<std::unique_ptr<engine>> start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
                                                backend_factory make_backend, engine_hooks hooks = {},
-                                               backend_factory make_decode_backend = {});
+                                               backend_factory make_decode_backend = {},
+                                               const join_hello& hello = {});
   ~engine();
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
@@ -109,7 +115,8 @@ class engine {
   const engine_config& config() const { return cfg_; }
 
  private:
-  explicit engine(std::shared_ptr<const tokenizer> tok);
+  engine(std::shared_ptr<const tokenizer> tok, bool networked);
+  void spawn_rest(engine_hooks hooks, const std::string& worker_role);
 
   // The actor system and the actors: CAF stays behind this (engine.cpp), as oneDNN does behind
   // kernels/matmul.hpp.

@@ -1,9 +1,35 @@
 #include "actors/messages.hpp"
 
+#include <caf/io/middleman.hpp>
+
 namespace hearth {
+
+namespace {
+
+// One CAF thread runs admission, the scheduler and metrics: their work per step is small, and
+// every extra thread would compete with the workers' kernel threads for the same cores.
+constexpr size_t caf_threads = 1;
+// A silent peer is dropped after connection_timeout; heartbeats keep a quiet but live one
+// (a server between requests) joined.
+constexpr auto heartbeat_interval = std::chrono::seconds(1);
+constexpr auto connection_timeout = std::chrono::seconds(5);
+
+}  // namespace
+
+caf::actor_system_config& configure_actor_system(caf::actor_system_config& cfg, bool networked) {
+  cfg.set("scheduler.max-threads", caf_threads);
+  add_message_types(cfg);
+  if (networked) {
+    cfg.load<caf::io::middleman>();
+    cfg.set("middleman.heartbeat-interval", caf::timespan{heartbeat_interval});
+    cfg.set("middleman.connection-timeout", caf::timespan{connection_timeout});
+  }
+  return cfg;
+}
 
 void add_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<worker_info>("worker_info");
+  cfg.add_message_type<join_hello>("join_hello");
   cfg.add_message_type<request>("request");
   cfg.add_message_type<request_event>("request_event");
   cfg.add_message_type<step>("step");
@@ -16,6 +42,12 @@ void add_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<std::vector<request_id>>("std::vector<request_id>");
   cfg.add_message_type<std::vector<uint32_t>>("std::vector<uint32_t>");
   cfg.add_message_type<std::vector<tenant_config>>("std::vector<tenant_config>");
+}
+
+std::string error_text(caf::actor_system& sys, const caf::error& err) {
+  const caf::message& context = err.context();
+  if (context.match_elements<std::string>()) return context.get_as<std::string>(0);
+  return sys.render(err);
 }
 
 }  // namespace hearth

@@ -8,6 +8,7 @@
 
 #include "actors/metrics_types.hpp"
 #include "actors/worker_info.hpp"
+#include "actors/worker_join.hpp"
 #include "core/request.hpp"
 #include "core/scheduler_core.hpp"
 #include "core/step.hpp"
@@ -31,6 +32,7 @@ using ready_atom = caf::atom_constant<caf::atom("ready")>;
 using fail_atom = caf::atom_constant<caf::atom("fail")>;
 using overdue_atom = caf::atom_constant<caf::atom("overdue")>;
 using alive_atom = caf::atom_constant<caf::atom("alive")>;
+using join_atom = caf::atom_constant<caf::atom("join")>;
 
 //! What every client of the engine gets: each event of its requests.
 using sink_actor = caf::typed_actor<caf::reacts_to<request_event>>;
@@ -38,6 +40,12 @@ using sink_actor = caf::typed_actor<caf::reacts_to<request_event>>;
 //! One iteration on the backend; (ready) once pinned and loaded, an error if that failed.
 using worker_actor = caf::typed_actor<caf::replies_to<step>::with<step_result>,
                                       caf::replies_to<ready_atom>::with<worker_info>>;
+
+//! A worker in another process (`hearth worker`, actors/worker_node.hpp) is published as a
+//! dynamically typed actor that takes a worker's messages and, first, (join_atom, join_hello)
+//! answered with its worker_info or an error naming what differs (check_join); steps before a
+//! join are refused. Not a typed actor: CAF refuses to connect to one whose interface differs
+//! without saying how, where the join says which build or file differs.
 
 using metrics_actor =
     caf::typed_actor<caf::reacts_to<records_atom, std::vector<request_record>>,
@@ -89,6 +97,23 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
   return f(caf::meta::type_name("worker_info"), x.n_ctx, x.n_vocab, x.n_blocks, x.block_size, x.threads,
            x.cpus, x.device);
+}
+
+// What crosses to a worker in another process (step, step_seq, sampling_params, step_result,
+// worker_info, join_hello): a field added to one of them must be in its inspect() here, and
+// worker_wire_version bumped. Their sizes (x86-64, libstdc++) stop the build until it is.
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+static_assert(sizeof(step_seq) == 184 && sizeof(step) == 40 && sizeof(sampling_params) == 56 &&
+                  sizeof(step_result) == 72 && sizeof(worker_info) == 88 && sizeof(join_hello) == 104,
+              "a type that crosses to a remote worker changed: update its inspect() and worker_wire_version, "
+              "then these sizes");
+#endif
+
+// The join's layout is fixed for good (actors/worker_join.hpp): a build of another wire version
+// still reads it, and says what differs.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, join_hello& x) {
+  return f(caf::meta::type_name("join_hello"), x.wire_version, x.build, x.model_file, x.model_sha256);
 }
 
 template <class Inspector>
@@ -193,7 +218,18 @@ typename Inspector::result_type inspect(Inspector& f, metrics_snapshot& x) {
   return f(caf::meta::type_name("metrics_snapshot"), x.uptime_s, x.tenants, x.gauges, x.steps);
 }
 
-//! Registers every payload type with the actor system's configuration.
+//! An actor system's configuration as every Hearth process sets it: one scheduler thread, the
+//! payload types; `networked`: CAF's middleman too (a server with remote workers, `hearth
+//! worker`), with heartbeats, so a peer that went silent is noticed.
+caf::actor_system_config& configure_actor_system(caf::actor_system_config& cfg, bool networked);
+
+//! Registers every payload type with the actor system's configuration: the ones that cross to
+//! a worker in another process (step, step_result, worker_info, join_hello) must be, or CAF
+//! refuses to send them there (in-process messages need no registration).
 void add_message_types(caf::actor_system_config& cfg);
+
+//! The sentence an error carries: its text when it has one (a refused join's, a worker's "the
+//! backend threw at step 3: ..."), else CAF's rendering of it.
+std::string error_text(caf::actor_system& sys, const caf::error& err);
 
 }  // namespace hearth

@@ -50,15 +50,6 @@ struct supervisor_state {
   static inline const char* name = "supervisor";
 };
 
-// The reason an actor stopped, as a sentence: the text it gave when it has one (the worker's
-// "the backend threw at step 3: ...", the scheduler's "worker: step 12 has not returned ..."),
-// else CAF's rendering of the error.
-std::string reason_text(caf::actor_system& sys, const caf::error& reason) {
-  const caf::message& context = reason.context();
-  if (context.match_elements<std::string>()) return context.get_as<std::string>(0);
-  return sys.render(reason);
-}
-
 supervisor_actor::behavior_type supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
                                            std::vector<supervised> actors, scheduler_actor scheduler,
                                            std::shared_ptr<engine_health> health) {
@@ -73,7 +64,15 @@ supervisor_actor::behavior_type supervisor(supervisor_actor::stateful_pointer<su
     std::string role = "an actor";
     for (const auto& a : s.actors)
       if (a.actor.address() == down.source) role = a.role;
-    const std::string why = role + " stopped: " + reason_text(self->system(), down.reason);
+    // A worker in another process whose connection broke (it ended, or the network failed,
+    // or it went silent past the middleman's connection timeout) is a proxy CAF stops so; one
+    // stopped by SIGTERM (`hearth worker`) ends with user_shutdown.
+    const auto& reason = down.reason;
+    const std::string why = reason == caf::exit_reason::remote_link_unreachable
+                                ? role + " is unreachable: the connection to it was lost"
+                            : reason == caf::exit_reason::user_shutdown
+                                ? role + " was shut down"
+                                : role + " stopped: " + error_text(self->system(), reason);
     s.health->fail(why);
     // A scheduler still running holds every request: it ends them (and then stops itself).
     if (down.source != s.scheduler.address()) self->send(s.scheduler, fail_atom::value, why);

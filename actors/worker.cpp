@@ -78,4 +78,19 @@ worker_actor spawn_worker(caf::actor_system& sys, worker_options opt) {
   return sys.spawn<caf::detached>(worker, std::move(opt));
 }
 
+result<worker_info> await_worker(caf::actor_system& sys, const worker_actor& w) {
+  result<worker_info> out = error{errc::invalid_argument, "worker: no answer"};
+  {
+    caf::scoped_actor self{sys};
+    self->request(w, caf::infinite, ready_atom::value)
+        .receive([&](worker_info& info) { out = std::move(info); },
+                 [&](caf::error& err) {
+                   out = error{errc::invalid_argument, error_text(sys, err)};
+                 });
+  }
+  // The thread's reference to CAF's logger, which a scoped actor takes (see engine.cpp).
+  caf::logger::set_current_actor_system(nullptr);
+  return out;
+}
+
 }  // namespace hearth

@@ -6,9 +6,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "actors/messages.hpp"
 #include "actors/worker_info.hpp"
+#include "core/config.hpp"
 
 namespace hearth {
 
@@ -22,5 +24,20 @@ struct worker_options {
 //! Spawns a worker. Ask it (ready_atom) for its worker_info before sending steps: the answer is
 //! an error when pinning or loading failed.
 worker_actor spawn_worker(caf::actor_system& sys, worker_options opt);
+
+//! Waits for a worker's answer to ready_atom: its worker_info, or the error it gave.
+result<worker_info> await_worker(caf::actor_system& sys, const worker_actor& w);
+
+//! Connects to a worker in another process (actors/worker_node.hpp) and joins it with `hello`:
+//! errc::io when it cannot be reached, errc::invalid_argument with its refusal. A worker that
+//! serves another server is asked again for a few seconds (that server may have died). Blocks.
+result<std::pair<worker_actor, worker_info>> join_remote_worker(caf::actor_system& sys,
+                                                                const worker_endpoint& at,
+                                                                const join_hello& hello);
+
+//! Then hands the joined worker the scheduler it serves, which it watches: once that is gone the
+//! worker is free for the next server. errc::io when the worker no longer takes it.
+status<> attach_remote_worker(caf::actor_system& sys, const worker_actor& w, const worker_endpoint& at,
+                              const caf::actor& scheduler);
 
 }  // namespace hearth

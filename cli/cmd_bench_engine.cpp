@@ -34,13 +34,14 @@ int run_bench_engine(bench_engine_args& a) {
   if (!r) return fail(r.error().message);
   print_engine_bench(*r, stdout);
   if (a.json_path.empty()) return 0;
-  const nlohmann::json j = {{"model", a.model},
-                            {"seqs", a.opt.seqs},
-                            {"prompt", a.opt.prompt},
-                            {"gen", a.opt.gen},
-                            {"null", to_json(r->null_run)},
-                            {"model_run", to_json(r->real_run)},
-                            {"overhead_share", r->overhead_share}};
+  nlohmann::json j = {{"model", a.model},
+                      {"seqs", a.opt.seqs},
+                      {"prompt", a.opt.prompt},
+                      {"gen", a.opt.gen},
+                      {"null", to_json(r->null_run)},
+                      {"model_run", to_json(r->real_run)},
+                      {"overhead_share", r->overhead_share}};
+  if (r->remote_run) j["remote_run"] = to_json(*r->remote_run);
   if (auto st = write_text_file(a.json_path, j.dump(2) + '\n'); !st) return fail(st.error().message);
   return 0;
 }
@@ -56,6 +57,8 @@ void add_bench_engine_command(CLI::App& bench, int& exit_code) {
   cmd->add_option("--seqs", a->opt.seqs, "Requests running together")->capture_default_str();
   cmd->add_option("--prompt", a->opt.prompt, "Prompt tokens per request")->capture_default_str();
   cmd->add_option("--gen", a->opt.gen, "Tokens each request generates")->capture_default_str();
+  cmd->add_option("--worker", a->opt.worker,
+                  "tcp://HOST:PORT of a `hearth worker` on the same model: the model's run again through it");
   add_compute_options(cmd, a->compute);
   cmd->callback([a, &exit_code] { exit_code = run_bench_engine(*a); });
 }

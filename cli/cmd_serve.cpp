@@ -26,6 +26,7 @@
 #endif
 #include "model/chat_template.hpp"
 #include "model/chat_tools.hpp"
+#include "model/file_hash.hpp"
 #include "model/model_file.hpp"
 #include "model/model_maker.hpp"
 #include "policies/policy.hpp"
@@ -262,15 +263,31 @@ int run_serve(const serve_args& a) {
   };
   auto backends = backend_factories(*cfg, model->gguf, ct, progress);
   if (!backends) return fail(backends.error().message);
+  // A worker in another process ([[engine.worker]]) loads the weights; this one needs the
+  // file's hash for the join, which refuses a worker with another file.
+  join_hello hello;
+  if (!cfg->engine.workers.empty()) {
+    auto sha = file_sha256(cfg->model_path);
+    if (!sha) return fail(sha.error().message);
+    hello = local_hello(cfg->model_path, *sha);
+    server::notify_status("joining worker " + cfg->engine.workers.front().text());
+  }
+  const auto starting = std::chrono::steady_clock::now();
   auto eng = engine::start(
       cfg->engine, model->tok, std::move(backends->first),
       {.alive = {.every = server::watchdog_ping_period(), .ping = server::notify_watchdog},
        .request_end =
            [](const request_record& r) { server::log(server::log_level::info, server::describe_end(r)); },
        .step_end = {}},
-      std::move(backends->second));
+      std::move(backends->second), hello);
   loading->finish();
   if (!eng) return fail(eng.error().message);
+  if (!cfg->engine.workers.empty()) {
+    const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - starting);
+    char took[32];
+    std::snprintf(took, sizeof took, "%.1f ms", ms.count());
+    log_line("joined worker " + cfg->engine.workers.front().text() + " in " + took);
+  }
 
   const std::string& chat_template = model->tok->spec().chat_template;
   const server::model_card card{model->name(),

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   hearth::cli::add_generate_command(app, exit_code);
   hearth::cli::add_bench_command(app, exit_code);
   hearth::cli::add_serve_command(app, exit_code);
+  hearth::cli::add_worker_command(app, exit_code);
   hearth::cli::add_chat_command(app, exit_code);
   hearth::cli::add_status_command(app, exit_code);
   hearth::cli::add_keygen_command(app, exit_code);

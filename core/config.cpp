@@ -1,5 +1,6 @@
 #include "core/config.hpp"
 
+#include <charconv>
 #include <string>
 
 namespace hearth {
@@ -25,8 +26,48 @@ status<> check(const engine_config& c) {
   if (c.mode == placement_mode::disaggregated && !c.worker_cpus.empty() && c.worker_cpus == c.decode_cpus) {
     return invalid("disaggregated workers need different cpusets");
   }
+  if (c.workers.size() > 1)
+    return invalid("one [[engine.worker]] at most for now (got " + std::to_string(c.workers.size()) + ")");
+  if (!c.workers.empty() && c.mode == placement_mode::disaggregated)
+    return invalid("a worker in another process ([[engine.worker]]) runs colocated steps only");
   if (auto st = check_tenants(c.tenants); !st) return invalid(st.error().message);
   return {};
+}
+
+std::string worker_endpoint::text() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  std::string out = "tcp://";
+  if (v6) out += '[';
+  out += host.empty() ? "*" : host;
+  if (v6) out += ']';
+  out += ':';
+  out += std::to_string(port);
+  return out;
+}
+
+result<worker_endpoint> parse_worker_endpoint(std::string_view text, bool listening) {
+  auto bad = [&](const std::string& why) {
+    return error{errc::invalid_argument, std::string(text) + ": " + why};
+  };
+  constexpr std::string_view scheme = "tcp://";
+  if (!text.starts_with(scheme)) return bad("a worker endpoint is tcp://HOST:PORT");
+  std::string_view rest = text.substr(scheme.size());
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos) return bad("needs a :PORT");
+  std::string_view host = rest.substr(0, colon), port = rest.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) return bad("needs a HOST");
+  if (host.find_first_of("[]/ ") != std::string_view::npos) return bad("HOST is not a name or an address");
+  worker_endpoint e;
+  e.host = host == "*" ? "" : std::string(host);
+  if (e.host.empty() && !listening) return bad("HOST * is for listening: name the worker's host");
+  unsigned v = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+  const unsigned lowest = listening ? 0 : 1;
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || v < lowest || v > 65535)
+    return bad("PORT must be a number from " + std::to_string(lowest) + " to 65535");
+  e.port = static_cast<uint16_t>(v);
+  return e;
 }
 
 const char* to_string(placement_mode m) {

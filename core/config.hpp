@@ -4,7 +4,7 @@
 
 #include <cstdint>
 #include <string>
-
+#include <string_view>
 #include <vector>
 
 #include "common/result.hpp"
@@ -17,6 +17,19 @@ enum class placement_mode : uint8_t { colocated, disaggregated };
 //! moves), `copy` (each worker has a pool in its own memory; the decode worker copies the blocks
 //! in), or `automatic` (copy when the two cpusets lie on different NUMA nodes).
 enum class kv_handoff_mode : uint8_t { automatic, share, copy };
+
+//! Where a worker on another machine listens (`hearth worker --listen`, [[engine.worker]]).
+struct worker_endpoint {
+  std::string host;   //!< a name or an address; "" = every address (listening only)
+  uint16_t port = 0;  //!< 0 = any free port (listening only)
+
+  //! "tcp://HOST:PORT", as the user wrote it (brackets around an IPv6 address).
+  std::string text() const;
+};
+
+//! "tcp://HOST:PORT" (HOST an IPv6 address in brackets); `listening` also allows HOST `*` (every
+//! address) and PORT 0 (any free one). errc::invalid_argument beginning with the text.
+result<worker_endpoint> parse_worker_endpoint(std::string_view text, bool listening = false);
 
 struct engine_config {
   // Step composition
@@ -37,6 +50,10 @@ struct engine_config {
   std::string decode_cpus = {};  //!< disaggregated: the decode worker
   kv_handoff_mode kv_handoff = kv_handoff_mode::automatic;
   uint32_t threads_per_worker = 0;  //!< 0 = one per cpu in its set (or all cores)
+  //! [[engine.worker]]: the worker runs in another process (`hearth worker`), joined at start;
+  //! empty = the worker runs here. One at most for now, colocated; the cpusets and threads
+  //! above are then the worker's own options, not these.
+  std::vector<worker_endpoint> workers = {};
   // Supervision
   //! A step not back from its worker in this time means the backend hangs: the engine fails
   //! (actors/engine.hpp). A step is at most max_batched_tokens of work: well under a second on

@@ -31,9 +31,18 @@ class section {
     if (!n) return;
     if (!n->is_table()) fail(n, "", "must be a table: write [" + std::string(name) + "]");
     t_ = n->as_table();
-    for (const auto& [k, v] : *t_)
-      if (std::find(known.begin(), known.end(), k.str()) == known.end())
-        fail(&v, k.str(), "is not a known field");
+    refuse_unknown(known);
+  }
+
+  //! Each entry of the array of tables [[name.field]], as a section of its own named
+  //! name.field; `read` gets each in turn.
+  template <class Read>
+  void entries(std::string_view field, std::initializer_list<std::string_view> known, Read read) const {
+    const toml::node* n = get(field);
+    if (!n) return;
+    const std::string qualified = name_ + "." + std::string(field);
+    if (!n->is_array_of_tables()) fail(n, field, "must be tables: write [[" + qualified + "]]");
+    for (const toml::node& entry : *n->as_array()) read(section(source_, entry.as_table(), qualified, known));
   }
 
   void text(std::string_view field, std::string& out) const {
@@ -94,6 +103,13 @@ class section {
     fail(get(field), field, what);
   }
 
+  //! The field, which must be there.
+  const toml::node& required(std::string_view field) const {
+    const toml::node* n = get(field);
+    if (!n) fail(t_, field, "is missing");
+    return *n;
+  }
+
   [[noreturn]] void fail(const toml::node* at, std::string_view field, const std::string& what) const {
     const auto line = at ? at->source().begin.line : 0;
     throw bad_config{std::string(source_) + ":" + std::to_string(line) + ": [" + name_ + "]" +
@@ -101,6 +117,19 @@ class section {
   }
 
  private:
+  // An entry of an array of tables (a pointer, not the root's reference: another constructor).
+  section(std::string_view source, const toml::table* t, std::string name,
+          std::initializer_list<std::string_view> known)
+      : source_(source), name_(std::move(name)), t_(t) {
+    refuse_unknown(known);
+  }
+
+  void refuse_unknown(std::initializer_list<std::string_view> known) const {
+    for (const auto& [k, v] : *t_)
+      if (std::find(known.begin(), known.end(), k.str()) == known.end())
+        fail(&v, k.str(), "is not a known field");
+  }
+
   const toml::node* get(std::string_view field) const { return t_ ? t_->get(field) : nullptr; }
 
   std::string_view source_;
@@ -193,6 +222,15 @@ void read_engine(const section& s, serve_config& c) {
     if (s.has(field) && e.mode != placement_mode::disaggregated)
       s.refuse(field, "needs mode = \"disaggregated\" (a colocated engine has one backend: backend)");
   }
+  s.entries("worker", {"endpoint"}, [&](const section& w) {
+    const toml::node& at = w.required("endpoint");
+    std::string text;
+    w.text("endpoint", text);
+    auto endpoint = parse_worker_endpoint(text);
+    if (!endpoint) w.fail(&at, "endpoint", endpoint.error().message);
+    if (!e.workers.empty()) w.fail(&at, "", "is a second worker: one at most for now");
+    e.workers.push_back(std::move(*endpoint));
+  });
 }
 
 }  // namespace
@@ -215,7 +253,7 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
                         {"max_batched_tokens", "max_seqs", "long_prefill_threshold", "max_partial_prefills",
                          "max_preemptions", "policy", "max_waiting", "max_waiting_tokens", "mode",
                          "worker_cpus", "decode_cpus", "kv_handoff", "threads_per_worker", "step_timeout_ms",
-                         "kv_tokens", "backend", "device", "prefill_backend", "decode_backend"}),
+                         "kv_tokens", "backend", "device", "prefill_backend", "decode_backend", "worker"}),
                 c);
   } catch (const toml::parse_error& e) {
     return error{errc::malformed, std::string(source) + ":" + std::to_string(e.source().begin.line) + ": " +

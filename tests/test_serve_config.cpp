@@ -167,6 +167,48 @@ TEST_CASE("a tcp port libzmq would wrap or misread is refused at load", "[serve]
   }
 }
 
+TEST_CASE("[[engine.worker]] names a worker in another process, refused naming its line", "[serve]") {
+  const auto r =
+      parse_serve_config("[engine]\nmax_seqs = 8\n[[engine.worker]]\nendpoint = \"tcp://[fd00::2]:7100\"\n");
+  REQUIRE(r.ok());
+  REQUIRE(r->engine.workers.size() == 1);
+  CHECK(r->engine.workers[0].host == "fd00::2");
+  CHECK(r->engine.workers[0].port == 7100);
+  CHECK(r->engine.workers[0].text() == "tcp://[fd00::2]:7100");
+  CHECK(parse_serve_config("").value().engine.workers.empty());  // the default: the worker runs here
+  CHECK_THAT(error_for("[[engine.worker]]\nendpoint = \"tcp://box:7100\"\ncpus = \"0-3\""),
+             Contains("home.toml:3: [engine.worker].cpus is not a known field"));
+  CHECK_THAT(
+      error_for("[[engine.worker]]\nendpoint = \"box:7100\""),
+      Contains("home.toml:2: [engine.worker].endpoint box:7100: a worker endpoint is tcp://HOST:PORT"));
+  CHECK_THAT(
+      error_for("[[engine.worker]]\nendpoint = \"tcp://box:0\""),
+      Contains("home.toml:2: [engine.worker].endpoint tcp://box:0: PORT must be a number from 1 to 65535"));
+  CHECK_THAT(error_for("[[engine.worker]]\nendpoint = \"tcp://*:7100\""),
+             Contains("[engine.worker].endpoint tcp://*:7100: HOST * is for listening"));
+  CHECK_THAT(error_for("[[engine.worker]]\n"), Contains("home.toml:1: [engine.worker].endpoint is missing"));
+  CHECK_THAT(error_for("[engine]\nworker = \"tcp://box:7100\""),
+             Contains("home.toml:2: [engine].worker must be tables: write [[engine.worker]]"));
+  CHECK_THAT(
+      error_for("[[engine.worker]]\nendpoint = \"tcp://a:1\"\n[[engine.worker]]\nendpoint = \"tcp://b:1\""),
+      Contains("home.toml:4: [engine.worker] is a second worker: one at most for now"));
+}
+
+TEST_CASE("a worker endpoint to listen on may take every address and a free port", "[serve]") {
+  auto any = parse_worker_endpoint("tcp://*:0", true);
+  REQUIRE(any.ok());
+  CHECK(any->host.empty());
+  CHECK(any->port == 0);
+  CHECK(any->text() == "tcp://*:0");
+  CHECK(parse_worker_endpoint("tcp://127.0.0.1:7100").value().host == "127.0.0.1");
+  for (const char* bad : {"tcp://h:65536", "tcp://h:7x", "tcp://h:", "tcp://:7100", "tcp://h", "udp://h:1",
+                          "tcp://[::1:7100", "tcp://h:-1"}) {
+    const auto r = parse_worker_endpoint(bad, true);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message, Contains(bad));
+  }
+}
+
 TEST_CASE("with a server key every tenant needs a client key", "[serve]") {
   auto r = parse_serve_config("[server]\nsecret_key_file = \"s.key\"\n[[tenant]]\nname = \"voice\"\n");
   REQUIRE(r.ok());  // keys are checked once the flags are applied

@@ -1,11 +1,13 @@
 #include "bench/engine/engine_bench.hpp"
 
 #include <chrono>
+#include <vector>
 
 #include "actors/engine.hpp"
 #include "actors/event_queue.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "kernels/null_backend.hpp"
+#include "model/file_hash.hpp"
 #include "model/model_file.hpp"
 
 namespace hearth {
@@ -14,14 +16,20 @@ namespace {
 
 // The workload: opt.seqs requests of opt.prompt tokens, each generating exactly opt.gen
 // (ignore_eos: end-of-generation tokens are never drawn, on the null backend or a real model).
+// `remote`: through the worker at opt.worker, joined with it (make is then not called).
 result<engine_run> run_once(const engine_bench_options& opt, std::shared_ptr<const tokenizer> tok,
-                            token_id filler, backend_factory make) {
+                            token_id filler, backend_factory make, const join_hello* remote = nullptr) {
   engine_config cfg{.max_batched_tokens = std::max(opt.seqs, 256u),
                     .max_seqs = opt.seqs,
                     .long_prefill_threshold = 256,
                     .max_partial_prefills = opt.seqs,
                     .threads_per_worker = opt.threads};
-  auto e = engine::start(cfg, std::move(tok), std::move(make));
+  if (remote) {
+    auto at = parse_worker_endpoint(opt.worker);
+    if (!at) return at.error();
+    cfg.workers = {*at};
+  }
+  auto e = engine::start(cfg, std::move(tok), std::move(make), {}, {}, remote ? *remote : join_hello{});
   if (!e) return e.error();
   event_queue events(**e);
   request r;
@@ -78,13 +86,19 @@ result<engine_bench_report> run_engine_bench(const engine_bench_options& opt) {
   if (!null_run) return null_run.error();
   r.null_run = *null_run;
   if (!opt.real_run) return r;
-  auto real_run = run_once(
-      opt, m->tok, filler,
-      cpu_backend::factory(
-          m->gguf,
-          {.compute = opt.compute, .block_size = block, .kv_tokens = tokens, .kernels = opt.kernels}));
+  auto model = cpu_backend::factory(
+      m->gguf, {.compute = opt.compute, .block_size = block, .kv_tokens = tokens, .kernels = opt.kernels});
+  auto real_run = run_once(opt, m->tok, filler, model);
   if (!real_run) return real_run.error();
   r.real_run = *real_run;
+  if (!opt.worker.empty()) {
+    auto sha = file_sha256(opt.model_path);
+    if (!sha) return sha.error();
+    const join_hello hello = local_hello(opt.model_path, *sha);
+    auto remote_run = run_once(opt, m->tok, filler, model, &hello);
+    if (!remote_run) return remote_run.error();
+    r.remote_run = *remote_run;
+  }
   r.overhead_share =
       r.null_run.overhead_ms_per_step / (r.real_run.compute_ms_per_step + r.real_run.overhead_ms_per_step);
   return r;
@@ -95,7 +109,9 @@ void print_engine_bench(const engine_bench_report& r, std::FILE* out) {
                r.opt.prompt, r.opt.gen, r.opt.model_path.c_str());
   std::fprintf(out, "%-14s %8s %10s %16s %17s\n", "backend", "steps", "wall s", "compute ms/step",
                "overhead ms/step");
-  for (const auto& [name, run] : {std::pair{"null", r.null_run}, std::pair{"model", r.real_run}}) {
+  std::vector<std::pair<const char*, engine_run>> runs = {{"null", r.null_run}, {"model", r.real_run}};
+  if (r.remote_run) runs.emplace_back("model, remote", *r.remote_run);
+  for (const auto& [name, run] : runs) {
     std::fprintf(out, "%-14s %8llu %10.2f %16.3f %17.3f\n", name, static_cast<unsigned long long>(run.steps),
                  run.wall_s, run.compute_ms_per_step, run.overhead_ms_per_step);
   }
@@ -103,6 +119,9 @@ void print_engine_bench(const engine_bench_report& r, std::FILE* out) {
                "runtime overhead per step: %.3f ms = %.2f %% of the real step (%.2f ms); target < 2 %%\n",
                r.null_run.overhead_ms_per_step, 100.0 * r.overhead_share,
                r.real_run.compute_ms_per_step + r.real_run.overhead_ms_per_step);
+  if (r.remote_run)
+    std::fprintf(out, "the worker in another process adds %.3f ms per step (%s)\n",
+                 r.remote_run->overhead_ms_per_step - r.real_run.overhead_ms_per_step, r.opt.worker.c_str());
 }
 
 }  // namespace hearth

@@ -6,6 +6,7 @@
 // time at that batch, measured in the same run; their ratio is the overhead's share.
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "common/result.hpp"
@@ -22,6 +23,9 @@ struct engine_bench_options {
   uint32_t gen = 128;    //!< tokens each request generates
   unsigned threads = 0;  //!< worker kernel threads; 0 = all cores
   bool real_run = true;  //!< false: the null backend's run only (the runtime's own cost)
+  //! tcp://HOST:PORT of a `hearth worker` on the same model file: the model's run once more
+  //! through it, for what the step's round trip over the network adds. "" = none.
+  std::string worker = {};
 };
 
 struct engine_run {
@@ -33,9 +37,10 @@ struct engine_run {
 
 struct engine_bench_report {
   engine_bench_options opt;
-  engine_run null_run;        //!< on the backend that computes nothing
-  engine_run real_run;        //!< on the model
-  double overhead_share = 0;  //!< null overhead per step / real step time (compute + overhead)
+  engine_run null_run;                   //!< on the backend that computes nothing
+  engine_run real_run;                   //!< on the model
+  std::optional<engine_run> remote_run;  //!< on the model in `hearth worker` (opt.worker)
+  double overhead_share = 0;             //!< null overhead per step / real step time (compute + overhead)
 };
 
 result<engine_bench_report> run_engine_bench(const engine_bench_options& opt);

@@ -1,0 +1,255 @@
+// A server's engine and `hearth worker` in two processes over loopback TCP (CAF's middleman
+// answers a remote_actor to its own port with the local actor, so one process would prove
+// nothing): the worker runs the same greedy tokens as a request alone on a backend of this
+// process, outlives an engine and is joined by the next, refuses a server of another build or
+// wire version with what differs, and exits 0 on SIGTERM. The other build is this test's own
+// join_hello: the product has no switch to pretend to be another build.
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "engine_harness.hpp"
+#include "model/file_hash.hpp"
+#include "scratch_dir.hpp"
+#include "test_seed.hpp"
+
+extern char** environ;
+
+using namespace hearth;
+using namespace hearth::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// `hearth worker` on a free loopback port, its stdout read up to the line saying where it
+// listens; SIGTERM and a clean exit at the end.
+class worker_process {
+ public:
+  explicit worker_process(const std::string& model) {
+    int out[2];
+    REQUIRE(::pipe(out) == 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    std::vector<std::string> args = {HEARTH_EXE, "worker",    "--listen", "tcp://127.0.0.1:0", "--model",
+                                     model,      "--threads", "1",        "--compute",         "f32"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    REQUIRE(::posix_spawn(&pid_, HEARTH_EXE, &fa, nullptr, argv.data(), environ) == 0);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(out[1]);
+    const std::string line = read_line(out[0]);
+    ::close(out[0]);
+    const auto at = line.find("listening on tcp://127.0.0.1:");
+    REQUIRE(at != std::string::npos);
+    port_ = static_cast<uint16_t>(std::stoi(line.substr(at + 29)));
+  }
+  ~worker_process() {
+    if (pid_ > 0) ::kill(pid_, SIGKILL), ::waitpid(pid_, nullptr, 0);
+  }
+  worker_process(const worker_process&) = delete;
+  worker_process& operator=(const worker_process&) = delete;
+
+  uint16_t port() const { return port_; }
+  //! SIGTERM, then its exit status (-1: it did not exit normally).
+  int stop() {
+    ::kill(pid_, SIGTERM);
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+    pid_ = -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+
+ private:
+  static std::string read_line(int fd) {
+    std::string line;
+    char c = 0;
+    pollfd p{fd, POLLIN, 0};
+    while (line.empty() || line.back() != '\n') {
+      REQUIRE(::poll(&p, 1, 30000) == 1);  // a tiny model loads in well under a second
+      REQUIRE(::read(fd, &c, 1) == 1);
+      line += c;
+    }
+    return line;
+  }
+
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+};
+
+struct remote_fixture {
+  scratch_dir dir{"hearth_worker"};
+  std::unique_ptr<engine_model> model = engine_model::make();
+  std::string path = dir.path + "/micro.gguf";
+  join_hello hello;
+
+  remote_fixture() {
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(model->bytes.data()),
+               static_cast<std::streamsize>(model->bytes.size()));
+    hello = local_hello(path, file_sha256(path).value());
+  }
+
+  result<std::unique_ptr<engine>> start(uint16_t port, const join_hello& h) const {
+    engine_config cfg;
+    cfg.workers = {{"127.0.0.1", port}};
+    return engine::start(cfg, model->tok, nullptr, {}, {}, h);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a worker in another process runs the tokens a request alone runs here", "[worker]") {
+  remote_fixture f;
+  worker_process w(f.path);
+  const uint64_t seed = test_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  std::vector<request> rs;
+  for (uint32_t n : {5u, 40u, 17u, 90u, 3u, 60u}) rs.push_back(greedy(random_prompt(n, 600, rng), 24));
+  std::vector<std::vector<token_id>> expected;
+  for (const auto& r : rs) expected.push_back(generate_alone(*f.model->backend(8192), *f.model->tok, r));
+  // Twice: the worker outlives the first engine, and the second joins it afresh.
+  for (int round = 0; round < 2; ++round) {
+    INFO("engine " << round);
+    auto e = f.start(w.port(), f.hello);
+    REQUIRE(e.ok());
+    CHECK((*e)->worker().n_vocab == 600);
+    event_queue events(**e);
+    std::vector<request_id> ids;
+    for (const auto& r : rs) ids.push_back((*e)->submit(r, events.sink()));
+    outcome o;
+    collect(events, rs.size(), o);
+    for (size_t i = 0; i < rs.size(); ++i) {
+      INFO("request " << i);
+      CHECK(o.terminal.at(ids[i]).kind == event_kind::done);
+      CHECK(o.tokens_of(ids[i]) == expected[i]);
+    }
+    CHECK((*e)->gauges()->kv.used == 0);
+  }
+  CHECK(w.stop() == 0);
+}
+
+namespace {
+
+// Each request's tokens, every one run at once on `e`.
+std::vector<std::vector<token_id>> run_all(engine& e, const std::vector<request>& rs) {
+  event_queue events(e);
+  std::vector<request_id> ids;
+  for (const auto& r : rs) ids.push_back(e.submit(r, events.sink()));
+  outcome o;
+  collect(events, rs.size(), o);
+  std::vector<std::vector<token_id>> out;
+  for (request_id id : ids) {
+    CHECK(o.terminal.at(id).kind == event_kind::done);
+    out.push_back(o.tokens_of(id));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sampled requests draw the same tokens through a remote worker as through a local one",
+          "[worker]") {
+  // Every sampling field, the draw index and the penalty's window cross in each step: one lost
+  // in an inspect() changes the draws.
+  remote_fixture f;
+  worker_process w(f.path);
+  const uint64_t seed = test_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  std::vector<request> rs;
+  for (uint32_t i = 0; i < 5; ++i) {
+    request r = greedy(random_prompt(8 + 13 * i, 600, rng), 20);
+    r.sampling = {.temperature = 0.9f,
+                  .top_k = 40,
+                  .top_p = 0.95f,
+                  .min_p = 0.02f,
+                  .repetition_penalty = 1.3f,
+                  .repeat_last_n = 16,
+                  .seed = rng(),
+                  .banned = {static_cast<token_id>(5 + i)}};
+    rs.push_back(std::move(r));
+  }
+  engine_config local_cfg;
+  local_cfg.threads_per_worker = 1;
+  auto local = engine::start(local_cfg, f.model->tok, [&]() -> result<std::unique_ptr<backend>> {
+    return std::unique_ptr<backend>(f.model->backend(16384));  // the worker's default pool
+  });
+  REQUIRE(local.ok());
+  const auto expected = run_all(**local, rs);
+  auto remote = f.start(w.port(), f.hello);
+  REQUIRE(remote.ok());
+  CHECK(run_all(**remote, rs) == expected);
+}
+
+TEST_CASE("a worker refuses a server of another build, wire version or model file", "[worker]") {
+  remote_fixture f;
+  worker_process w(f.path);
+  join_hello other_build = f.hello;
+  other_build.build = "0.0.0 (another)";
+  auto e = f.start(w.port(), other_build);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.error().code == errc::invalid_argument);
+  CHECK_THAT(e.error().message,
+             Contains("worker tcp://127.0.0.1:" + std::to_string(w.port()) + ": join refused: build " +
+                      build_version() + " here, 0.0.0 (another) at the server"));
+  join_hello other_wire = f.hello;
+  other_wire.wire_version = worker_wire_version + 1;
+  e = f.start(w.port(), other_wire);
+  REQUIRE_FALSE(e.ok());
+  CHECK_THAT(e.error().message,
+             Contains("join refused: wire version " + std::to_string(worker_wire_version) + " here, " +
+                      std::to_string(worker_wire_version + 1) + " at the server"));
+  join_hello other_file = f.hello;
+  other_file.model_sha256 = std::string(64, '0');
+  e = f.start(w.port(), other_file);
+  REQUIRE_FALSE(e.ok());
+  CHECK_THAT(e.error().message, Contains("join refused: model file hash differs"));
+  // Refusals leave it as it was: the right server joins.
+  CHECK(f.start(w.port(), f.hello).ok());
+  CHECK(w.stop() == 0);
+}
+
+TEST_CASE("a worker serves one server at a time, and the next once that one has gone", "[worker]") {
+  remote_fixture f;
+  worker_process w(f.path);
+  auto first = f.start(w.port(), f.hello);
+  REQUIRE(first.ok());
+  // Two schedulers would hand out the same KV blocks: the second is refused once its retries,
+  // for a server that may have died without a word, run out.
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto second = f.start(w.port(), f.hello);
+  REQUIRE_FALSE(second.ok());
+  CHECK_THAT(second.error().message,
+             Contains("busy: the worker serves the server on node ") && Contains("(one server at a time)"));
+  CHECK(std::chrono::steady_clock::now() - t0 > std::chrono::seconds(5));
+  // The first leaves while the next one asks: the next one joins.
+  std::thread leaving([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    first->reset();
+  });
+  auto next = f.start(w.port(), f.hello);
+  leaving.join();
+  REQUIRE(next.ok());
+  {
+    event_queue events(**next);
+    std::mt19937_64 rng(1);
+    const request r = greedy(random_prompt(12, 600, rng), 8);
+    const request_id id = (*next)->submit(r, events.sink());
+    outcome o;
+    collect(events, 1, o);
+    CHECK(o.tokens_of(id) == generate_alone(*f.model->backend(8192), *f.model->tok, r));
+  }
+  next->reset();
+  CHECK(w.stop() == 0);
+}
