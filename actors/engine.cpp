@@ -8,6 +8,7 @@
 #include "actors/placement.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/supervisor.hpp"
+#include "actors/worker_credentials.hpp"
 
 namespace hearth {
 
@@ -24,7 +25,8 @@ sink_actor::behavior_type sink_behavior(sink_actor::pointer, std::function<void(
 struct engine::actors {
   // `networked`: the worker runs in another process ([[engine.worker]]), reached through CAF's
   // middleman, which an engine of its own process does not start.
-  explicit actors(bool networked) : system(configure_actor_system(cfg, networked)) {}
+  actors(bool networked, const std::string& credentials)
+      : system(configure_actor_system(cfg, networked, credentials)) {}
 
   caf::actor_system_config cfg;
   caf::actor_system system;
@@ -65,9 +67,9 @@ event_sink::~event_sink() {
   caf::anon_send_exit(a_->handle, caf::exit_reason::user_shutdown);
 }
 
-engine::engine(std::shared_ptr<const tokenizer> tok, bool networked)
+engine::engine(std::shared_ptr<const tokenizer> tok, bool networked, const std::string& credentials)
     : tok_(std::move(tok)),
-      actors_(std::make_unique<actors>(networked)),
+      actors_(std::make_unique<actors>(networked, credentials)),
       health_(std::make_shared<engine_health>()) {}
 
 result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::shared_ptr<const tokenizer> tok,
@@ -88,7 +90,15 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   const bool remote = !cfg.workers.empty();
   if (remote && hello.model_sha256.empty())
     return error{errc::invalid_argument, "engine: a remote worker needs the model file's hash to join"};
-  std::unique_ptr<engine> e(new engine(std::move(tok), remote));
+  if (remote) {
+    const worker_endpoint& w = cfg.workers.front();
+    if (auto st = w.check_reach(); !st) return st.error();
+    if (!w.credentials.empty()) {
+      if (auto st = check_worker_credentials(credentials_in(w.credentials)); !st) return st.error();
+    }
+  }
+  std::unique_ptr<engine> e(
+      new engine(std::move(tok), remote, remote ? cfg.workers.front().credentials : ""));
   auto& a = *e->actors_;
   auto& sys = a.system;
   if (remote) {

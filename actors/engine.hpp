@@ -115,7 +115,7 @@ class engine {
   const engine_config& config() const { return cfg_; }
 
  private:
-  engine(std::shared_ptr<const tokenizer> tok, bool networked);
+  engine(std::shared_ptr<const tokenizer> tok, bool networked, const std::string& credentials);
   void spawn_rest(engine_hooks hooks, const std::string& worker_role);
 
   // The actor system and the actors: CAF stays behind this (engine.cpp), as oneDNN does behind

@@ -1,6 +1,11 @@
 #include "actors/messages.hpp"
 
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/publish.hpp>
+#include <caf/openssl/remote_actor.hpp>
+
+#include "actors/worker_credentials.hpp"
 
 namespace hearth {
 
@@ -16,7 +21,8 @@ constexpr auto connection_timeout = std::chrono::seconds(5);
 
 }  // namespace
 
-caf::actor_system_config& configure_actor_system(caf::actor_system_config& cfg, bool networked) {
+caf::actor_system_config& configure_actor_system(caf::actor_system_config& cfg, bool networked,
+                                                 const std::string& credentials) {
   cfg.set("scheduler.max-threads", caf_threads);
   add_message_types(cfg);
   if (networked) {
@@ -24,7 +30,27 @@ caf::actor_system_config& configure_actor_system(caf::actor_system_config& cfg, 
     cfg.set("middleman.heartbeat-interval", caf::timespan{heartbeat_interval});
     cfg.set("middleman.connection-timeout", caf::timespan{connection_timeout});
   }
+  if (networked && !credentials.empty()) {
+    // A certificate and a CA file: CAF 0.17.6 verifies the peer at both ends (it falls back to
+    // anonymous ciphers only without them; tests/cli/test_worker_tls.sh).
+    const worker_credentials c = credentials_in(credentials);
+    cfg.load<caf::openssl::manager>();
+    cfg.openssl_certificate = c.node_cert;
+    cfg.openssl_key = c.node_key;
+    cfg.openssl_cafile = c.ca_cert;
+  }
   return cfg;
+}
+
+caf::expected<uint16_t> publish_actor(caf::actor_system& sys, const caf::actor& a, uint16_t port,
+                                      const char* host, bool tls) {
+  return tls ? caf::openssl::publish(a, port, host, true) : sys.middleman().publish(a, port, host, true);
+}
+
+caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::string& host, uint16_t port,
+                                        bool tls) {
+  return tls ? caf::openssl::remote_actor<caf::actor>(sys, host, port)
+             : sys.middleman().remote_actor(host, port);
 }
 
 void add_message_types(caf::actor_system_config& cfg) {

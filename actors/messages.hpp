@@ -220,8 +220,18 @@ typename Inspector::result_type inspect(Inspector& f, metrics_snapshot& x) {
 
 //! An actor system's configuration as every Hearth process sets it: one scheduler thread, the
 //! payload types; `networked`: CAF's middleman too (a server with remote workers, `hearth
-//! worker`), with heartbeats, so a peer that went silent is noticed.
-caf::actor_system_config& configure_actor_system(caf::actor_system_config& cfg, bool networked);
+//! worker`), with heartbeats, so a peer that went silent is noticed; with `credentials`
+//! (keygen --worker's folder), CAF's OpenSSL transport beside it, which proves both ends.
+caf::actor_system_config& configure_actor_system(caf::actor_system_config& cfg, bool networked,
+                                                 const std::string& credentials = {});
+
+//! Publishes `a` on port (0: any free one) of host (nullptr: every address), over TLS when `tls`
+//! (the system configured with credentials); the port it got.
+caf::expected<uint16_t> publish_actor(caf::actor_system& sys, const caf::actor& a, uint16_t port,
+                                      const char* host, bool tls);
+//! The actor published at host:port, over TLS when `tls`.
+caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::string& host, uint16_t port,
+                                        bool tls);
 
 //! Registers every payload type with the actor system's configuration: the ones that cross to
 //! a worker in another process (step, step_result, worker_info, join_hello) must be, or CAF

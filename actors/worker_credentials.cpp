@@ -53,22 +53,23 @@ bool add_extension(X509* cert, X509* issuer, int nid, const char* value) {
 result<cert_ptr> make_cert(EVP_PKEY* key, const char* name, X509* issuer, EVP_PKEY* issuer_key, bool ca) {
   cert_ptr cert(X509_new());
   unsigned char serial[16];
-  if (!cert || RAND_bytes(serial, sizeof serial) != 1) return openssl_error(errc::io, "keygen: a certificate");
+  if (!cert || RAND_bytes(serial, sizeof serial) != 1)
+    return openssl_error(errc::io, "keygen: a certificate");
   serial[0] &= 0x7f;  // a positive serial number
   BIGNUM* bn = BN_bin2bn(serial, sizeof serial, nullptr);
   const bool numbered = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert.get()));
   BN_free(bn);
   X509_NAME* subject = X509_get_subject_name(cert.get());
-  const bool named =
-      X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(name), -1,
-                                 -1, 0) == 1;
+  const bool named = X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_ASC,
+                                                reinterpret_cast<const unsigned char*>(name), -1, -1, 0) == 1;
   X509* signer = issuer ? issuer : cert.get();
   const bool ok =
       numbered && named && X509_set_version(cert.get(), 2) == 1 &&
       X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600) &&  // an hour's slack for clocks
       X509_gmtime_adj(X509_getm_notAfter(cert.get()), ten_years_s) && X509_set_pubkey(cert.get(), key) == 1 &&
       X509_set_issuer_name(cert.get(), X509_get_subject_name(signer)) == 1 &&
-      add_extension(cert.get(), signer, NID_basic_constraints, ca ? "critical,CA:TRUE" : "critical,CA:FALSE") &&
+      add_extension(cert.get(), signer, NID_basic_constraints,
+                    ca ? "critical,CA:TRUE" : "critical,CA:FALSE") &&
       add_extension(cert.get(), signer, NID_key_usage,
                     ca ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature,keyAgreement") &&
       (ca || add_extension(cert.get(), signer, NID_ext_key_usage, "serverAuth,clientAuth")) &&
@@ -160,8 +161,8 @@ status<> check_worker_credentials(const worker_credentials& c) {
   for (const auto* cert : {&*ca, &*node}) {
     if (X509_cmp_current_time(X509_get0_notBefore(cert->get())) > 0 ||
         X509_cmp_current_time(X509_get0_notAfter(cert->get())) < 0) {
-      return error{errc::invalid_argument,
-                   (cert == &*ca ? c.ca_cert : c.node_cert) + ": outside its dates (expired, or a clock is wrong)"};
+      return error{errc::invalid_argument, (cert == &*ca ? c.ca_cert : c.node_cert) +
+                                               ": outside its dates (expired, or a clock is wrong)"};
     }
   }
   return {};

@@ -121,20 +121,24 @@ caf::behavior gate(gate_ptr self, worker_actor worker, worker_info info, join_he
 }  // namespace
 
 struct worker_node::actors {
-  actors() : system(configure_actor_system(cfg, true)) {}
+  explicit actors(const std::string& credentials)
+      : system(configure_actor_system(cfg, true, credentials)), tls(!credentials.empty()) {}
 
   caf::actor_system_config cfg;
   caf::actor_system system;
   worker_actor worker;
   caf::actor gate;
+  bool tls;
 };
 
-worker_node::worker_node() : actors_(std::make_unique<actors>()) {}
+worker_node::worker_node(const std::string& credentials) : actors_(std::make_unique<actors>(credentials)) {}
 
 worker_node::~worker_node() {
   auto& a = *actors_;
   if (a.gate) {
-    (void)a.system.middleman().unpublish(a.gate, port_);
+    // Debian's caf/openssl/unpublish.hpp (0.17.6) does not compile: a TLS port closes with the
+    // actor system instead, a moment later.
+    if (!a.tls) (void)a.system.middleman().unpublish(a.gate, port_);
     caf::anon_send_exit(a.gate, caf::exit_reason::user_shutdown);
   }
   if (a.worker) caf::anon_send_exit(a.worker, caf::exit_reason::user_shutdown);
@@ -142,7 +146,13 @@ worker_node::~worker_node() {
 }
 
 result<std::unique_ptr<worker_node>> worker_node::start(worker_node_options opt) {
-  std::unique_ptr<worker_node> n(new worker_node());
+  // Before the model loads: a port open to anyone, or credentials that cannot work, are told first.
+  if (auto st = opt.listen.check_reach(); !st) return st.error();
+  const std::string& creds = opt.listen.credentials;
+  if (!creds.empty()) {
+    if (auto st = check_worker_credentials(credentials_in(creds)); !st) return st.error();
+  }
+  std::unique_ptr<worker_node> n(new worker_node(creds));
   auto& a = *n->actors_;
   a.worker = spawn_worker(a.system, {opt.cpus, opt.threads, std::move(opt.make_backend)});
   auto info = await_worker(a.system, a.worker);
@@ -152,7 +162,7 @@ result<std::unique_ptr<worker_node>> worker_node::start(worker_node_options opt)
   a.gate = a.system.spawn(gate, a.worker, std::move(*info), std::move(opt.hello), std::move(log));
   const std::string& host = opt.listen.host;
   auto port =
-      a.system.middleman().publish(a.gate, opt.listen.port, host.empty() ? nullptr : host.c_str(), true);
+      publish_actor(a.system, a.gate, opt.listen.port, host.empty() ? nullptr : host.c_str(), !creds.empty());
   if (!port)
     return error{errc::io,
                  "worker: cannot listen on " + opt.listen.text() + ": " + error_text(a.system, port.error())};
@@ -184,7 +194,7 @@ result<std::pair<worker_actor, worker_info>> join_remote_worker(caf::actor_syste
                                                                 const worker_endpoint& at,
                                                                 const join_hello& hello) {
   // Untyped (messages.hpp): the join, whose layout never changes, tells a worker of another build.
-  auto remote = sys.middleman().remote_actor(at.host, at.port);
+  auto remote = connect_actor(sys, at.host, at.port, !at.credentials.empty());
   if (!remote)
     return error{errc::io, "worker " + at.text() + ": cannot connect: " + error_text(sys, remote.error())};
   const std::string busy_refusal = "worker " + at.text() + ": " + std::string(busy);

@@ -41,7 +41,7 @@ class worker_node {
 
  private:
   struct actors;
-  worker_node();
+  explicit worker_node(const std::string& credentials);
   std::unique_ptr<actors> actors_;
   worker_info info_;
   uint16_t port_ = 0;

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "cli/commands.hpp"
 #include "actors/worker_credentials.hpp"
+#include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "clients/cpp/keys.hpp"
 
@@ -40,10 +40,11 @@ int run_keygen(const std::string& path) {
 int run_worker_keygen(const std::string& dir) {
   if (auto st = write_worker_credentials(dir); !st) return fail(st.error().message);
   const worker_credentials c = credentials_in(dir);
-  std::fprintf(stderr,
-               "hearth: wrote %s, %s and %s (mode 0600): copy the folder to the server and every worker; a node "
-               "without it is refused\n",
-               c.ca_cert.c_str(), c.node_cert.c_str(), c.node_key.c_str());
+  std::fprintf(
+      stderr,
+      "hearth: wrote %s, %s and %s (mode 0600): copy the folder to the server and every worker; a node "
+      "without it is refused\n",
+      c.ca_cert.c_str(), c.node_cert.c_str(), c.node_key.c_str());
   return 0;
 }
 

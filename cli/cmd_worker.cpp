@@ -20,7 +20,7 @@ namespace hearth::cli {
 namespace {
 
 struct worker_args {
-  std::string listen, model, cpus, compute = "bf16", kernels = "auto";
+  std::string listen, model, cpus, compute = "bf16", kernels = "auto", credentials;
   unsigned threads = 0;
   uint64_t kv_tokens = 16384;  // as [engine] kv_tokens
 };
@@ -38,7 +38,8 @@ std::string ready_line(const worker_args& a, const std::string& sha, double hash
   bound.port = node.port();
   std::string line = a.model + " (sha256 " + sha.substr(0, 12) + "..., hashed in " + hashed + " s; ";
   line += std::to_string(w.n_blocks) + " KV blocks of " + std::to_string(w.block_size) + ", ";
-  line += std::to_string(w.threads) + " threads) listening on " + bound.text() + ", build " + build_version();
+  line += std::to_string(w.threads) + " threads) listening on " + bound.text() +
+          (a.credentials.empty() ? " (plain TCP)" : " (TLS)") + ", build " + build_version();
   return line;
 }
 
@@ -51,6 +52,9 @@ int run_worker(const worker_args& a) {
 
   auto listen = parse_worker_endpoint(a.listen, true);
   if (!listen) return fail("--listen " + listen.error().message);
+  listen->credentials = a.credentials;
+  // Before the model is read: a port open to anyone is refused at once.
+  if (auto st = listen->check_reach(); !st) return fail(st.error().message);
   auto model = open_model_file(a.model);
   if (!model) return fail(model.error().message);
   const auto hashing = std::chrono::steady_clock::now();
@@ -91,6 +95,8 @@ void add_worker_command(CLI::App& app, int& exit_code) {
                   "tcp://HOST:PORT to listen on (HOST * = every address, PORT 0 = free)")
       ->required();
   cmd->add_option("-m,--model", a->model, "GGUF model file: the very file the server opens")->required();
+  cmd->add_option("--credentials", a->credentials,
+                  "hearth keygen --worker's folder: TLS, each end proven (needed off loopback)");
   cmd->add_option("--cpus", a->cpus, "cpuset to pin to, hwloc list syntax (0-3,8); default: not pinned");
   cmd->add_option("--threads", a->threads, "Kernel threads (0: one per cpu of its set)");
   cmd->add_option("--compute", a->compute, "Matrix compute type")->check(CLI::IsMember({"bf16", "f32"}));

@@ -45,6 +45,18 @@ std::string worker_endpoint::text() const {
   return out;
 }
 
+bool worker_endpoint::loopback() const {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+status<> worker_endpoint::check_reach() const {
+  if (loopback() || !credentials.empty()) return {};
+  return error{errc::invalid_argument,
+               "worker " + text() +
+                   ": off this machine the channel needs credentials (hearth keygen --worker DIR, then the "
+                   "worker's --credentials DIR and the entry's credentials = \"DIR\")"};
+}
+
 result<worker_endpoint> parse_worker_endpoint(std::string_view text, bool listening) {
   auto bad = [&](const std::string& why) {
     return error{errc::invalid_argument, std::string(text) + ": " + why};

@@ -22,9 +22,17 @@ enum class kv_handoff_mode : uint8_t { automatic, share, copy };
 struct worker_endpoint {
   std::string host;   //!< a name or an address; "" = every address (listening only)
   uint16_t port = 0;  //!< 0 = any free port (listening only)
+  //! `hearth keygen --worker`'s folder: the channel runs over TLS, each end proving itself with
+  //! it (actors/worker_credentials.hpp). "" = plain TCP, which only a loopback host may use.
+  std::string credentials = {};
 
   //! "tcp://HOST:PORT", as the user wrote it (brackets around an IPv6 address).
   std::string text() const;
+  //! 127.0.0.0/8, ::1 or localhost: this machine alone can reach it.
+  bool loopback() const;
+  //! errc::invalid_argument for a host off this machine without credentials: a worker port is
+  //! never open to anyone.
+  status<> check_reach() const;
 };
 
 //! "tcp://HOST:PORT" (HOST an IPv6 address in brackets); `listening` also allows HOST `*` (every

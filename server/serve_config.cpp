@@ -222,12 +222,14 @@ void read_engine(const section& s, serve_config& c) {
     if (s.has(field) && e.mode != placement_mode::disaggregated)
       s.refuse(field, "needs mode = \"disaggregated\" (a colocated engine has one backend: backend)");
   }
-  s.entries("worker", {"endpoint"}, [&](const section& w) {
+  s.entries("worker", {"endpoint", "credentials"}, [&](const section& w) {
     const toml::node& at = w.required("endpoint");
     std::string text;
     w.text("endpoint", text);
     auto endpoint = parse_worker_endpoint(text);
     if (!endpoint) w.fail(&at, "endpoint", endpoint.error().message);
+    w.text("credentials", endpoint->credentials);
+    if (auto st = endpoint->check_reach(); !st) w.fail(&at, "endpoint", st.error().message);
     if (!e.workers.empty()) w.fail(&at, "", "is a second worker: one at most for now");
     e.workers.push_back(std::move(*endpoint));
   });
@@ -250,10 +252,26 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
               c);
     read_model(section(source, root, "model", {"path", "compute", "kernels"}), c);
     read_engine(section(source, root, "engine",
-                        {"max_batched_tokens", "max_seqs", "long_prefill_threshold", "max_partial_prefills",
-                         "max_preemptions", "policy", "max_waiting", "max_waiting_tokens", "mode",
-                         "worker_cpus", "decode_cpus", "kv_handoff", "threads_per_worker", "step_timeout_ms",
-                         "kv_tokens", "backend", "device", "prefill_backend", "decode_backend", "worker"}),
+                        {"max_batched_tokens",
+                         "max_seqs",
+                         "long_prefill_threshold",
+                         "max_partial_prefills",
+                         "max_preemptions",
+                         "policy",
+                         "max_waiting",
+                         "max_waiting_tokens",
+                         "mode",
+                         "worker_cpus",
+                         "decode_cpus",
+                         "kv_handoff",
+                         "threads_per_worker",
+                         "step_timeout_ms",
+                         "kv_tokens",
+                         "backend",
+                         "device",
+                         "prefill_backend",
+                         "decode_backend",
+                         "worker"}),
                 c);
   } catch (const toml::parse_error& e) {
     return error{errc::malformed, std::string(source) + ":" + std::to_string(e.source().begin.line) + ": " +

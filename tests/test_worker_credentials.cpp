@@ -21,7 +21,8 @@ TEST_CASE("worker credentials: a fresh set checks out, its key is the owner's, a
   REQUIRE(write_worker_credentials(dir).ok());
   const worker_credentials c = credentials_in(dir);
   CHECK(check_worker_credentials(c).ok());
-  struct stat key {}, folder{};
+  struct stat key {
+  }, folder{};
   REQUIRE(::stat(c.node_key.c_str(), &key) == 0);
   REQUIRE(::stat(dir.c_str(), &folder) == 0);
   CHECK((key.st_mode & 0777) == 0600);
@@ -48,9 +49,12 @@ TEST_CASE("worker credentials: a mixed set, a missing file or one that is not PE
     INFO(st.error().message);
   };
   // Another household's certificate, or its key.
-  refused({ca.ca_cert, cb.node_cert, cb.node_key}, cb.node_cert + ": not signed by the authority in " + ca.ca_cert);
+  refused({ca.ca_cert, cb.node_cert, cb.node_key},
+          cb.node_cert + ": not signed by the authority in " + ca.ca_cert);
   refused({ca.ca_cert, ca.node_cert, cb.node_key}, cb.node_key + ": not the key of " + ca.node_cert);
-  refused({ca.ca_cert, ca.node_cert, tmp.path + "/none.key"}, tmp.path + "/none.key: cannot read the private key");
+  refused({ca.ca_cert, ca.node_cert, tmp.path + "/none.key"},
+          tmp.path + "/none.key: cannot read the private key");
   std::ofstream(tmp.path + "/noise.crt") << "not a certificate\n";
-  refused({tmp.path + "/noise.crt", ca.node_cert, ca.node_key}, tmp.path + "/noise.crt: not a PEM certificate");
+  refused({tmp.path + "/noise.crt", ca.node_cert, ca.node_key},
+          tmp.path + "/noise.crt: not a PEM certificate");
 }

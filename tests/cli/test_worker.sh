@@ -9,11 +9,12 @@
 source "$(dirname "$0")/lib.sh"
 hearth=$1
 
-# start_worker NAME MODEL: `hearth worker` on a free loopback port in the background; sets
-# $worker_endpoint once it listens and $worker_pid.
+# start_worker NAME MODEL [ARGS...]: `hearth worker` on a free loopback port in the background;
+# sets $worker_endpoint once it listens and $worker_pid.
 start_worker() {
   local name=$1 model=$2
-  "$hearth" worker --listen 'tcp://127.0.0.1:0' --model "$model" --threads 1 --compute f32 \
+  shift 2
+  "$hearth" worker --listen 'tcp://127.0.0.1:0' --model "$model" --threads 1 --compute f32 "$@" \
     >"$dir/$name.out" 2>"$dir/$name.err" &
   pids+=($!)
   worker_pid=$!
@@ -70,6 +71,40 @@ grep -q "joined worker $worker_endpoint in " "$dir/remote.err" || fail "serve lo
 got=$(answers)
 [ "$got" = "$expected" ] || fail "the remote worker's answers differ:"$'\n'"$got"$'\n'"from the local ones:"$'\n'"$expected"
 stop_serve "$dir/remote.err"
+
+# Over TLS with keygen --worker's credentials: the same answers. A server of another household,
+# or one without credentials, cannot connect; off loopback, a worker or an entry without
+# credentials is refused at start, naming it.
+"$hearth" keygen --worker "$dir/home" 2>/dev/null
+"$hearth" keygen --worker "$dir/stranger" 2>/dev/null
+plain_worker=$worker_endpoint
+plain_pid=$worker_pid
+start_worker tls "$dir/tiny.gguf" --credentials "$dir/home"
+grep -q "listening on $worker_endpoint (TLS)" "$dir/tls.out" || fail "no TLS in the ready line: $(cat "$dir/tls.out")"
+tls_config() {
+  printf '[[engine.worker]]\nendpoint = "%s"\ncredentials = "%s"\n' "$worker_endpoint" "$2" >"$1"
+}
+tls_config "$dir/tls.toml" "$dir/home"
+start_serve tls_serve --model "$dir/tiny.gguf" --config "$dir/tls.toml"
+got=$(answers)
+[ "$got" = "$expected" ] || fail "over TLS the answers differ:"$'\n'"$got"
+stop_serve "$dir/tls_serve.err"
+tls_config "$dir/stranger.toml" "$dir/stranger"
+remote_config "$dir/plain.toml" "$worker_endpoint"
+for who in stranger plain; do
+  expect_one_line_error "a $who server" "worker $worker_endpoint: cannot connect" \
+    timeout 30 "$hearth" serve --threads 1 --endpoint 'tcp://127.0.0.1:*' --model "$dir/tiny.gguf" --config "$dir/$who.toml"
+done
+kill -TERM "$worker_pid"
+wait "$worker_pid" || fail "the TLS worker exited non-zero on SIGTERM: $(cat "$dir/tls.err")"
+worker_endpoint=$plain_worker
+worker_pid=$plain_pid
+expect_one_line_error "a port open to anyone" "worker tcp://0.0.0.0:0: off this machine the channel needs credentials" \
+  "$hearth" worker --listen 'tcp://0.0.0.0:0' --model "$dir/tiny.gguf"
+printf '[[engine.worker]]\nendpoint = "tcp://192.0.2.7:7100"\n' >"$dir/far.toml"
+expect_one_line_error "a far worker without credentials" \
+  "far.toml:2: \[engine.worker\].endpoint worker tcp://192.0.2.7:7100: off this machine the channel needs credentials" \
+  "$hearth" serve --model "$dir/tiny.gguf" --config "$dir/far.toml"
 
 # The worker outlives its server, and the next one joins it.
 kill -0 "$worker_pid" || fail "the worker ended with its server: $(cat "$dir/worker.err")"
