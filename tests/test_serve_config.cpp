@@ -168,10 +168,12 @@ TEST_CASE("a tcp port libzmq would wrap or misread is refused at load", "[serve]
 }
 
 TEST_CASE("[[engine.worker]] names a worker in another process, refused naming its line", "[serve]") {
-  const auto r =
-      parse_serve_config("[engine]\nmax_seqs = 8\n[[engine.worker]]\nendpoint = \"tcp://[fd00::2]:7100\"\n");
+  const auto r = parse_serve_config(
+      "[engine]\nmax_seqs = 8\n[[engine.worker]]\nendpoint = \"tcp://[fd00::2]:7100\"\n"
+      "credentials = \"/etc/hearth/workers\"\n");
   REQUIRE(r.ok());
   REQUIRE(r->engine.workers.size() == 1);
+  CHECK(r->engine.workers[0].credentials == "/etc/hearth/workers");
   CHECK(r->engine.workers[0].host == "fd00::2");
   CHECK(r->engine.workers[0].port == 7100);
   CHECK(r->engine.workers[0].text() == "tcp://[fd00::2]:7100");
@@ -189,9 +191,18 @@ TEST_CASE("[[engine.worker]] names a worker in another process, refused naming i
   CHECK_THAT(error_for("[[engine.worker]]\n"), Contains("home.toml:1: [engine.worker].endpoint is missing"));
   CHECK_THAT(error_for("[engine]\nworker = \"tcp://box:7100\""),
              Contains("home.toml:2: [engine].worker must be tables: write [[engine.worker]]"));
+  CHECK_THAT(error_for("[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:1\"\n[[engine.worker]]\nendpoint = "
+                       "\"tcp://localhost:2\""),
+             Contains("home.toml:4: [engine.worker] is a second worker: one at most for now"));
+  // Off this machine, never without credentials; loopback may go plain.
   CHECK_THAT(
-      error_for("[[engine.worker]]\nendpoint = \"tcp://a:1\"\n[[engine.worker]]\nendpoint = \"tcp://b:1\""),
-      Contains("home.toml:4: [engine.worker] is a second worker: one at most for now"));
+      error_for("[[engine.worker]]\nendpoint = \"tcp://box:7100\""),
+      Contains("home.toml:2: [engine.worker].endpoint worker tcp://box:7100: off this machine the channel "
+               "needs credentials"));
+  for (const char* near : {"tcp://127.0.0.1:7100", "tcp://[::1]:7100", "tcp://localhost:7100"}) {
+    CAPTURE(near);
+    CHECK(parse_serve_config(std::string("[[engine.worker]]\nendpoint = \"") + near + "\"\n").ok());
+  }
 }
 
 TEST_CASE("a worker endpoint to listen on may take every address and a free port", "[serve]") {
