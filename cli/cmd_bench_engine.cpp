@@ -59,6 +59,8 @@ void add_bench_engine_command(CLI::App& bench, int& exit_code) {
   cmd->add_option("--gen", a->opt.gen, "Tokens each request generates")->capture_default_str();
   cmd->add_option("--worker", a->opt.worker,
                   "tcp://HOST:PORT of a `hearth worker` on the same model: the model's run again through it");
+  cmd->add_option("--worker-credentials", a->opt.worker_credentials,
+                  "keygen --worker's folder: the worker over TLS (as its --credentials)");
   add_compute_options(cmd, a->compute);
   cmd->callback([a, &exit_code] { exit_code = run_bench_engine(*a); });
 }

@@ -27,6 +27,7 @@ result<engine_run> run_once(const engine_bench_options& opt, std::shared_ptr<con
   if (remote) {
     auto at = parse_worker_endpoint(opt.worker);
     if (!at) return at.error();
+    at->credentials = opt.worker_credentials;
     cfg.workers = {*at};
   }
   auto e = engine::start(cfg, std::move(tok), std::move(make), {}, {}, remote ? *remote : join_hello{});

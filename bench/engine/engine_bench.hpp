@@ -26,6 +26,7 @@ struct engine_bench_options {
   //! tcp://HOST:PORT of a `hearth worker` on the same model file: the model's run once more
   //! through it, for what the step's round trip over the network adds. "" = none.
   std::string worker = {};
+  std::string worker_credentials = {};  //!< keygen --worker's folder: the worker over TLS
 };
 
 struct engine_run {
