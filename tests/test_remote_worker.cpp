@@ -106,6 +106,21 @@ struct remote_fixture {
   }
 };
 
+// Each request's tokens, every one run at once on `e`.
+std::vector<std::vector<token_id>> run_all(engine& e, const std::vector<request>& rs) {
+  event_queue events(e);
+  std::vector<request_id> ids;
+  for (const auto& r : rs) ids.push_back(e.submit(r, events.sink()));
+  outcome o;
+  collect(events, rs.size(), o);
+  std::vector<std::vector<token_id>> out;
+  for (request_id id : ids) {
+    CHECK(o.terminal.at(id).kind == event_kind::done);
+    out.push_back(o.tokens_of(id));
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("a worker in another process runs the tokens a request alone runs here", "[worker]") {
@@ -124,39 +139,11 @@ TEST_CASE("a worker in another process runs the tokens a request alone runs here
     auto e = f.start(w.port(), f.hello);
     REQUIRE(e.ok());
     CHECK((*e)->worker().n_vocab == 600);
-    event_queue events(**e);
-    std::vector<request_id> ids;
-    for (const auto& r : rs) ids.push_back((*e)->submit(r, events.sink()));
-    outcome o;
-    collect(events, rs.size(), o);
-    for (size_t i = 0; i < rs.size(); ++i) {
-      INFO("request " << i);
-      CHECK(o.terminal.at(ids[i]).kind == event_kind::done);
-      CHECK(o.tokens_of(ids[i]) == expected[i]);
-    }
+    CHECK(run_all(**e, rs) == expected);
     CHECK((*e)->gauges()->kv.used == 0);
   }
   CHECK(w.stop() == 0);
 }
-
-namespace {
-
-// Each request's tokens, every one run at once on `e`.
-std::vector<std::vector<token_id>> run_all(engine& e, const std::vector<request>& rs) {
-  event_queue events(e);
-  std::vector<request_id> ids;
-  for (const auto& r : rs) ids.push_back(e.submit(r, events.sink()));
-  outcome o;
-  collect(events, rs.size(), o);
-  std::vector<std::vector<token_id>> out;
-  for (request_id id : ids) {
-    CHECK(o.terminal.at(id).kind == event_kind::done);
-    out.push_back(o.tokens_of(id));
-  }
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("sampled requests draw the same tokens through a remote worker as through a local one",
           "[worker]") {

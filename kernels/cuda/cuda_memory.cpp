@@ -18,6 +18,26 @@ status<> check(cudaError_t e, const std::string& what) {
   return error{code, std::move(m)};
 }
 
+namespace {
+
+// Both kinds of buffer grow the same way: at least `bytes` (a reservation of 0 still holds one
+// byte, so a pointer is never null once reserved), the old memory freed first, contents lost.
+template <class Alloc, class Free>
+status<> grow(void*& p, size_t& n, size_t bytes, Alloc alloc, Free release, const std::string& what) {
+  if (bytes <= n && p) return {};
+  if (p) release(p);
+  p = nullptr;
+  n = 0;
+  if (auto st = check(alloc(&p, bytes == 0 ? 1 : bytes), what); !st) {
+    p = nullptr;
+    return st;
+  }
+  n = bytes;
+  return {};
+}
+
+}  // namespace
+
 result<device_buffer> device_buffer::create(size_t bytes, const std::string& what) {
   device_buffer b;
   if (auto st = b.reserve(bytes, what); !st) return st.error();
@@ -35,18 +55,9 @@ device_buffer::~device_buffer() {
 }
 
 status<> device_buffer::reserve(size_t bytes, const std::string& what) {
-  if (bytes <= n_ && p_) return {};
-  if (p_) cudaFree(p_);
-  p_ = nullptr;
-  n_ = 0;
-  if (auto st = check(cudaMalloc(&p_, bytes == 0 ? 1 : bytes),
-                      "allocating " + std::to_string(bytes) + " bytes for " + what);
-      !st) {
-    p_ = nullptr;
-    return st;
-  }
-  n_ = bytes;
-  return {};
+  return grow(
+      p_, n_, bytes, [](void** p, size_t n) { return cudaMalloc(p, n); }, [](void* p) { cudaFree(p); },
+      "allocating " + std::to_string(bytes) + " bytes for " + what);
 }
 
 pinned_buffer::~pinned_buffer() {
@@ -54,18 +65,9 @@ pinned_buffer::~pinned_buffer() {
 }
 
 status<> pinned_buffer::reserve(size_t bytes, const std::string& what) {
-  if (bytes <= n_ && p_) return {};
-  if (p_) cudaFreeHost(p_);
-  p_ = nullptr;
-  n_ = 0;
-  if (auto st = check(cudaMallocHost(&p_, bytes == 0 ? 1 : bytes),
-                      "pinning " + std::to_string(bytes) + " host bytes for " + what);
-      !st) {
-    p_ = nullptr;
-    return st;
-  }
-  n_ = bytes;
-  return {};
+  return grow(
+      p_, n_, bytes, [](void** p, size_t n) { return cudaMallocHost(p, n); },
+      [](void* p) { cudaFreeHost(p); }, "pinning " + std::to_string(bytes) + " host bytes for " + what);
 }
 
 result<stream> stream::create() {

@@ -28,13 +28,21 @@ start_serve() {
   "$hearth" serve --threads 1 --compute f32 --endpoint 'tcp://127.0.0.1:*' "$@" >"$dir/$name.out" 2>"$dir/$name.err" &
   pids+=($!)
   serve_pid=$!
+  endpoint=$(await_endpoint "serve $name" "$serve_pid" "$dir/$name" 'on tcp://[0-9.:]*' 4)
+}
+
+# await_endpoint WHAT PID FILES PATTERN CUT: the tcp:// endpoint a background process prints in
+# FILES.out (the match of PATTERN from character CUT on), once it does; fails if the process
+# exits first (FILES.err shown) or prints none within 20 s.
+await_endpoint() {
+  local what=$1 pid=$2 files=$3 pattern=$4 cut=$5 found
   for _ in $(seq 1 200); do
-    endpoint=$(grep -o 'on tcp://[0-9.:]*' "$dir/$name.out" | cut -c4- || true)
-    [ -n "$endpoint" ] && return 0
-    kill -0 "$serve_pid" 2>/dev/null || fail "serve $name exited: $(cat "$dir/$name.err")"
+    found=$(grep -o "$pattern" "$files.out" | cut -c"$cut"- || true)
+    [ -n "$found" ] && echo "$found" && return 0
+    kill -0 "$pid" 2>/dev/null || fail "$what exited: $(cat "$files.err")"
     sleep 0.1
   done
-  fail "serve $name did not start: $(cat "$dir/$name.err")"
+  fail "$what did not start: $(cat "$files.err")"
 }
 
 # stop_serve LOG: SIGTERM to $serve_pid, which must exit 0 (else LOG is shown).

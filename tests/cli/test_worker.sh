@@ -18,13 +18,19 @@ start_worker() {
     >"$dir/$name.out" 2>"$dir/$name.err" &
   pids+=($!)
   worker_pid=$!
-  for _ in $(seq 1 200); do
-    worker_endpoint=$(grep -o 'listening on tcp://[0-9.:]*' "$dir/$name.out" | cut -c14- || true)
-    [ -n "$worker_endpoint" ] && return 0
-    kill -0 "$worker_pid" 2>/dev/null || fail "worker $name exited: $(cat "$dir/$name.err")"
-    sleep 0.1
+  worker_endpoint=$(await_endpoint "worker $name" "$worker_pid" "$dir/$name" 'listening on tcp://[0-9.:]*' 14)
+}
+
+# start_long_chat NAME: a greedy chat of 1500 tokens through $endpoint in the background
+# ($chat_pid), once it streams its first text into $dir/NAME.out.
+start_long_chat() {
+  "$hearth" chat -e "$endpoint" --temperature 0 -n 1500 "a long one" >"$dir/$1.out" 2>"$dir/$1.err" &
+  chat_pid=$!
+  for _ in $(seq 1 100); do
+    [ -s "$dir/$1.out" ] && return 0
+    sleep 0.05
   done
-  fail "worker $name did not start: $(cat "$dir/$name.err")"
+  fail "the long request streamed nothing: $(cat "$dir/$1.err")"
 }
 
 # remote_config FILE ENDPOINT: a configuration whose one worker is at ENDPOINT.
@@ -167,12 +173,7 @@ wait "$serve_pid" || rc=$?
 start_worker frozen "$dir/tiny.gguf"
 remote_config "$dir/frozen.toml" "$worker_endpoint"
 start_serve frozen_serve --model "$dir/tiny.gguf" --config "$dir/frozen.toml"
-"$hearth" chat -e "$endpoint" --temperature 0 -n 1500 "a long one" >"$dir/frozen_chat.out" 2>"$dir/frozen_chat.err" &
-chat_pid=$!
-for _ in $(seq 1 100); do
-  [ -s "$dir/frozen_chat.out" ] && break
-  sleep 0.05
-done
+start_long_chat frozen_chat
 kill -STOP "$worker_pid"
 rc=0
 timeout 20 tail --pid="$chat_pid" -f /dev/null || fail "chat hangs on a silent worker"
@@ -199,13 +200,7 @@ wait "$worker_pid" || rc=$?
 start_worker doomed "$dir/tiny.gguf"
 remote_config "$dir/doomed.toml" "$worker_endpoint"
 start_serve doomed_serve --model "$dir/tiny.gguf" --config "$dir/doomed.toml"
-"$hearth" chat -e "$endpoint" --temperature 0 -n 1500 "a long one" >"$dir/long.out" 2>"$dir/long.err" &
-chat_pid=$!
-for _ in $(seq 1 100); do
-  [ -s "$dir/long.out" ] && break
-  sleep 0.05
-done
-[ -s "$dir/long.out" ] || fail "the long request streamed nothing: $(cat "$dir/long.err")"
+start_long_chat long
 { kill -9 "$worker_pid" && wait "$worker_pid"; } 2>/dev/null || true  # reaped: no "Killed" line from bash
 rc=0
 timeout 20 tail --pid="$chat_pid" -f /dev/null || fail "chat hangs after the worker died"
