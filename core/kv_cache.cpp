@@ -98,6 +98,19 @@ kv_cache::prefix_match kv_cache::match_prefix(std::span<const token_id> tokens, 
   return m;
 }
 
+uint32_t kv_cache::cached_prefix(std::span<const token_id> tokens, uint64_t salt, uint32_t max_blocks) const {
+  const size_t n_full = std::min<size_t>(max_blocks, tokens.size() / block_size_);
+  uint64_t parent = root_key;
+  uint32_t n = 0;
+  for (; n < n_full; ++n) {
+    const auto chunk = tokens.subspan(n * size_t{block_size_}, block_size_);
+    const uint64_t key = key_of(parent, salt, chunk);
+    if (!find(key, parent, salt, chunk)) break;
+    parent = key;
+  }
+  return n;
+}
+
 uint64_t kv_cache::offer(uint32_t block, uint64_t parent, uint64_t salt, std::span<const token_id> tokens) {
   assert(tokens.size() == block_size_);
   const uint64_t key = key_of(parent, salt, tokens);

@@ -56,6 +56,8 @@ class kv_cache {
   //! The longest run of cached full blocks that starts `tokens`, at most max_blocks. Counts
   //! lookups and hits.
   prefix_match match_prefix(std::span<const token_id> tokens, uint64_t salt, uint32_t max_blocks);
+  //! How many blocks match_prefix would find now, touching nothing (where a request would go).
+  uint32_t cached_prefix(std::span<const token_id> tokens, uint64_t salt, uint32_t max_blocks) const;
   //! Offers a full block (its block_size tokens, chained from `parent`) to the prefix cache and
   //! returns its key. A block whose key is already cached under another id stays private.
   uint64_t offer(uint32_t block, uint64_t parent, uint64_t salt, std::span<const token_id> tokens);

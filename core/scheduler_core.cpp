@@ -564,6 +564,60 @@ void scheduler_core::drain(reject_reason reason, const std::string& why, double 
   for (sequence* s : all) finish(*s, event_kind::error, finish_reason::none, reason, why, now_s, events);
 }
 
+void scheduler_core::hand_over(request_id id, scheduler_core& to, double now_s,
+                               std::vector<request_event>& events) {
+  sequence* s = find(id);
+  if (!s) return;
+  s->busy = false;
+  if (s->cancelled) {
+    finish(*s, event_kind::cancelled, finish_reason::none, reject_reason::none, "cancelled", now_s, events);
+    return;
+  }
+  kv_.release(s->blocks);
+  s->blocks.clear();
+  s->computed = 0;
+  s->n_keyed = 0;
+  s->last_key = kv_cache::root_key;
+  if (s->running) {
+    erase_one(running_, s);
+    s->running = false;
+  } else {
+    leave_waiting(*s);
+  }
+  auto node = seqs_.extract(id);
+  sequence& moved = *node.mapped();
+  moved.tenant = to.slot_of(moved.req.tenant);
+  auto pos =
+      std::ranges::find_if(to.waiting_, [&](const sequence* w) { return w->arrival_s > moved.arrival_s; });
+  to.enter_waiting(moved, pos);
+  to.seqs_.insert(std::move(node));
+}
+
+std::vector<request_id> scheduler_core::ids() const {
+  std::vector<request_id> out;
+  out.reserve(seqs_.size());
+  for (const auto& [id, s] : seqs_) out.push_back(id);
+  std::ranges::sort(out);
+  return out;
+}
+
+scheduler_core::outstanding scheduler_core::load() const {
+  outstanding o;
+  for (const auto& [id, s] : seqs_) {
+    o.prefill_tokens += s->tokens.size() - std::min<size_t>(s->computed, s->tokens.size());
+    o.decode_tokens += s->req.max_tokens - std::min(s->req.max_tokens, s->generated());
+    ++o.sequences;
+  }
+  return o;
+}
+
+uint32_t scheduler_core::cached_tokens(const request& r, request_id id) const {
+  if (r.prompt.empty()) return 0;
+  const uint32_t bs = kv_.block_size();
+  const auto max_blocks = static_cast<uint32_t>((r.prompt.size() - 1) / bs);  // as start() matches
+  return kv_.cached_prefix(r.prompt, salt_of(r, id), max_blocks) * bs;
+}
+
 std::vector<request_record> scheduler_core::take_records() {
   return std::exchange(records_, {});
 }

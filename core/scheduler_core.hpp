@@ -102,6 +102,25 @@ class scheduler_core {
   //! Ends every request with `reason` and the message `why` (shutdown, or a failed engine).
   void drain(reject_reason reason, const std::string& why, double now_s, std::vector<request_event>& events);
 
+  //! Moves a request to another core, whose worker carries on with it (data parallel: this
+  //! core's worker is lost). What it streamed stays streamed; its blocks here are freed and its
+  //! step in flight, if any, is forgotten; `to` recomputes its prompt and tokens so far and draws
+  //! on from the same draw index, so a seeded request's tokens are those it would have drawn
+  //! here. One cancelled meanwhile ends here instead. Unknown ids are ignored.
+  void hand_over(request_id id, scheduler_core& to, double now_s, std::vector<request_event>& events);
+  //! The requests it holds, in id order.
+  std::vector<request_id> ids() const;
+
+  //! What its requests still need (where to place the next one: core/worker_choice.hpp).
+  struct outstanding {
+    uint64_t prefill_tokens = 0;  //!< positions not yet computed, up to each one's last token
+    uint64_t decode_tokens = 0;   //!< completion tokens still allowed (max_tokens less those drawn)
+    uint32_t sequences = 0;
+  };
+  outstanding load() const;
+  //! Tokens of r's prompt that its prefix cache would serve now (r's id salts a private one).
+  uint32_t cached_tokens(const request& r, request_id id) const;
+
   //! Switches the policy between two steps.
   void set_policy(std::unique_ptr<policy> pol);
   //! Replaces the tenant table (validated; empty = no tenant configuration) between two steps:

@@ -149,6 +149,82 @@ TEST_CASE("a pool too small for the load preempts, recomputes and changes no tok
   CHECK(core.kv().stats().used == 0);
 }
 
+TEST_CASE("requests handed to another core mid-step carry on with the tokens they would have drawn",
+          "[scheduler_core]") {
+  const auto m = engine_model::make();
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto rs = mixed_requests(16, *m, rng);
+  const auto expected = alone(*m, rs);
+  engine_config cfg{.max_batched_tokens = 64, .max_seqs = 16, .long_prefill_threshold = 16};
+  auto be_a = m->backend(2048), be_b = m->backend(2048);
+  scheduler_core a(cfg, *m->tok, 512, be_a->kv().n_blocks(), 16, make_policy("fcfs"));
+  scheduler_core b(cfg, *m->tok, 512, be_b->kv().n_blocks(), 16, make_policy("fcfs"));
+  for (size_t i = 0; i < rs.size(); ++i) a.add(i + 1, rs[i], 0);
+  step_runner runner_a(*be_a), runner_b(*be_b);
+  std::vector<request_event> events;
+  const auto steps_on_a = std::uniform_int_distribution<int>(1, 12)(rng);
+  for (int n = 0; n < steps_on_a; ++n) {
+    const step st = a.plan(0);
+    a.complete(st, runner_a.run(st), 0, events);
+  }
+  // A step in flight when a's worker is lost, one of its requests cancelled meanwhile.
+  const step lost = a.plan(0);
+  REQUIRE_FALSE(lost.seqs.empty());
+  const request_id cancelled = lost.seqs.front().id;
+  REQUIRE(a.cancel(cancelled, 0, events));
+  for (request_id id : a.ids()) a.hand_over(id, b, 0, events);
+  CHECK_FALSE(a.has_work());
+  CHECK(a.kv().stats().used == 0);
+  outcome o;  // what a streamed, then what b streams
+  for (const auto& e : events) {
+    if (e.kind == event_kind::token) o.tokens[e.id].push_back(e.token);
+    if (e.terminal()) o.terminal[e.id] = e;
+  }
+  const outcome on_b = drive(b, runner_b);
+  for (const auto& [id, tokens] : on_b.tokens)
+    o.tokens[id].insert(o.tokens[id].end(), tokens.begin(), tokens.end());
+  for (const auto& [id, e] : on_b.terminal) {
+    CHECK(o.terminal.count(id) == 0);  // exactly one terminal event
+    o.terminal[id] = e;
+  }
+  REQUIRE(o.terminal.size() == rs.size());
+  CHECK(o.terminal.at(cancelled).kind == event_kind::cancelled);
+  for (const auto& [id, want] : expected) {
+    if (id == cancelled) continue;
+    INFO("request " << id);
+    CHECK(o.terminal.at(id).kind == event_kind::done);
+    CHECK(o.tokens_of(id) == want);
+  }
+  CHECK(b.kv().stats().used == 0);
+}
+
+TEST_CASE("a core says what its requests still need and what its prefix cache would serve",
+          "[scheduler_core]") {
+  const auto m = engine_model::make();
+  std::mt19937_64 rng(3);
+  auto be = m->backend(2048);
+  scheduler_core core(engine_config{}, *m->tok, 512, be->kv().n_blocks(), 16, make_policy("fcfs"));
+  const request r = make_request(random_prompt(40, 600, rng), 6, 1, "voice");
+  core.add(1, r, 0);
+  core.add(2, make_request(random_prompt(10, 600, rng), 4, 1, "voice"), 0);
+  CHECK(core.load().prefill_tokens == 50);
+  CHECK(core.load().decode_tokens == 10);
+  CHECK(core.load().sequences == 2);
+  CHECK(core.cached_tokens(r, 3) == 0);
+  step_runner runner(*be);
+  drive(core, runner);
+  CHECK(core.load().sequences == 0);
+  CHECK(core.cached_tokens(r, 3) == 32);  // two full blocks; the last token is always computed
+  request other = r;
+  other.tenant = "docs";
+  CHECK(core.cached_tokens(other, 3) == 0);  // another tenant's salt
+  request secret = r;
+  secret.share_prefix = false;
+  CHECK(core.cached_tokens(secret, 3) == 0);
+}
+
 TEST_CASE("a shared system prompt hits the prefix cache, for its own tenant only", "[scheduler_core]") {
   const auto m = engine_model::make();
   std::mt19937_64 rng(5);
