@@ -8,6 +8,7 @@
 #include "actors/placement.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/supervisor.hpp"
+#include "actors/worker.hpp"
 #include "actors/worker_credentials.hpp"
 
 namespace hearth {
@@ -30,7 +31,8 @@ struct engine::actors {
 
   caf::actor_system_config cfg;
   caf::actor_system system;
-  worker_actor worker, decode_worker;
+  worker_actor worker, decode_worker;     // this process's, when the model is loaded here
+  std::vector<scheduler_worker> workers;  // every worker the scheduler drives
   metrics_actor metrics;
   admission_actor admission;
   scheduler_actor scheduler;
@@ -90,28 +92,31 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   const bool remote = !cfg.workers.empty();
   if (remote && hello.model_sha256.empty())
     return error{errc::invalid_argument, "engine: a remote worker needs the model file's hash to join"};
-  if (remote) {
-    const worker_endpoint& w = cfg.workers.front();
+  for (const worker_endpoint& w : cfg.workers) {
     if (auto st = w.check_reach(); !st) return st.error();
     if (!w.credentials.empty()) {
       if (auto st = check_worker_credentials(credentials_in(w.credentials)); !st) return st.error();
     }
   }
   std::unique_ptr<engine> e(
-      new engine(std::move(tok), remote, remote ? cfg.workers.front().credentials : ""));
+      new engine(std::move(tok), remote, remote ? shared_credentials(cfg.workers) : ""));
   auto& a = *e->actors_;
   auto& sys = a.system;
   if (remote) {
-    auto joined = join_remote_worker(sys, cfg.workers.front(), hello);
-    if (!joined) return joined.error();
-    a.worker = std::move(joined->first);
-    e->info_ = std::move(joined->second);
+    for (const worker_endpoint& w : cfg.workers) {
+      auto joined = join_remote_worker(sys, w, hello);
+      if (!joined) return joined.error();
+      a.workers.push_back({"worker " + w.text(), std::move(joined->first), std::move(joined->second), true});
+    }
+    e->info_ = a.workers.front().info;
     e->cfg_ = cfg;
-    e->spawn_rest(std::move(hooks), "worker " + cfg.workers.front().text());
-    if (auto st = attach_remote_worker(sys, a.worker, cfg.workers.front(),
-                                       caf::actor_cast<caf::actor>(a.scheduler));
-        !st)
-      return st.error();
+    e->spawn_rest(std::move(hooks));
+    for (size_t i = 0; i < cfg.workers.size(); ++i) {
+      if (auto st = attach_remote_worker(sys, a.workers[i].actor, cfg.workers[i],
+                                         caf::actor_cast<caf::actor>(a.scheduler));
+          !st)
+        return st.error();
+    }
     return e;
   }
   // The first worker loads the model. A decode worker (disaggregated) on the same NUMA nodes
@@ -128,7 +133,8 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
                          }});
   auto info = await_worker(sys, a.worker);
   if (!info) return info.error();
-  e->info_ = std::move(*info);
+  e->info_ = *info;
+  a.workers.push_back({"worker", a.worker, std::move(*info), false});
   engine_config resolved = cfg;
   if (cfg.mode == placement_mode::disaggregated) {
     if (resolved.kv_handoff == kv_handoff_mode::automatic) {
@@ -152,29 +158,34 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
     e->decode_info_ = std::move(*decode_info);
   }
   e->cfg_ = resolved;
-  e->spawn_rest(std::move(hooks), "worker");
+  e->spawn_rest(std::move(hooks));
   return e;
 }
 
-// Once the workers are ready: the actors around them, configured by cfg_ and info_.
-void engine::spawn_rest(engine_hooks hooks, const std::string& worker_role) {
+// Once the workers are ready: the actors around them, configured by cfg_ and the workers' info.
+void engine::spawn_rest(engine_hooks hooks) {
   auto& a = *actors_;
   auto& sys = a.system;
-  const auto& w = info_;
+  // A request must fit whichever worker it is placed on: the smallest pool bounds it.
+  uint64_t pool_tokens = UINT64_MAX;
+  for (const scheduler_worker& w : a.workers)
+    pool_tokens = std::min(pool_tokens, uint64_t{w.info.n_blocks} * w.info.block_size);
+  const worker_info& w = info_;
   a.metrics = spawn_metrics(sys, cfg_.tenants, std::move(hooks.request_end));
-  a.admission = spawn_admission(
-      sys,
-      {w.n_ctx, w.n_vocab, uint64_t{w.n_blocks} * w.block_size, cfg_.max_waiting, cfg_.max_waiting_tokens},
-      cfg_.tenants, a.metrics);
-  a.scheduler =
-      spawn_scheduler(sys, {cfg_, tok_.get(), w.n_ctx, w.n_blocks, w.block_size, a.worker, a.decode_worker,
-                            a.admission, a.metrics, std::move(hooks.alive), std::move(hooks.step_end)});
+  a.admission =
+      spawn_admission(sys, {w.n_ctx, w.n_vocab, pool_tokens, cfg_.max_waiting, cfg_.max_waiting_tokens},
+                      cfg_.tenants, a.metrics);
+  a.scheduler = spawn_scheduler(sys, {cfg_, tok_.get(), a.workers, a.decode_worker, a.admission, a.metrics,
+                                      std::move(hooks.alive), std::move(hooks.step_end)});
   caf::anon_send(a.admission, ready_atom::value, a.scheduler);
   auto untyped = [](const auto& handle) { return caf::actor_cast<caf::actor>(handle); };
   std::vector<supervised> watched = {{"admission", untyped(a.admission)},
                                      {"scheduler", untyped(a.scheduler)},
-                                     {"metrics", untyped(a.metrics)},
-                                     {worker_role, untyped(a.worker)}};
+                                     {"metrics", untyped(a.metrics)}};
+  // A worker in another process is the scheduler's to watch: when it is lost, the others take
+  // its requests.
+  for (const scheduler_worker& wk : a.workers)
+    if (!wk.remote) watched.push_back({wk.name, untyped(wk.actor)});
   if (a.decode_worker) watched.push_back({"decode worker", untyped(a.decode_worker)});
   a.supervisor = spawn_supervisor(sys, std::move(watched), a.scheduler, health_);
 }
@@ -192,9 +203,9 @@ engine::~engine() {
   auto stop = [](const auto& x) {
     if (x) caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
   };
-  stop(a.supervisor), stop(a.admission), stop(a.scheduler), stop(a.metrics), stop(a.decode_worker);
-  // A worker in another process outlives this engine: it waits for the next server to join.
-  if (cfg_.workers.empty()) stop(a.worker);
+  // Workers in other processes outlive this engine: they wait for the next server to join.
+  stop(a.supervisor), stop(a.admission), stop(a.scheduler), stop(a.metrics), stop(a.decode_worker),
+      stop(a.worker);
   actors_->system.await_all_actors_done();
 }
 

@@ -76,4 +76,14 @@ std::string error_text(caf::actor_system& sys, const caf::error& err) {
   return sys.render(err);
 }
 
+std::string down_text(caf::actor_system& sys, const std::string& role, const caf::error& reason) {
+  // A worker in another process whose connection broke (it ended, or the network failed, or it
+  // went silent past the middleman's connection timeout) is a proxy CAF stops so; one stopped by
+  // SIGTERM (`hearth worker`) ends with user_shutdown.
+  if (reason == caf::exit_reason::remote_link_unreachable)
+    return role + " is unreachable: the connection to it was lost";
+  if (reason == caf::exit_reason::user_shutdown) return role + " was shut down";
+  return role + " stopped: " + error_text(sys, reason);
+}
+
 }  // namespace hearth

@@ -69,9 +69,9 @@ using scheduler_actor =
                      caf::replies_to<drain_atom>::with<bool>,  // end every request (shutdown)
                      // the engine failed: end every request with `internal`, then stop
                      caf::reacts_to<fail_atom, std::string>,
-                     // its own timers: the watchdog's tick, and a step's timeout (lane, step
-                     // number): if that step is still out, the backend hangs
-                     caf::reacts_to<alive_atom>, caf::reacts_to<overdue_atom, size_t, uint64_t>>;
+                     // its own timers: the watchdog's tick, and a step's timeout (worker group,
+                     // lane, step number): if that step is still out, the backend hangs
+                     caf::reacts_to<alive_atom>, caf::reacts_to<overdue_atom, size_t, size_t, uint64_t>>;
 
 using admission_actor =
     caf::typed_actor<caf::reacts_to<ready_atom, scheduler_actor>,  // where accepted requests go
@@ -186,9 +186,15 @@ typename Inspector::result_type inspect(Inspector& f, tenant_load& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_gauges& x) {
+  return f(caf::meta::type_name("worker_gauges"), x.name, x.device, x.lost, x.waiting, x.running, x.steps,
+           x.kv_blocks_used, x.kv_blocks_total, x.step_ms);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scheduler_gauges& x) {
   return f(caf::meta::type_name("scheduler_gauges"), x.waiting, x.running, x.preemptions, x.steps,
-           x.prefill_tokens, x.decode_tokens, x.kv, x.compute_ms, x.overhead_ms, x.tenants);
+           x.prefill_tokens, x.decode_tokens, x.kv, x.compute_ms, x.overhead_ms, x.tenants, x.workers);
 }
 
 template <class Inspector>
@@ -237,6 +243,10 @@ caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::strin
 //! a worker in another process (step, step_result, worker_info, join_hello) must be, or CAF
 //! refuses to send them there (in-process messages need no registration).
 void add_message_types(caf::actor_system_config& cfg);
+
+//! Why a monitored actor stopped, in words, `role` naming it: "worker tcp://h:1 is unreachable:
+//! the connection to it was lost", "... was shut down", "... stopped: <its error>".
+std::string down_text(caf::actor_system& sys, const std::string& role, const caf::error& reason);
 
 //! The sentence an error carries: its text when it has one (a refused join's, a worker's "the
 //! backend threw at step 3: ..."), else CAF's rendering of it.

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/step_lanes.hpp"
+#include "core/worker_choice.hpp"
 
 namespace hearth {
 
@@ -19,12 +20,24 @@ struct lane {
   clock_type::time_point sent_at;
 };
 
+// A data-parallel group: a worker (or, disaggregated, a prefill and a decode worker over one
+// pool), its decisions and the lanes they run on (lanes[i] is the loop's lane i).
+struct group {
+  std::string name;
+  std::string device;
+  bool remote = false;
+  bool lost = false;
+  std::unique_ptr<scheduler_core> core = {};
+  std::optional<step_lanes> loop = {};
+  std::vector<lane> lanes = {};
+  double compute_ms = 0;
+};
+
 struct scheduler_state {
   scheduler_options opt;
-  std::unique_ptr<scheduler_core> core;
+  std::vector<group> groups;
   std::unordered_map<request_id, sink_actor> sinks;
-  std::optional<step_lanes> loop;  // the decisions; lanes[i] is its lane i's worker
-  std::vector<lane> lanes;
+  std::unordered_map<request_id, size_t> placed;  // each request's group
   clock_type::time_point epoch = clock_type::now();
   double compute_ms = 0, overhead_ms = 0;
   static inline const char* name = "scheduler";
@@ -37,11 +50,11 @@ using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
 // The bookkeeping the other actors need, then each event to its request's sink (after a terminal
 // one the sink is forgotten). Metrics first: a request's record is in by the time its client
 // hears of its end, so the client's next stats counts it.
-void dispatch(self_ptr self, std::vector<request_event>& events) {
+void dispatch(self_ptr self, scheduler_core& core, std::vector<request_event>& events) {
   auto& st = self->state;
-  if (auto dq = st.core->take_dequeued(); !dq.empty())
+  if (auto dq = core.take_dequeued(); !dq.empty())
     self->send(st.opt.admission, dequeued_atom::value, std::move(dq));
-  if (auto records = st.core->take_records(); !records.empty()) {
+  if (auto records = core.take_records(); !records.empty()) {
     std::vector<request_id> ids;
     std::vector<uint32_t> completion;
     for (const auto& r : records) {
@@ -56,69 +69,128 @@ void dispatch(self_ptr self, std::vector<request_event>& events) {
     if (it == st.sinks.end()) continue;
     const bool last = e.terminal();
     self->send(it->second, std::move(e));
-    if (last) st.sinks.erase(it);
+    if (last) {
+      st.sinks.erase(it);
+      st.placed.erase(e.id);
+    }
   }
   events.clear();
 }
 
 scheduler_gauges gauges_of(const scheduler_state& st) {
-  scheduler_gauges g = st.core->gauges();
+  scheduler_gauges g;
+  for (const group& gr : st.groups) {
+    const scheduler_gauges c = gr.core->gauges();
+    g.waiting += c.waiting, g.running += c.running, g.preemptions += c.preemptions, g.steps += c.steps;
+    g.prefill_tokens += c.prefill_tokens, g.decode_tokens += c.decode_tokens;
+    g.kv.n_blocks += c.kv.n_blocks, g.kv.used += c.kv.used, g.kv.cached += c.kv.cached;
+    g.kv.hits += c.kv.hits, g.kv.lookups += c.kv.lookups, g.kv.evictions += c.kv.evictions;
+    for (const tenant_load& t : c.tenants) {
+      auto it = std::ranges::find(g.tenants, t.tenant, &tenant_load::tenant);
+      if (it == g.tenants.end()) it = g.tenants.insert(it, tenant_load{t.tenant});
+      it->waiting += t.waiting, it->running += t.running;
+    }
+    g.workers.push_back({gr.name, gr.device, gr.lost, c.waiting, c.running, c.steps, c.kv.used, c.kv.n_blocks,
+                         c.steps ? gr.compute_ms / static_cast<double>(c.steps) : 0.0});
+  }
   g.compute_ms = st.compute_ms;
   g.overhead_ms = st.overhead_ms;
   return g;
 }
 
-void on_result(self_ptr self, size_t lane_index, step_result& r);
+void on_result(self_ptr self, size_t gi, size_t lane_index, step_result& r);
 
 // The engine has failed (actors/engine.hpp): every request ends with `internal`, and the
 // scheduler stops, so the supervisor reports the failure if it did not find it itself.
 void fail(self_ptr self, const std::string& why) {
   std::vector<request_event> events;
-  self->state.core->drain(reject_reason::internal, why, self->state.now(), events);
-  dispatch(self, events);
+  for (group& g : self->state.groups) {
+    g.core->drain(reject_reason::internal, why, self->state.now(), events);
+    dispatch(self, *g.core, events);
+  }
   self->quit(caf::make_error(caf::sec::runtime_error, why));
+}
+
+// Where a request goes: the live group that would finish it first.
+std::optional<size_t> place(const scheduler_state& st, request_id id, const request& r) {
+  std::vector<worker_load> loads;
+  for (const group& g : st.groups)
+    loads.push_back({.available = !g.lost,
+                     .held = g.core->load(),
+                     .cached_tokens = g.core->cached_tokens(r, id),
+                     .speed = g.core->step_time()});
+  return choose_worker(loads, static_cast<uint32_t>(r.prompt.size()), r.max_tokens);
 }
 
 // Starts a step on every idle worker for which something can run.
 void kick(self_ptr self) {
   auto& st = self->state;
-  for (size_t i : st.loop->start(*st.core, st.now())) {
-    const step& s = *st.loop->in_flight(i);
-    st.lanes[i].sent_at = clock_type::now();
-    self->delayed_send(self, std::chrono::milliseconds(st.opt.config.step_timeout_ms), overdue_atom::value, i,
-                       s.number);
-    self->request(st.lanes[i].worker, caf::infinite, s)
-        .then([=](step_result& r) { on_result(self, i, r); },
-              [=](caf::error& err) {
-                step_result r{.number = self->state.loop->in_flight(i)->number,
-                              .error = "worker: " + self->system().render(err)};
-                on_result(self, i, r);
-              });
+  for (size_t gi = 0; gi < st.groups.size(); ++gi) {
+    group& g = st.groups[gi];
+    if (g.lost) continue;
+    for (size_t i : g.loop->start(*g.core, st.now())) {
+      const step& s = *g.loop->in_flight(i);
+      g.lanes[i].sent_at = clock_type::now();
+      self->delayed_send(self, std::chrono::milliseconds(st.opt.config.step_timeout_ms), overdue_atom::value,
+                         gi, i, s.number);
+      self->request(g.lanes[i].worker, caf::infinite, s)
+          .then([=](step_result& r) { on_result(self, gi, i, r); },
+                [=](caf::error& err) {
+                  const auto& out = self->state.groups[gi].loop->in_flight(i);
+                  step_result r{.number = out ? out->number : 0,
+                                .error = "worker: " + self->system().render(err)};
+                  on_result(self, gi, i, r);
+                });
+    }
   }
 }
 
-void on_result(self_ptr self, size_t lane_index, step_result& r) {
+void on_result(self_ptr self, size_t gi, size_t lane_index, step_result& r) {
   auto& st = self->state;
+  group& g = st.groups[gi];
+  if (g.lost) return;  // its requests moved on; this step's work is redone elsewhere
   const auto received = clock_type::now();
   const double round_trip =
-      std::chrono::duration<double, std::milli>(received - st.lanes[lane_index].sent_at).count();
+      std::chrono::duration<double, std::milli>(received - g.lanes[lane_index].sent_at).count();
   if (r.error.empty()) {
-    const step& s = *st.loop->in_flight(lane_index);
+    const step& s = *g.loop->in_flight(lane_index);
     const uint32_t decode = s.n_tokens_decode();
     self->send(st.opt.metrics, stepped_atom::value,
                step_sample{static_cast<uint32_t>(s.seqs.size()), s.n_tokens() - decode, decode, round_trip});
     if (st.opt.step_end) st.opt.step_end(s, round_trip);
   }
   std::vector<request_event> events;
-  st.loop->finish(lane_index, r, *st.core, st.now(), events);
-  dispatch(self, events);
+  g.loop->finish(lane_index, r, *g.core, st.now(), events);
+  dispatch(self, *g.core, events);
   self->send(st.opt.metrics, gauges_atom::value, gauges_of(st));
   kick(self);
   // Overhead: the step's round trip beyond the worker's compute, plus the time from its result
   // to this worker's next step leaving.
   const double turn = std::chrono::duration<double, std::milli>(clock_type::now() - received).count();
   st.compute_ms += r.compute_ms;
-  st.overhead_ms += std::max(0.0, round_trip - r.compute_ms) + (st.loop->in_flight(lane_index) ? turn : 0.0);
+  g.compute_ms += r.compute_ms;
+  st.overhead_ms += std::max(0.0, round_trip - r.compute_ms) + (g.loop->in_flight(lane_index) ? turn : 0.0);
+}
+
+// A worker in another process is gone: its requests carry on at the others (recomputed, their
+// draws the same), or, with none left, the engine fails with `why`.
+void lose(self_ptr self, size_t gi, const std::string& why) {
+  auto& st = self->state;
+  group& g = st.groups[gi];
+  if (g.lost) return;
+  g.lost = true;
+  if (std::ranges::none_of(st.groups, [](const group& x) { return !x.lost; })) {
+    fail(self, why);
+    return;
+  }
+  std::vector<request_event> events;
+  for (request_id id : g.core->ids()) {
+    const auto to = place(st, id, {});  // by load alone: its blocks are gone with its worker
+    g.core->hand_over(id, *st.groups[*to].core, st.now(), events);
+    st.placed[id] = *to;
+  }
+  dispatch(self, *g.core, events);
+  kick(self);
 }
 
 // The engine is alive when this loop runs and every step in flight is younger than the step
@@ -128,57 +200,86 @@ void on_alive_tick(self_ptr self) {
   const auto limit = std::chrono::milliseconds(st.opt.config.step_timeout_ms);
   const auto now = clock_type::now();
   bool stuck = false;
-  for (size_t i = 0; i < st.lanes.size(); ++i)
-    stuck = stuck || (st.loop->in_flight(i) && now - st.lanes[i].sent_at > limit);
+  for (const group& g : st.groups)
+    for (size_t i = 0; i < g.lanes.size() && !g.lost; ++i)
+      stuck = stuck || (g.loop->in_flight(i) && now - g.lanes[i].sent_at > limit);
   if (!stuck) st.opt.alive.ping();
   self->delayed_send(self, st.opt.alive.every, alive_atom::value);
 }
 
-scheduler_actor::behavior_type scheduler(self_ptr self, scheduler_options opt) {
+void make_groups(self_ptr self, const scheduler_options& opt) {
   auto& st = self->state;
-  st.core = std::make_unique<scheduler_core>(opt.config, *opt.tok, opt.n_ctx, opt.n_blocks, opt.block_size,
-                                             make_policy(opt.config.policy));
-  st.loop.emplace(opt.decode_worker ? placement_mode::disaggregated : placement_mode::colocated);
-  st.lanes = {{opt.worker, {}}};
-  if (opt.decode_worker) st.lanes.push_back({opt.decode_worker, {}});
-  st.opt = std::move(opt);
+  const bool disaggregated = static_cast<bool>(opt.decode_worker);
+  for (const scheduler_worker& w : opt.workers) {
+    group g{.name = w.name, .device = w.info.device, .remote = w.remote};
+    g.core = std::make_unique<scheduler_core>(opt.config, *opt.tok, w.info.n_ctx, w.info.n_blocks,
+                                              w.info.block_size, make_policy(opt.config.policy));
+    g.loop.emplace(disaggregated ? placement_mode::disaggregated : placement_mode::colocated);
+    g.lanes = {{w.actor, {}}};
+    if (disaggregated) g.lanes.push_back({opt.decode_worker, {}});
+    if (w.remote) self->monitor(w.actor);
+    st.groups.push_back(std::move(g));
+  }
+  self->set_down_handler([self](const caf::down_msg& down) {
+    auto& gs = self->state.groups;
+    for (size_t gi = 0; gi < gs.size(); ++gi)
+      if (gs[gi].lanes.front().worker.address() == down.source)
+        lose(self, gi, down_text(self->system(), gs[gi].name, down.reason));
+  });
+}
+
+template <class F>
+void for_each_core(self_ptr self, F&& f) {
+  for (group& g : self->state.groups) f(*g.core);
+}
+
+scheduler_actor::behavior_type scheduler(self_ptr self, scheduler_options opt) {
+  make_groups(self, opt);
+  self->state.opt = std::move(opt);
+  const auto& st = self->state;
   if (st.opt.alive.every.count() > 0 && st.opt.alive.ping) on_alive_tick(self);
   return {
       [=](enqueue_atom, request_id id, request& r, sink_actor& sink, int64_t submitted_ns) {
         auto& s = self->state;
         const clock_type::time_point submitted{clock_type::duration(submitted_ns)};
+        const size_t gi = *place(s, id, r);  // a live one: with none left the scheduler has stopped
         s.sinks.emplace(id, std::move(sink));
-        s.core->add(id, std::move(r), std::chrono::duration<double>(submitted - s.epoch).count());
+        s.placed.emplace(id, gi);
+        s.groups[gi].core->add(id, std::move(r), std::chrono::duration<double>(submitted - s.epoch).count());
         kick(self);
       },
       [=](cancel_atom, request_id id) {
+        const auto it = self->state.placed.find(id);
+        if (it == self->state.placed.end()) return;
+        scheduler_core& core = *self->state.groups[it->second].core;
         std::vector<request_event> events;
-        self->state.core->cancel(id, self->state.now(), events);
-        dispatch(self, events);
+        core.cancel(id, self->state.now(), events);
+        dispatch(self, core, events);
       },
       [=](policy_atom, const std::string& name) {
-        auto p = make_policy(name);
-        if (!p) return false;
-        self->state.core->set_policy(std::move(p));
+        if (!make_policy(name)) return false;
+        for_each_core(self, [&](scheduler_core& c) { c.set_policy(make_policy(name)); });
         return true;
       },
       [=](tenants_atom, std::vector<tenant_config>& tenants) {
-        self->state.core->set_tenants(std::move(tenants));
+        for_each_core(self, [&](scheduler_core& c) { c.set_tenants(tenants); });
         return true;
       },
       [=](gauges_atom) { return gauges_of(self->state); },
       [=](drain_atom) {
         std::vector<request_event> events;
-        self->state.core->drain(reject_reason::shutting_down, "the engine is shutting down",
-                                self->state.now(), events);
-        dispatch(self, events);
+        for_each_core(self, [&](scheduler_core& c) {
+          c.drain(reject_reason::shutting_down, "the engine is shutting down", self->state.now(), events);
+          dispatch(self, c, events);
+        });
         return true;
       },
       [=](fail_atom, const std::string& why) { fail(self, why); },
       [=](alive_atom) { on_alive_tick(self); },
-      [=](overdue_atom, size_t lane_index, uint64_t number) {
-        const std::optional<step>& s = self->state.loop->in_flight(lane_index);
-        if (!s || s->number != number) return;
+      [=](overdue_atom, size_t gi, size_t lane_index, uint64_t number) {
+        const group& g = self->state.groups[gi];
+        const std::optional<step>& s = g.loop->in_flight(lane_index);
+        if (g.lost || !s || s->number != number) return;
         fail(self, "worker: step " + std::to_string(number) + " has not returned in " +
                        std::to_string(self->state.opt.config.step_timeout_ms) + " ms (a hung backend)");
       },

@@ -1,9 +1,12 @@
 #pragma once
-// The scheduler actor: the iteration loop. It owns the scheduler_core (and with it the KV block
-// manager) and keeps one step in flight per worker: colocated, one worker runs mixed steps;
-// disaggregated, a prefill worker runs prefill chunks while a decode worker runs the decodes,
-// both at once, over one KV pool. Finished steps become events for each request's sink, records
-// for metrics and queue accounting for admission.
+// The scheduler actor: the iteration loop. It keeps one step in flight per worker: colocated,
+// a worker runs mixed steps; disaggregated, a prefill worker runs prefill chunks while a decode
+// worker runs the decodes, both at once, over one KV pool. With several colocated workers (data
+// parallel: [[engine.worker]] entries) each has a scheduler_core of its own over its own pool,
+// and a request is placed on one at arrival (core/worker_choice.hpp); a worker in another
+// process that is lost hands its requests to the others, and the engine fails only when none is
+// left. Finished steps become events for each request's sink, records for metrics and queue
+// accounting for admission. One policy and tenant table for all.
 
 #include <memory>
 
@@ -14,14 +17,20 @@
 
 namespace hearth {
 
+//! A worker as the scheduler drives it.
+struct scheduler_worker {
+  std::string name;  //!< "worker" or "worker tcp://HOST:PORT": how errors and stats name it
+  worker_actor actor;
+  worker_info info;
+  bool remote = false;  //!< in another process: watched here, and its requests move on when it is lost
+};
+
 struct scheduler_options {
   engine_config config;
   const tokenizer* tok = nullptr;  //!< outlives the actor system
-  uint32_t n_ctx = 0;
-  uint32_t n_blocks = 0;
-  uint32_t block_size = 0;
-  worker_actor worker;         //!< colocated: the one worker; disaggregated: the prefill worker
-  worker_actor decode_worker;  //!< disaggregated only
+  //! Colocated: each one a data-parallel group of its own; disaggregated: the prefill worker.
+  std::vector<scheduler_worker> workers;
+  worker_actor decode_worker;  //!< disaggregated only (one pool with the prefill worker's layout)
   admission_actor admission;
   metrics_actor metrics;
   keep_alive alive;                                   //!< pings from this loop (core/engine_hooks.hpp)

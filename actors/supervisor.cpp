@@ -64,15 +64,7 @@ supervisor_actor::behavior_type supervisor(supervisor_actor::stateful_pointer<su
     std::string role = "an actor";
     for (const auto& a : s.actors)
       if (a.actor.address() == down.source) role = a.role;
-    // A worker in another process whose connection broke (it ended, or the network failed,
-    // or it went silent past the middleman's connection timeout) is a proxy CAF stops so; one
-    // stopped by SIGTERM (`hearth worker`) ends with user_shutdown.
-    const auto& reason = down.reason;
-    const std::string why = reason == caf::exit_reason::remote_link_unreachable
-                                ? role + " is unreachable: the connection to it was lost"
-                            : reason == caf::exit_reason::user_shutdown
-                                ? role + " was shut down"
-                                : role + " stopped: " + error_text(self->system(), reason);
+    const std::string why = down_text(self->system(), role, down.reason);
     s.health->fail(why);
     // A scheduler still running holds every request: it ends them (and then stops itself).
     if (down.source != s.scheduler.address()) self->send(s.scheduler, fail_atom::value, why);

@@ -42,6 +42,13 @@ namespace {
 
 constexpr const char* default_model = "models/tiny.gguf";
 constexpr auto shutdown_grace = std::chrono::seconds(5);
+
+// "worker tcp://a:1" or "workers tcp://a:1, tcp://b:2".
+std::string worker_list(const std::vector<worker_endpoint>& workers) {
+  std::string out = workers.size() == 1 ? "worker " : "workers ";
+  for (size_t i = 0; i < workers.size(); ++i) out += (i ? ", " : "") + workers[i].text();
+  return out;
+}
 // From SIGTERM to exit beyond the drain: each gateway's grace for its last messages, and one
 // more for the engine to stop; what the service manager is told to wait for on top of the drain.
 constexpr auto stop_after_drain = 3 * shutdown_grace;
@@ -270,7 +277,7 @@ int run_serve(const serve_args& a) {
     auto sha = file_sha256(cfg->model_path);
     if (!sha) return fail(sha.error().message);
     hello = local_hello(cfg->model_path, *sha);
-    server::notify_status("joining worker " + cfg->engine.workers.front().text());
+    server::notify_status("joining " + worker_list(cfg->engine.workers));
   }
   const auto starting = std::chrono::steady_clock::now();
   auto eng = engine::start(
@@ -286,7 +293,7 @@ int run_serve(const serve_args& a) {
     const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - starting);
     char took[32];
     std::snprintf(took, sizeof took, "%.1f ms", ms.count());
-    log_line("joined worker " + cfg->engine.workers.front().text() + " in " + took);
+    log_line("joined " + worker_list(cfg->engine.workers) + " in " + took);
   }
 
   const std::string& chat_template = model->tok->spec().chat_template;

@@ -13,6 +13,22 @@ error invalid(const std::string& what) {
 
 }  // namespace
 
+status<> check_workers(const std::vector<worker_endpoint>& workers) {
+  for (size_t i = 0; i < workers.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      const worker_endpoint &a = workers[j], &b = workers[i];
+      if (a.host == b.host && a.port == b.port)
+        return error{errc::invalid_argument, "worker " + b.text() + " is listed twice"};
+      // One actor system, one TLS identity: the server proves itself to every worker alike.
+      if (!a.credentials.empty() && !b.credentials.empty() && a.credentials != b.credentials)
+        return error{errc::invalid_argument, "workers " + a.text() + " and " + b.text() +
+                                                 " name different credentials; a server has one (keygen "
+                                                 "--worker's folder)"};
+    }
+  }
+  return {};
+}
+
 status<> check(const engine_config& c) {
   if (c.max_seqs == 0) return invalid("max_seqs must be >= 1");
   // Every running request gets its decode token in every step.
@@ -26,11 +42,16 @@ status<> check(const engine_config& c) {
   if (c.mode == placement_mode::disaggregated && !c.worker_cpus.empty() && c.worker_cpus == c.decode_cpus) {
     return invalid("disaggregated workers need different cpusets");
   }
-  if (c.workers.size() > 1)
-    return invalid("one [[engine.worker]] at most for now (got " + std::to_string(c.workers.size()) + ")");
+  if (auto st = check_workers(c.workers); !st) return invalid(st.error().message);
   if (!c.workers.empty() && c.mode == placement_mode::disaggregated)
     return invalid("a worker in another process ([[engine.worker]]) runs colocated steps only");
   if (auto st = check_tenants(c.tenants); !st) return invalid(st.error().message);
+  return {};
+}
+
+std::string shared_credentials(const std::vector<worker_endpoint>& workers) {
+  for (const worker_endpoint& w : workers)
+    if (!w.credentials.empty()) return w.credentials;
   return {};
 }
 

@@ -58,9 +58,9 @@ struct engine_config {
   std::string decode_cpus = {};  //!< disaggregated: the decode worker
   kv_handoff_mode kv_handoff = kv_handoff_mode::automatic;
   uint32_t threads_per_worker = 0;  //!< 0 = one per cpu in its set (or all cores)
-  //! [[engine.worker]]: the worker runs in another process (`hearth worker`), joined at start;
-  //! empty = the worker runs here. One at most for now, colocated; the cpusets and threads
-  //! above are then the worker's own options, not these.
+  //! [[engine.worker]]: workers in other processes (`hearth worker`), joined at start, each a
+  //! data-parallel worker with its own pool (colocated steps); empty = the worker runs here. The
+  //! cpusets and threads above are then the workers' own options, not these.
   std::vector<worker_endpoint> workers = {};
   // Supervision
   //! A step not back from its worker in this time means the backend hangs: the engine fails
@@ -68,6 +68,11 @@ struct engine_config {
   //! the models a home server runs, a few seconds for an 8B model's prefill chunk on 2 cores.
   uint32_t step_timeout_ms = 30000;
 };
+
+//! errc::invalid_argument for a worker listed twice, or two that name different credentials.
+status<> check_workers(const std::vector<worker_endpoint>& workers);
+//! The credentials folder the workers' entries name ("" when none does): check() allows one.
+std::string shared_credentials(const std::vector<worker_endpoint>& workers);
 
 //! "colocated" or "disaggregated".
 const char* to_string(placement_mode m);

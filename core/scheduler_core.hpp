@@ -62,6 +62,19 @@ struct tenant_load {
   uint32_t running = 0;
 };
 
+//! One worker's share, when the engine has several (data parallel) or one in another process.
+struct worker_gauges {
+  std::string name;    //!< "worker" (this process) or "worker tcp://HOST:PORT"
+  std::string device;  //!< what its backend computes on
+  bool lost = false;   //!< its connection broke; its requests moved to the others
+  uint32_t waiting = 0;
+  uint32_t running = 0;
+  uint64_t steps = 0;
+  uint32_t kv_blocks_used = 0;
+  uint32_t kv_blocks_total = 0;
+  double step_ms = 0;  //!< mean compute time of its steps
+};
+
 struct scheduler_gauges {
   uint32_t waiting = 0;
   uint32_t running = 0;
@@ -74,7 +87,8 @@ struct scheduler_gauges {
   // backend and sampler, and everything else between two steps (messages, planning, bookkeeping).
   double compute_ms = 0;
   double overhead_ms = 0;
-  std::vector<tenant_load> tenants = {};  //!< every tenant with a request waiting or running
+  std::vector<tenant_load> tenants = {};    //!< every tenant with a request waiting or running
+  std::vector<worker_gauges> workers = {};  //!< each worker's, in configuration order
 };
 
 class scheduler_core {

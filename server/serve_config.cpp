@@ -230,8 +230,8 @@ void read_engine(const section& s, serve_config& c) {
     if (!endpoint) w.fail(&at, "endpoint", endpoint.error().message);
     w.text("credentials", endpoint->credentials);
     if (auto st = endpoint->check_reach(); !st) w.fail(&at, "endpoint", st.error().message);
-    if (!e.workers.empty()) w.fail(&at, "", "is a second worker: one at most for now");
     e.workers.push_back(std::move(*endpoint));
+    if (auto st = check_workers(e.workers); !st) w.fail(&at, "", st.error().message);
   });
 }
 

@@ -68,6 +68,11 @@ class worker_process {
     pid_ = -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   }
+  //! kill -9, as a machine that loses power.
+  void kill_hard() {
+    ::kill(pid_, SIGKILL), ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
 
  private:
   static std::string read_line(int fd) {
@@ -100,8 +105,11 @@ struct remote_fixture {
   }
 
   result<std::unique_ptr<engine>> start(uint16_t port, const join_hello& h) const {
+    return start(std::vector<uint16_t>{port}, h);
+  }
+  result<std::unique_ptr<engine>> start(const std::vector<uint16_t>& ports, const join_hello& h) const {
     engine_config cfg;
-    cfg.workers = {{"127.0.0.1", port}};
+    for (uint16_t p : ports) cfg.workers.push_back({"127.0.0.1", p});
     return engine::start(cfg, model->tok, nullptr, {}, {}, h);
   }
 };
@@ -239,4 +247,93 @@ TEST_CASE("a worker serves one server at a time, and the next once that one has 
   }
   next->reset();
   CHECK(w.stop() == 0);
+}
+
+TEST_CASE("two workers in other processes share the load and run the tokens requests alone run", "[worker]") {
+  remote_fixture f;
+  worker_process a(f.path), b(f.path);
+  const uint64_t seed = test_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  std::vector<request> rs;
+  for (uint32_t i = 0; i < 12; ++i) {
+    request r = greedy(random_prompt(5 + 11 * i, 600, rng), 16);
+    if (i % 2) r.sampling = {.temperature = 0.9f, .top_k = 40, .seed = rng()};
+    rs.push_back(std::move(r));
+  }
+  std::vector<std::vector<token_id>> expected;
+  for (const auto& r : rs) expected.push_back(generate_alone(*f.model->backend(8192), *f.model->tok, r));
+  auto e = f.start({a.port(), b.port()}, f.hello);
+  REQUIRE(e.ok());
+  CHECK(run_all(**e, rs) == expected);
+  const auto g = (*e)->gauges();
+  REQUIRE(g.ok());
+  REQUIRE(g->workers.size() == 2);
+  for (const worker_gauges& w : g->workers) {
+    INFO(w.name);
+    CHECK(w.steps > 0);  // both took requests
+    CHECK_FALSE(w.lost);
+    CHECK(w.kv_blocks_used == 0);
+    CHECK(w.step_ms > 0);
+  }
+  CHECK(g->workers[1].name == "worker tcp://127.0.0.1:" + std::to_string(b.port()));
+  e->reset();
+  CHECK(a.stop() == 0);
+  CHECK(b.stop() == 0);
+}
+
+TEST_CASE("a worker killed mid-load: its requests finish on the other, each ending once", "[worker]") {
+  remote_fixture f;
+  worker_process a(f.path), b(f.path);
+  const uint64_t seed = test_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  std::vector<request> rs;
+  for (uint32_t i = 0; i < 10; ++i) {
+    request r = greedy(random_prompt(20 + 7 * i, 600, rng), 48);
+    if (i % 2) r.sampling = {.temperature = 0.9f, .top_k = 40, .seed = rng()};
+    r.sampling.banned = f.model->tok->end_of_generation_tokens();  // running on both when one dies
+    rs.push_back(std::move(r));
+  }
+  std::vector<std::vector<token_id>> expected;
+  for (const auto& r : rs) expected.push_back(generate_alone(*f.model->backend(8192), *f.model->tok, r));
+  auto e = f.start({a.port(), b.port()}, f.hello);
+  REQUIRE(e.ok());
+  std::optional<event_queue> events(std::in_place, **e);  // closed before the engine ends
+  std::vector<request_id> ids;
+  for (const auto& r : rs) ids.push_back((*e)->submit(r, events->sink()));
+  outcome o;
+  // Once both have streamed tokens, the first dies.
+  while (true) {
+    auto ev = events->next(std::chrono::seconds(60));
+    REQUIRE(ev);
+    record(*ev, o);
+    const auto g = (*e)->gauges();
+    REQUIRE(g.ok());
+    if (g->workers[0].steps > 4 && g->workers[1].steps > 4) {
+      REQUIRE(g->workers[0].running + g->workers[0].waiting > 0);  // something to hand over
+      break;
+    }
+  }
+  a.kill_hard();
+  collect(*events, rs.size(), o);
+  events.reset();
+  for (size_t i = 0; i < rs.size(); ++i) {
+    INFO("request " << i);
+    CHECK(o.terminal.at(ids[i]).kind == event_kind::done);
+    CHECK(o.tokens_of(ids[i]) == expected[i]);
+  }
+  const auto g = (*e)->gauges();
+  REQUIRE(g.ok());
+  CHECK(g->workers[0].lost);
+  CHECK_FALSE(g->workers[1].lost);
+  CHECK(g->workers[1].kv_blocks_used == 0);
+  CHECK((*e)->failure() == std::nullopt);
+  // The survivor serves on.
+  const request late = greedy(random_prompt(9, 600, rng), 6);
+  const std::vector<std::vector<token_id>> want = {
+      generate_alone(*f.model->backend(8192), *f.model->tok, late)};
+  CHECK(run_all(**e, {late}) == want);
+  e->reset();
+  CHECK(b.stop() == 0);
 }

@@ -191,9 +191,19 @@ TEST_CASE("[[engine.worker]] names a worker in another process, refused naming i
   CHECK_THAT(error_for("[[engine.worker]]\n"), Contains("home.toml:1: [engine.worker].endpoint is missing"));
   CHECK_THAT(error_for("[engine]\nworker = \"tcp://box:7100\""),
              Contains("home.toml:2: [engine].worker must be tables: write [[engine.worker]]"));
+  // Several: data parallel, each worker named once, one TLS identity for the server.
+  const auto two = parse_serve_config(
+      "[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:1\"\n[[engine.worker]]\nendpoint = "
+      "\"tcp://localhost:2\"");
+  REQUIRE(two.ok());
+  CHECK(two->engine.workers.size() == 2);
   CHECK_THAT(error_for("[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:1\"\n[[engine.worker]]\nendpoint = "
-                       "\"tcp://localhost:2\""),
-             Contains("home.toml:4: [engine.worker] is a second worker: one at most for now"));
+                       "\"tcp://127.0.0.1:1\""),
+             Contains("home.toml:4: [engine.worker] worker tcp://127.0.0.1:1 is listed twice"));
+  CHECK_THAT(
+      error_for("[[engine.worker]]\nendpoint = \"tcp://a:1\"\ncredentials = \"/x\"\n[[engine.worker]]\n"
+                "endpoint = \"tcp://b:1\"\ncredentials = \"/y\""),
+      Contains("home.toml:5: [engine.worker] workers tcp://a:1 and tcp://b:1 name different credentials"));
   // Off this machine, never without credentials; loopback may go plain.
   CHECK_THAT(
       error_for("[[engine.worker]]\nendpoint = \"tcp://box:7100\""),

@@ -65,10 +65,18 @@ TEST_CASE("a join is refused naming each thing that differs", "[worker]") {
                  Contains("; build " + build_version() + " here, 0.0.9 (1234567) at the server"));
 }
 
-TEST_CASE("one worker in another process, colocated, for now", "[worker]") {
+TEST_CASE("workers in other processes: colocated, each named once, one TLS identity", "[worker]") {
   engine_config two;
   two.workers = {{"a", 1}, {"b", 1}};
-  CHECK_THAT(check(two).error().message, Contains("one [[engine.worker]] at most for now (got 2)"));
+  CHECK(check(two).ok());
+  two.workers[1] = {"a", 1};
+  CHECK_THAT(check(two).error().message, Contains("worker tcp://a:1 is listed twice"));
+  two.workers = {{"a", 1, "/x"}, {"b", 1}, {"c", 1, "/y"}};
+  CHECK_THAT(check(two).error().message,
+             Contains("workers tcp://a:1 and tcp://c:1 name different credentials"));
+  two.workers[2].credentials = "/x";
+  CHECK(check(two).ok());
+  CHECK(shared_credentials(two.workers) == "/x");
   engine_config split;
   split.workers = {{"a", 1}};
   split.mode = placement_mode::disaggregated;
