@@ -487,6 +487,14 @@ TEST_CASE("CURVE: listed keys are accepted as their tenant, others refused, tena
     CHECK((*stats)["tenant"]["name"] == "alice");
     CHECK((*stats)["tenant"]["done"] == 0);
     CHECK((*stats)["engine"]["policy"] == "vtc");
+    const auto& workers = (*stats)["engine"]["workers"];
+    REQUIRE(workers.size() == 1);  // the engine's own worker, in this process
+    CHECK(workers[0]["name"] == "worker");
+    CHECK(workers[0]["device"] == "cpu");
+    CHECK(workers[0]["lost"] == false);
+    CHECK(workers[0]["steps"].get<uint64_t>() >= 4);
+    CHECK(workers[0]["kv_blocks_total"] == (*stats)["engine"]["kv_blocks_total"]);
+    CHECK(workers[0]["step_ms"].get<double>() > 0);
     CHECK((*bob->stats())["tenant"]["done"] == 1);
     CHECK_FALSE(stats->contains("tenants"));
   }

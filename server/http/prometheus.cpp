@@ -59,6 +59,10 @@ std::string tenant_label(const tenant_metrics& t) {
   return "tenant=\"" + escaped(t.tenant) + "\"";
 }
 
+std::string worker_label(const worker_gauges& w) {
+  return "worker=\"" + escaped(w.name) + "\",device=\"" + escaped(w.device) + "\"";
+}
+
 void latencies(writer& w, const metrics_snapshot& m) {
   struct family {
     const char* name;
@@ -126,6 +130,17 @@ void engine_figures(writer& w, const metrics_snapshot& m) {
   w.sample("hearth:prefix_cache_queries_total", "", double(g.kv.lookups));
   w.family("hearth:prefix_cache_hits_total", "counter", "Full KV blocks found in the prefix cache.");
   w.sample("hearth:prefix_cache_hits_total", "", double(g.kv.hits));
+  w.family("hearth:worker_steps_total", "counter", "Steps each worker ran.");
+  for (const worker_gauges& k : g.workers)
+    w.sample("hearth:worker_steps_total", worker_label(k), double(k.steps));
+  w.family("hearth:worker_kv_cache_used_blocks", "gauge", "KV blocks in use in each worker's pool.");
+  for (const worker_gauges& k : g.workers)
+    w.sample("hearth:worker_kv_cache_used_blocks", worker_label(k), k.kv_blocks_used);
+  w.family("hearth:worker_step_seconds_mean", "gauge", "Mean compute time of each worker's steps.");
+  for (const worker_gauges& k : g.workers)
+    w.sample("hearth:worker_step_seconds_mean", worker_label(k), 1e-3 * k.step_ms);
+  w.family("hearth:worker_up", "gauge", "1 while the worker is joined, 0 once it is lost.");
+  for (const worker_gauges& k : g.workers) w.sample("hearth:worker_up", worker_label(k), k.lost ? 0.0 : 1.0);
   w.family("hearth:uptime_seconds", "gauge", "Seconds since the engine started.");
   w.sample("hearth:uptime_seconds", "", m.uptime_s);
   w.family("hearth:step_duration_seconds", "histogram", "Time of one engine step, to its result back.");

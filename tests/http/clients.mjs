@@ -63,8 +63,11 @@ async function engineIdle(host) {
   assert.equal(r.status, 200);
   const text = await r.text();
   const gauge = (name) => Number(text.match(new RegExp(`^${name} (\\S+)$`, 'm'))?.[1]);
+  // The engine's one worker, labelled by name and device.
+  const worker = (name) => gauge(`${name}\\{worker="worker",device="cpu"\\}`);
+  assert.equal(worker('hearth:worker_up'), 1);
   return gauge('hearth:num_requests_running') === 0 && gauge('hearth:num_requests_waiting') === 0 &&
-         gauge('hearth:kv_cache_usage_perc') === 0;
+         gauge('hearth:kv_cache_usage_perc') === 0 && worker('hearth:worker_kv_cache_used_blocks') === 0;
 }
 
 async function rejects(promise, check) {
