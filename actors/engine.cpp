@@ -106,11 +106,11 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
     for (const worker_endpoint& w : cfg.workers) {
       auto joined = join_remote_worker(sys, w, hello);
       if (!joined) return joined.error();
-      a.workers.push_back({"worker " + w.text(), std::move(joined->first), std::move(joined->second), true});
+      a.workers.push_back({"worker " + w.text(), std::move(joined->first), std::move(joined->second), w});
     }
     e->info_ = a.workers.front().info;
     e->cfg_ = cfg;
-    e->spawn_rest(std::move(hooks));
+    e->spawn_rest(std::move(hooks), hello);
     for (size_t i = 0; i < cfg.workers.size(); ++i) {
       if (auto st = attach_remote_worker(sys, a.workers[i].actor, cfg.workers[i],
                                          caf::actor_cast<caf::actor>(a.scheduler));
@@ -134,7 +134,7 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   auto info = await_worker(sys, a.worker);
   if (!info) return info.error();
   e->info_ = *info;
-  a.workers.push_back({"worker", a.worker, std::move(*info), false});
+  a.workers.push_back({"worker", a.worker, std::move(*info)});
   engine_config resolved = cfg;
   if (cfg.mode == placement_mode::disaggregated) {
     if (resolved.kv_handoff == kv_handoff_mode::automatic) {
@@ -158,12 +158,12 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
     e->decode_info_ = std::move(*decode_info);
   }
   e->cfg_ = resolved;
-  e->spawn_rest(std::move(hooks));
+  e->spawn_rest(std::move(hooks), hello);
   return e;
 }
 
 // Once the workers are ready: the actors around them, configured by cfg_ and the workers' info.
-void engine::spawn_rest(engine_hooks hooks) {
+void engine::spawn_rest(engine_hooks hooks, const join_hello& hello) {
   auto& a = *actors_;
   auto& sys = a.system;
   // A request must fit whichever worker it is placed on: the smallest pool bounds it.
@@ -175,8 +175,8 @@ void engine::spawn_rest(engine_hooks hooks) {
   a.admission =
       spawn_admission(sys, {w.n_ctx, w.n_vocab, pool_tokens, cfg_.max_waiting, cfg_.max_waiting_tokens},
                       cfg_.tenants, a.metrics);
-  a.scheduler = spawn_scheduler(sys, {cfg_, tok_.get(), a.workers, a.decode_worker, a.admission, a.metrics,
-                                      std::move(hooks.alive), std::move(hooks.step_end)});
+  a.scheduler = spawn_scheduler(sys, {cfg_, tok_.get(), a.workers, a.decode_worker, hello, a.admission,
+                                      a.metrics, std::move(hooks.alive), std::move(hooks.step_end)});
   caf::anon_send(a.admission, ready_atom::value, a.scheduler);
   auto untyped = [](const auto& handle) { return caf::actor_cast<caf::actor>(handle); };
   std::vector<supervised> watched = {{"admission", untyped(a.admission)},
@@ -185,7 +185,7 @@ void engine::spawn_rest(engine_hooks hooks) {
   // A worker in another process is the scheduler's to watch: when it is lost, the others take
   // its requests.
   for (const scheduler_worker& wk : a.workers)
-    if (!wk.remote) watched.push_back({wk.name, untyped(wk.actor)});
+    if (!wk.endpoint) watched.push_back({wk.name, untyped(wk.actor)});
   if (a.decode_worker) watched.push_back({"decode worker", untyped(a.decode_worker)});
   a.supervisor = spawn_supervisor(sys, std::move(watched), a.scheduler, health_);
 }

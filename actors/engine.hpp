@@ -116,7 +116,7 @@ class engine {
 
  private:
   engine(std::shared_ptr<const tokenizer> tok, bool networked, const std::string& credentials);
-  void spawn_rest(engine_hooks hooks);
+  void spawn_rest(engine_hooks hooks, const join_hello& hello);
 
   // The actor system and the actors: CAF stays behind this (engine.cpp), as oneDNN does behind
   // kernels/matmul.hpp.

@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "actors/worker_rejoin.hpp"
 #include "core/step_lanes.hpp"
 #include "core/worker_choice.hpp"
 
@@ -25,8 +26,9 @@ struct lane {
 struct group {
   std::string name;
   std::string device;
-  bool remote = false;
+  std::optional<worker_endpoint> endpoint = std::nullopt;  // in another process
   bool lost = false;
+  uint64_t generation = 0;  // which join of its worker a step's answer comes from
   std::unique_ptr<scheduler_core> core = {};
   std::optional<step_lanes> loop = {};
   std::vector<lane> lanes = {};
@@ -38,6 +40,7 @@ struct scheduler_state {
   std::vector<group> groups;
   std::unordered_map<request_id, sink_actor> sinks;
   std::unordered_map<request_id, size_t> placed;  // each request's group
+  uint64_t pool_tokens = UINT64_MAX;              // the smallest pool, which admission checks against
   clock_type::time_point epoch = clock_type::now();
   double compute_ms = 0, overhead_ms = 0;
   static inline const char* name = "scheduler";
@@ -83,7 +86,7 @@ scheduler_gauges gauges_of(const scheduler_state& st) {
     const scheduler_gauges c = gr.core->gauges();
     g.waiting += c.waiting, g.running += c.running, g.preemptions += c.preemptions, g.steps += c.steps;
     g.prefill_tokens += c.prefill_tokens, g.decode_tokens += c.decode_tokens;
-    g.kv.n_blocks += c.kv.n_blocks, g.kv.used += c.kv.used, g.kv.cached += c.kv.cached;
+    if (!gr.lost) g.kv.n_blocks += c.kv.n_blocks, g.kv.used += c.kv.used, g.kv.cached += c.kv.cached;
     g.kv.hits += c.kv.hits, g.kv.lookups += c.kv.lookups, g.kv.evictions += c.kv.evictions;
     for (const tenant_load& t : c.tenants) {
       auto it = std::ranges::find(g.tenants, t.tenant, &tenant_load::tenant);
@@ -98,7 +101,7 @@ scheduler_gauges gauges_of(const scheduler_state& st) {
   return g;
 }
 
-void on_result(self_ptr self, size_t gi, size_t lane_index, step_result& r);
+void on_result(self_ptr self, size_t gi, uint64_t generation, size_t lane_index, step_result& r);
 
 // The engine has failed (actors/engine.hpp): every request ends with `internal`, and the
 // scheduler stops, so the supervisor reports the failure if it did not find it itself.
@@ -133,22 +136,22 @@ void kick(self_ptr self) {
       g.lanes[i].sent_at = clock_type::now();
       self->delayed_send(self, std::chrono::milliseconds(st.opt.config.step_timeout_ms), overdue_atom::value,
                          gi, i, s.number);
+      const uint64_t gen = g.generation, number = s.number;
       self->request(g.lanes[i].worker, caf::infinite, s)
-          .then([=](step_result& r) { on_result(self, gi, i, r); },
+          .then([=](step_result& r) { on_result(self, gi, gen, i, r); },
                 [=](caf::error& err) {
-                  const auto& out = self->state.groups[gi].loop->in_flight(i);
-                  step_result r{.number = out ? out->number : 0,
-                                .error = "worker: " + self->system().render(err)};
-                  on_result(self, gi, i, r);
+                  step_result r{.number = number, .error = "worker: " + self->system().render(err)};
+                  on_result(self, gi, gen, i, r);
                 });
     }
   }
 }
 
-void on_result(self_ptr self, size_t gi, size_t lane_index, step_result& r) {
+void on_result(self_ptr self, size_t gi, uint64_t generation, size_t lane_index, step_result& r) {
   auto& st = self->state;
   group& g = st.groups[gi];
-  if (g.lost) return;  // its requests moved on; this step's work is redone elsewhere
+  // Lost since: its requests moved on, and this step's work is redone elsewhere.
+  if (g.lost || g.generation != generation) return;
   const auto received = clock_type::now();
   const double round_trip =
       std::chrono::duration<double, std::milli>(received - g.lanes[lane_index].sent_at).count();
@@ -190,6 +193,28 @@ void lose(self_ptr self, size_t gi, const std::string& why) {
     st.placed[id] = *to;
   }
   dispatch(self, *g.core, events);
+  spawn_rejoin(self->system(), *g.endpoint, st.opt.hello, self, gi);
+  kick(self);
+}
+
+std::unique_ptr<scheduler_core> make_core(const scheduler_options& opt, const worker_info& info) {
+  return std::make_unique<scheduler_core>(opt.config, *opt.tok, info.n_ctx, info.n_blocks, info.block_size,
+                                          make_policy(opt.config.policy));
+}
+
+// A lost worker joined again: a group afresh (its pool, and with it the prefix cache, is new),
+// unless its pool no longer holds what admission lets in.
+void rejoined(self_ptr self, size_t gi, worker_actor& w, const worker_info& info) {
+  auto& st = self->state;
+  group& g = st.groups[gi];
+  if (!g.lost || uint64_t{info.n_blocks} * info.block_size < st.pool_tokens) return;
+  g.core = make_core(st.opt, info);
+  g.loop.emplace(placement_mode::colocated);
+  g.lanes = {{std::move(w), {}}};
+  g.device = info.device;
+  ++g.generation;
+  g.lost = false;
+  self->monitor(g.lanes.front().worker);
   kick(self);
 }
 
@@ -211,14 +236,14 @@ void make_groups(self_ptr self, const scheduler_options& opt) {
   auto& st = self->state;
   const bool disaggregated = static_cast<bool>(opt.decode_worker);
   for (const scheduler_worker& w : opt.workers) {
-    group g{.name = w.name, .device = w.info.device, .remote = w.remote};
-    g.core = std::make_unique<scheduler_core>(opt.config, *opt.tok, w.info.n_ctx, w.info.n_blocks,
-                                              w.info.block_size, make_policy(opt.config.policy));
+    group g{.name = w.name, .device = w.info.device, .endpoint = w.endpoint};
+    g.core = make_core(opt, w.info);
     g.loop.emplace(disaggregated ? placement_mode::disaggregated : placement_mode::colocated);
     g.lanes = {{w.actor, {}}};
     if (disaggregated) g.lanes.push_back({opt.decode_worker, {}});
-    if (w.remote) self->monitor(w.actor);
+    if (w.endpoint) self->monitor(w.actor);
     st.groups.push_back(std::move(g));
+    st.pool_tokens = std::min(st.pool_tokens, uint64_t{w.info.n_blocks} * w.info.block_size);
   }
   self->set_down_handler([self](const caf::down_msg& down) {
     auto& gs = self->state.groups;
@@ -256,13 +281,16 @@ scheduler_actor::behavior_type scheduler(self_ptr self, scheduler_options opt) {
         core.cancel(id, self->state.now(), events);
         dispatch(self, core, events);
       },
+      // Kept in opt.config too: a worker joined again starts with what is in force.
       [=](policy_atom, const std::string& name) {
         if (!make_policy(name)) return false;
         for_each_core(self, [&](scheduler_core& c) { c.set_policy(make_policy(name)); });
+        self->state.opt.config.policy = name;
         return true;
       },
       [=](tenants_atom, std::vector<tenant_config>& tenants) {
         for_each_core(self, [&](scheduler_core& c) { c.set_tenants(tenants); });
+        self->state.opt.config.tenants = std::move(tenants);
         return true;
       },
       [=](gauges_atom) { return gauges_of(self->state); },
@@ -276,6 +304,7 @@ scheduler_actor::behavior_type scheduler(self_ptr self, scheduler_options opt) {
       },
       [=](fail_atom, const std::string& why) { fail(self, why); },
       [=](alive_atom) { on_alive_tick(self); },
+      [=](join_atom, size_t gi, worker_actor& w, const worker_info& info) { rejoined(self, gi, w, info); },
       [=](overdue_atom, size_t gi, size_t lane_index, uint64_t number) {
         const group& g = self->state.groups[gi];
         const std::optional<step>& s = g.loop->in_flight(lane_index);

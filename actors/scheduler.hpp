@@ -5,10 +5,12 @@
 // parallel: [[engine.worker]] entries) each has a scheduler_core of its own over its own pool,
 // and a request is placed on one at arrival (core/worker_choice.hpp); a worker in another
 // process that is lost hands its requests to the others, and the engine fails only when none is
-// left. Finished steps become events for each request's sink, records for metrics and queue
-// accounting for admission. One policy and tenant table for all.
+// left; it is asked to join again, and takes new requests once it has. Finished steps become events for each
+// request's sink, records for metrics and queue accounting for admission. One policy and tenant table for
+// all.
 
 #include <memory>
+#include <optional>
 
 #include "actors/messages.hpp"
 #include "core/config.hpp"
@@ -22,7 +24,9 @@ struct scheduler_worker {
   std::string name;  //!< "worker" or "worker tcp://HOST:PORT": how errors and stats name it
   worker_actor actor;
   worker_info info;
-  bool remote = false;  //!< in another process: watched here, and its requests move on when it is lost
+  //! In another process: watched here; when it is lost its requests move on, and it is asked to
+  //! join again (actors/worker_rejoin.hpp).
+  std::optional<worker_endpoint> endpoint = std::nullopt;
 };
 
 struct scheduler_options {
@@ -31,6 +35,7 @@ struct scheduler_options {
   //! Colocated: each one a data-parallel group of its own; disaggregated: the prefill worker.
   std::vector<scheduler_worker> workers;
   worker_actor decode_worker;  //!< disaggregated only (one pool with the prefill worker's layout)
+  join_hello hello;            //!< what a lost remote worker is joined again with
   admission_actor admission;
   metrics_actor metrics;
   keep_alive alive;                                   //!< pings from this loop (core/engine_hooks.hpp)

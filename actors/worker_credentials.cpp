@@ -1,5 +1,6 @@
 #include "actors/worker_credentials.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -169,3 +171,42 @@ status<> check_worker_credentials(const worker_credentials& c) {
 }
 
 }  // namespace hearth
+
+// CAF 0.17.6's OpenSSL transport reads SSL_get_error without emptying OpenSSL's per-thread error
+// queue first, and leaves a reset connection's error in it: the next session served by the same
+// multiplexer thread then fails on a harmless "want read", so one worker killed with -9 took
+// every other TLS worker of the server down with it (tests/cli/test_worker_netns.sh). These
+// wrappers of the calls CAF's session makes empty the queue before each, as OpenSSL requires;
+// defined in the executable, they take the place of libssl's for libcaf_openssl too.
+namespace {
+
+template <class F>
+F next_definition(const char* name) {
+  return reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
+}
+
+}  // namespace
+
+extern "C" int SSL_read(SSL* ssl, void* buf, int num) {
+  static const auto real = next_definition<int (*)(SSL*, void*, int)>("SSL_read");
+  ERR_clear_error();
+  return real(ssl, buf, num);
+}
+
+extern "C" int SSL_write(SSL* ssl, const void* buf, int num) {
+  static const auto real = next_definition<int (*)(SSL*, const void*, int)>("SSL_write");
+  ERR_clear_error();
+  return real(ssl, buf, num);
+}
+
+extern "C" int SSL_accept(SSL* ssl) {
+  static const auto real = next_definition<int (*)(SSL*)>("SSL_accept");
+  ERR_clear_error();
+  return real(ssl);
+}
+
+extern "C" int SSL_connect(SSL* ssl) {
+  static const auto real = next_definition<int (*)(SSL*)>("SSL_connect");
+  ERR_clear_error();
+  return real(ssl);
+}

@@ -3,9 +3,8 @@
 // the model on its backend (pinned, as an in-process worker is), then publishes it on a TCP port
 // with CAF's middleman. A server joins first (actors/worker_join.hpp: same wire version, build
 // and model file, or it is refused with what differs), then sends it steps as it would a local
-// worker. No CAF here: the CLI starts one with this face.
-//
-// The channel is not authenticated yet: whoever reaches the port can join (docs/operations.md).
+// worker. Off loopback the channel is TLS, both ends proven (actors/worker_credentials.hpp). No
+// CAF here: the CLI starts one with this face.
 
 #include <functional>
 #include <memory>

@@ -11,6 +11,7 @@
 #include "bench/household/zmq_target.hpp"
 #include "clients/cpp/keys.hpp"
 #include "kernels/cpu_backend.hpp"
+#include "model/file_hash.hpp"
 #include "server/http/keys.hpp"
 #include "sim/simulator.hpp"
 
@@ -29,6 +30,11 @@ void add_household_options(CLI::App* cmd, household_args& a) {
   cmd->add_option("--max-waiting", e.max_waiting, "Requests queued before queue_full")->capture_default_str();
   cmd->add_option("--worker-cpus", e.worker_cpus, "Cpuset of the (prefill) worker, hwloc list syntax");
   cmd->add_option("--decode-cpus", e.decode_cpus, "Disaggregated: the decode worker's cpuset");
+  cmd->add_option("--worker", a.workers,
+                  "tcp://HOST:PORT of a `hearth worker` on the same model: the bench's servers run on it "
+                  "instead of loading the model (repeat it for several, data parallel)");
+  cmd->add_option("--worker-credentials", a.worker_credentials,
+                  "keygen --worker's folder: the workers over TLS (as their --credentials)");
   add_compute_options(cmd, a.compute);
   cmd->add_flag("--no-progress", a.no_progress, "No progress bar");
   cmd->add_option("--sim", a.sim,
@@ -111,6 +117,12 @@ status<> household_model::load_backend(const household_args& a) {
     decode_profile = d->scaled(a.scale_compute, a.scale_bandwidth);
     return {};
   }
+  if (!a.workers.empty()) {
+    auto sha = file_sha256(a.model);
+    if (!sha) return sha.error();
+    hello = local_hello(a.model, *sha);
+    return {};
+  }
   auto be = cpu_backend::load(*file.gguf, {.compute = apply_compute_args(a.compute),
                                            .block_size = 16,
                                            .kv_tokens = a.kv_tokens,
@@ -124,6 +136,11 @@ engine_config household_engine(const household_args& a) {
   engine_config c = a.engine;
   c.mode = a.mode == "disaggregated" ? placement_mode::disaggregated : placement_mode::colocated;
   c.threads_per_worker = a.compute.threads > 0 ? static_cast<uint32_t>(a.compute.threads) : 0;
+  for (const std::string& w : a.workers) {
+    worker_endpoint at = parse_worker_endpoint(w).value();  // check_server_options read it
+    at.credentials = a.worker_credentials;
+    c.workers.push_back(std::move(at));
+  }
   return c;
 }
 
@@ -171,6 +188,14 @@ status<> check_server_options(const household_args& a) {
     return error{errc::invalid_argument, "--sim-decode, --scale-compute and --scale-bandwidth need --sim"};
   if (!a.http_keys.empty() && !a.server.starts_with("http://"))
     return error{errc::invalid_argument, "--http-keys needs --server http://HOST:PORT"};
+  if (!a.workers.empty() && (!a.server.empty() || !a.sim.empty()))
+    return error{errc::invalid_argument,
+                 "--worker is for the bench's own server: not with --server or --sim"};
+  if (!a.worker_credentials.empty() && a.workers.empty())
+    return error{errc::invalid_argument, "--worker-credentials needs --worker"};
+  for (const std::string& w : a.workers)
+    if (auto at = parse_worker_endpoint(w); !at)
+      return error{errc::invalid_argument, "--worker " + at.error().message};
   return {};
 }
 
@@ -218,8 +243,8 @@ status<> bench_server::start_own(const household_args& a, const engine_config& c
     keys[t.name] = random_key();
     t.http_key_sha256 = http::sha256_hex(keys[t.name]);
   }
-  auto e =
-      engine::start(c, m.file.tok, m.factory(), {.alive = {}, .request_end = {}, .step_end = o.step_end});
+  auto e = engine::start(c, m.file.tok, m.factory(), {.alive = {}, .request_end = {}, .step_end = o.step_end},
+                         {}, m.hello);
   if (!e) return e.error();
   engine_ = std::move(*e);
   std::string dir = (std::filesystem::temp_directory_path() / "hearth-bench-XXXXXX").string();

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/worker_info.hpp"
+#include "actors/worker_join.hpp"
 #include "bench/household/report.hpp"
 #include "bench/household/schedule.hpp"
 #include "bench/household/target.hpp"
@@ -43,6 +44,10 @@ struct household_args {
   compute_args compute;
   uint64_t kv_tokens = 16384;
   engine_config engine;
+  //! --worker: `hearth worker`s the bench's own servers schedule onto (data parallel), and
+  //! --worker-credentials: their TLS folder.
+  std::vector<std::string> workers = {};
+  std::string worker_credentials = {};
   double duration_s = 0;  //!< 0: the workload's
   double drain_s = -1;    //!< < 0: the workload's
   bool no_progress = false;
@@ -53,7 +58,8 @@ void add_household_options(CLI::App* cmd, household_args& a);
 //! server's configuration).
 void add_server_options(CLI::App* cmd, household_args& a);
 //! Whether the options go together (--via only without --server or --sim, --http-keys only
-//! with http://, --sim-decode and the what-if scales only with --sim).
+//! with http://, --sim-decode and the what-if scales only with --sim, --worker only for the
+//! bench's own server, each a worker endpoint).
 status<> check_server_options(const household_args& a);
 
 //! The model, loaded once: every engine of a sweep shares its converted weights and KV pool.
@@ -63,11 +69,12 @@ struct household_model {
   std::shared_ptr<backend> prototype;  //!< null with --server or --sim, and until load_backend
   std::optional<sim::step_profile> profile = std::nullopt;         //!< --sim's, once load_backend read it
   std::optional<sim::step_profile> decode_profile = std::nullopt;  //!< --sim-decode's
+  join_hello hello = {};  //!< with --worker: what the bench's servers join the workers with
   const tokenizer& tok() const { return *file.tok; }
   uint32_t n_ctx() const { return file.hp.n_ctx_train; }
   backend_factory factory() const;
   //! Loads the weights and KV pool for the bench's own server, or --sim's profile (nothing
-  //! with --server).
+  //! with --server; with --worker, the file's hash for the join).
   status<> load_backend(const household_args& a);
 };
 

@@ -10,6 +10,7 @@ packages=(
   libzmq3-dev cppzmq-dev libcpp-httplib-dev python3-zmq python3-venv python3-pip libsystemd-dev
   python3-prometheus-client  # parses /metrics in its test
   clang clang-format libclang-rt-14-dev libomp-dev nodejs
+  iproute2  # ip netns: the workers' network-namespace test
   dpkg-dev systemd  # cpack -G DEB's dependency list (dpkg-shlibdeps); systemd-analyze for the unit's test
 )
 

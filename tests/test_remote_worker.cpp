@@ -32,15 +32,18 @@ namespace {
 // listens; SIGTERM and a clean exit at the end.
 class worker_process {
  public:
-  explicit worker_process(const std::string& model) {
+  //! port 0: a free one.
+  explicit worker_process(const std::string& model, uint16_t port = 0) {
     int out[2];
     REQUIRE(::pipe(out) == 0);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&fa, out[0]);
-    std::vector<std::string> args = {HEARTH_EXE, "worker",    "--listen", "tcp://127.0.0.1:0", "--model",
-                                     model,      "--threads", "1",        "--compute",         "f32"};
+    std::vector<std::string> args = {
+        HEARTH_EXE,  "worker", "--listen",  "tcp://127.0.0.1:" + std::to_string(port),
+        "--model",   model,    "--threads", "1",
+        "--compute", "f32"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -335,5 +338,35 @@ TEST_CASE("a worker killed mid-load: its requests finish on the other, each endi
       generate_alone(*f.model->backend(8192), *f.model->tok, late)};
   CHECK(run_all(**e, {late}) == want);
   e->reset();
+  CHECK(b.stop() == 0);
+}
+
+TEST_CASE("a lost worker that comes back joins again and takes requests", "[worker]") {
+  remote_fixture f;
+  auto a = std::make_unique<worker_process>(f.path);
+  worker_process b(f.path);
+  const uint16_t port_a = a->port();
+  auto e = f.start({port_a, b.port()}, f.hello);
+  REQUIRE(e.ok());
+  auto worker_a = [&] { return (*e)->gauges().value().workers.at(0); };
+  a->kill_hard();
+  auto wait_for = [&](bool lost) {
+    for (int i = 0; i < 200 && worker_a().lost != lost; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return worker_a().lost == lost;
+  };
+  REQUIRE(wait_for(true));
+  a = std::make_unique<worker_process>(f.path, port_a);  // restarted where it was
+  REQUIRE(wait_for(false));
+  CHECK(worker_a().steps == 0);  // a fresh pool: nothing of the old one is trusted
+  std::mt19937_64 rng(17);
+  std::vector<request> rs;
+  for (uint32_t i = 0; i < 8; ++i) rs.push_back(greedy(random_prompt(10 + 9 * i, 600, rng), 12));
+  std::vector<std::vector<token_id>> expected;
+  for (const auto& r : rs) expected.push_back(generate_alone(*f.model->backend(8192), *f.model->tok, r));
+  CHECK(run_all(**e, rs) == expected);
+  CHECK(worker_a().steps > 0);
+  e->reset();
+  CHECK(a->stop() == 0);
   CHECK(b.stop() == 0);
 }
