@@ -134,9 +134,9 @@ void kick(self_ptr self) {
     for (size_t i : g.loop->start(*g.core, st.now())) {
       const step& s = *g.loop->in_flight(i);
       g.lanes[i].sent_at = clock_type::now();
-      self->delayed_send(self, std::chrono::milliseconds(st.opt.config.step_timeout_ms), overdue_atom::value,
-                         gi, i, s.number);
       const uint64_t gen = g.generation, number = s.number;
+      self->delayed_send(self, std::chrono::milliseconds(st.opt.config.step_timeout_ms), overdue_atom::value,
+                         gi, i, gen, number);
       self->request(g.lanes[i].worker, caf::infinite, s)
           .then([=](step_result& r) { on_result(self, gi, gen, i, r); },
                 [=](caf::error& err) {
@@ -305,10 +305,10 @@ scheduler_actor::behavior_type scheduler(self_ptr self, scheduler_options opt) {
       [=](fail_atom, const std::string& why) { fail(self, why); },
       [=](alive_atom) { on_alive_tick(self); },
       [=](join_atom, size_t gi, worker_actor& w, const worker_info& info) { rejoined(self, gi, w, info); },
-      [=](overdue_atom, size_t gi, size_t lane_index, uint64_t number) {
+      [=](overdue_atom, size_t gi, size_t lane_index, uint64_t generation, uint64_t number) {
         const group& g = self->state.groups[gi];
         const std::optional<step>& s = g.loop->in_flight(lane_index);
-        if (g.lost || !s || s->number != number) return;
+        if (g.lost || g.generation != generation || !s || s->number != number) return;
         fail(self, "worker: step " + std::to_string(number) + " has not returned in " +
                        std::to_string(self->state.opt.config.step_timeout_ms) + " ms (a hung backend)");
       },

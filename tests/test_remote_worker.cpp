@@ -117,6 +117,26 @@ struct remote_fixture {
   }
 };
 
+// n greedy requests of prompts first_len, first_len + len_step, ..., every other one sampled
+// instead (its draws depend on its seed and index only, so they must replay anywhere).
+std::vector<request> half_sampled(uint32_t n, uint32_t first_len, uint32_t len_step, uint32_t max_tokens,
+                                  std::mt19937_64& rng) {
+  std::vector<request> rs;
+  for (uint32_t i = 0; i < n; ++i) {
+    request r = greedy(random_prompt(first_len + len_step * i, 600, rng), max_tokens);
+    if (i % 2) r.sampling = {.temperature = 0.9f, .top_k = 40, .seed = rng()};
+    rs.push_back(std::move(r));
+  }
+  return rs;
+}
+
+// Each request's tokens alone, on a backend of this process.
+std::vector<std::vector<token_id>> alone(const remote_fixture& f, const std::vector<request>& rs) {
+  std::vector<std::vector<token_id>> out;
+  for (const auto& r : rs) out.push_back(generate_alone(*f.model->backend(8192), *f.model->tok, r));
+  return out;
+}
+
 // Each request's tokens, every one run at once on `e`.
 std::vector<std::vector<token_id>> run_all(engine& e, const std::vector<request>& rs) {
   event_queue events(e);
@@ -142,8 +162,7 @@ TEST_CASE("a worker in another process runs the tokens a request alone runs here
   std::mt19937_64 rng(seed);
   std::vector<request> rs;
   for (uint32_t n : {5u, 40u, 17u, 90u, 3u, 60u}) rs.push_back(greedy(random_prompt(n, 600, rng), 24));
-  std::vector<std::vector<token_id>> expected;
-  for (const auto& r : rs) expected.push_back(generate_alone(*f.model->backend(8192), *f.model->tok, r));
+  const auto expected = alone(f, rs);
   // Twice: the worker outlives the first engine, and the second joins it afresh.
   for (int round = 0; round < 2; ++round) {
     INFO("engine " << round);
@@ -258,14 +277,8 @@ TEST_CASE("two workers in other processes share the load and run the tokens requ
   const uint64_t seed = test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
-  std::vector<request> rs;
-  for (uint32_t i = 0; i < 12; ++i) {
-    request r = greedy(random_prompt(5 + 11 * i, 600, rng), 16);
-    if (i % 2) r.sampling = {.temperature = 0.9f, .top_k = 40, .seed = rng()};
-    rs.push_back(std::move(r));
-  }
-  std::vector<std::vector<token_id>> expected;
-  for (const auto& r : rs) expected.push_back(generate_alone(*f.model->backend(8192), *f.model->tok, r));
+  const std::vector<request> rs = half_sampled(12, 5, 11, 16, rng);
+  const auto expected = alone(f, rs);
   auto e = f.start({a.port(), b.port()}, f.hello);
   REQUIRE(e.ok());
   CHECK(run_all(**e, rs) == expected);
@@ -291,15 +304,9 @@ TEST_CASE("a worker killed mid-load: its requests finish on the other, each endi
   const uint64_t seed = test_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
-  std::vector<request> rs;
-  for (uint32_t i = 0; i < 10; ++i) {
-    request r = greedy(random_prompt(20 + 7 * i, 600, rng), 48);
-    if (i % 2) r.sampling = {.temperature = 0.9f, .top_k = 40, .seed = rng()};
-    r.sampling.banned = f.model->tok->end_of_generation_tokens();  // running on both when one dies
-    rs.push_back(std::move(r));
-  }
-  std::vector<std::vector<token_id>> expected;
-  for (const auto& r : rs) expected.push_back(generate_alone(*f.model->backend(8192), *f.model->tok, r));
+  std::vector<request> rs = half_sampled(10, 20, 7, 48, rng);
+  for (request& r : rs) r.sampling.banned = f.model->tok->end_of_generation_tokens();  // running when one dies
+  const auto expected = alone(f, rs);
   auto e = f.start({a.port(), b.port()}, f.hello);
   REQUIRE(e.ok());
   std::optional<event_queue> events(std::in_place, **e);  // closed before the engine ends
@@ -333,10 +340,8 @@ TEST_CASE("a worker killed mid-load: its requests finish on the other, each endi
   CHECK(g->workers[1].kv_blocks_used == 0);
   CHECK((*e)->failure() == std::nullopt);
   // The survivor serves on.
-  const request late = greedy(random_prompt(9, 600, rng), 6);
-  const std::vector<std::vector<token_id>> want = {
-      generate_alone(*f.model->backend(8192), *f.model->tok, late)};
-  CHECK(run_all(**e, {late}) == want);
+  const std::vector<request> late = {greedy(random_prompt(9, 600, rng), 6)};
+  CHECK(run_all(**e, late) == alone(f, late));
   e->reset();
   CHECK(b.stop() == 0);
 }
@@ -360,11 +365,8 @@ TEST_CASE("a lost worker that comes back joins again and takes requests", "[work
   REQUIRE(wait_for(false));
   CHECK(worker_a().steps == 0);  // a fresh pool: nothing of the old one is trusted
   std::mt19937_64 rng(17);
-  std::vector<request> rs;
-  for (uint32_t i = 0; i < 8; ++i) rs.push_back(greedy(random_prompt(10 + 9 * i, 600, rng), 12));
-  std::vector<std::vector<token_id>> expected;
-  for (const auto& r : rs) expected.push_back(generate_alone(*f.model->backend(8192), *f.model->tok, r));
-  CHECK(run_all(**e, rs) == expected);
+  const std::vector<request> rs = half_sampled(8, 10, 9, 12, rng);
+  CHECK(run_all(**e, rs) == alone(f, rs));
   CHECK(worker_a().steps > 0);
   e->reset();
   CHECK(a->stop() == 0);
