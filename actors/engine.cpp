@@ -100,25 +100,44 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   }
   std::unique_ptr<engine> e(
       new engine(std::move(tok), remote, remote ? shared_credentials(cfg.workers) : ""));
-  auto& a = *e->actors_;
-  auto& sys = a.system;
-  if (remote) {
-    for (const worker_endpoint& w : cfg.workers) {
-      auto joined = join_remote_worker(sys, w, hello);
-      if (!joined) return joined.error();
-      a.workers.push_back({"worker " + w.text(), std::move(joined->first), std::move(joined->second), w});
-    }
-    e->info_ = a.workers.front().info;
-    e->cfg_ = cfg;
-    e->spawn_rest(std::move(hooks), hello);
-    for (size_t i = 0; i < cfg.workers.size(); ++i) {
-      if (auto st = attach_remote_worker(sys, a.workers[i].actor, cfg.workers[i],
-                                         caf::actor_cast<caf::actor>(a.scheduler));
-          !st)
-        return st.error();
-    }
-    return e;
+  engine_config resolved = cfg;
+  if (!remote || cfg.local_worker) {
+    if (auto st = e->start_local(resolved, std::move(make_backend), std::move(make_decode_backend)); !st)
+      return st.error();
   }
+  if (auto st = e->join_remotes(cfg, hello); !st) return st.error();
+  e->info_ = e->actors_->workers.front().info;
+  e->cfg_ = resolved;
+  e->spawn_rest(std::move(hooks), hello);
+  if (auto st = e->attach_remotes(); !st) return st.error();
+  return e;
+}
+
+status<> engine::join_remotes(const engine_config& cfg, const join_hello& hello) {
+  auto& a = *actors_;
+  for (const worker_endpoint& w : cfg.workers) {
+    auto joined = join_remote_worker(a.system, w, hello);
+    if (!joined) return joined.error();
+    a.workers.push_back({"worker " + w.text(), std::move(joined->first), std::move(joined->second), w});
+  }
+  return {};
+}
+
+status<> engine::attach_remotes() {
+  auto& a = *actors_;
+  const auto scheduler = caf::actor_cast<caf::actor>(a.scheduler);
+  for (const scheduler_worker& w : a.workers) {
+    if (!w.endpoint) continue;
+    if (auto st = attach_remote_worker(a.system, w.actor, *w.endpoint, scheduler); !st) return st;
+  }
+  return {};
+}
+
+status<> engine::start_local(engine_config& cfg, backend_factory make_backend,
+                             backend_factory make_decode_backend) {
+  auto& a = *actors_;
+  auto& sys = a.system;
+  const bool own_decode_backend = static_cast<bool>(make_decode_backend);
   // The first worker loads the model. A decode worker (disaggregated) on the same NUMA nodes
   // shares its weights and KV pool, so a finished prefill hands its blocks over by ownership;
   // on other nodes it loads its own copy and copies the blocks in (KV handoff by copy).
@@ -133,33 +152,28 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
                          }});
   auto info = await_worker(sys, a.worker);
   if (!info) return info.error();
-  e->info_ = *info;
-  a.workers.push_back({"worker", a.worker, std::move(*info)});
-  engine_config resolved = cfg;
-  if (cfg.mode == placement_mode::disaggregated) {
-    if (resolved.kv_handoff == kv_handoff_mode::automatic) {
-      resolved.kv_handoff = !own_decode_backend && same_numa_nodes(cfg.worker_cpus, cfg.decode_cpus)
-                                ? kv_handoff_mode::share
-                                : kv_handoff_mode::copy;
-    }
-    worker_options decode{cfg.decode_cpus, cfg.threads_per_worker, [loaded] { return (*loaded)->share(); }};
-    if (resolved.kv_handoff == kv_handoff_mode::copy) {
-      // Its own weights and pool, loaded by its own (pinned) thread into its node's (or device's) memory.
-      decode.make_backend = own_decode_backend ? std::move(make_decode_backend) : make_again;
-      decode.copy_from = &(*loaded)->kv();
-    }
-    a.decode_worker = spawn_worker(sys, std::move(decode));
-    auto decode_info = await_worker(sys, a.decode_worker);
-    if (!decode_info) return decode_info.error();
-    if (decode_info->n_blocks != e->info_.n_blocks)
-      return error{errc::invalid_argument,
-                   "engine: the decode worker's pool holds " + std::to_string(decode_info->n_blocks) +
-                       " blocks, the prefill worker's " + std::to_string(e->info_.n_blocks)};
-    e->decode_info_ = std::move(*decode_info);
+  a.workers.push_back({"worker", a.worker, *info});
+  if (cfg.mode != placement_mode::disaggregated) return {};
+  if (cfg.kv_handoff == kv_handoff_mode::automatic) {
+    cfg.kv_handoff = !own_decode_backend && same_numa_nodes(cfg.worker_cpus, cfg.decode_cpus)
+                         ? kv_handoff_mode::share
+                         : kv_handoff_mode::copy;
   }
-  e->cfg_ = resolved;
-  e->spawn_rest(std::move(hooks), hello);
-  return e;
+  worker_options decode{cfg.decode_cpus, cfg.threads_per_worker, [loaded] { return (*loaded)->share(); }};
+  if (cfg.kv_handoff == kv_handoff_mode::copy) {
+    // Its own weights and pool, loaded by its own (pinned) thread into its node's (or device's) memory.
+    decode.make_backend = own_decode_backend ? std::move(make_decode_backend) : make_again;
+    decode.copy_from = &(*loaded)->kv();
+  }
+  a.decode_worker = spawn_worker(sys, std::move(decode));
+  auto decode_info = await_worker(sys, a.decode_worker);
+  if (!decode_info) return decode_info.error();
+  if (decode_info->n_blocks != info->n_blocks)
+    return error{errc::invalid_argument,
+                 "engine: the decode worker's pool holds " + std::to_string(decode_info->n_blocks) +
+                     " blocks, the prefill worker's " + std::to_string(info->n_blocks)};
+  decode_info_ = std::move(*decode_info);
+  return {};
 }
 
 // Once the workers are ready: the actors around them, configured by cfg_ and the workers' info.

@@ -117,6 +117,11 @@ class engine {
  private:
   engine(std::shared_ptr<const tokenizer> tok, bool networked, const std::string& credentials);
   void spawn_rest(engine_hooks hooks, const join_hello& hello);
+  // The worker (and, disaggregated, the decode worker) of this process; resolves cfg.kv_handoff.
+  status<> start_local(engine_config& cfg, backend_factory make_backend, backend_factory make_decode_backend);
+  // Joins every [[engine.worker]], then (once the scheduler exists) attaches it.
+  status<> join_remotes(const engine_config& cfg, const join_hello& hello);
+  status<> attach_remotes();
 
   // The actor system and the actors: CAF stays behind this (engine.cpp), as oneDNN does behind
   // kernels/matmul.hpp.

@@ -33,6 +33,8 @@ void add_household_options(CLI::App* cmd, household_args& a) {
   cmd->add_option("--worker", a.workers,
                   "tcp://HOST:PORT of a `hearth worker` on the same model: the bench's servers run on it "
                   "instead of loading the model (repeat it for several, data parallel)");
+  cmd->add_flag("--local-worker", a.engine.local_worker,
+                "With --worker: a worker in the bench's own server too, beside them");
   cmd->add_option("--worker-credentials", a.worker_credentials,
                   "keygen --worker's folder: the workers over TLS (as their --credentials)");
   add_compute_options(cmd, a.compute);
@@ -121,7 +123,7 @@ status<> household_model::load_backend(const household_args& a) {
     auto sha = file_sha256(a.model);
     if (!sha) return sha.error();
     hello = local_hello(a.model, *sha);
-    return {};
+    if (!a.engine.local_worker) return {};
   }
   auto be = cpu_backend::load(*file.gguf, {.compute = apply_compute_args(a.compute),
                                            .block_size = 16,
@@ -191,8 +193,8 @@ status<> check_server_options(const household_args& a) {
   if (!a.workers.empty() && (!a.server.empty() || !a.sim.empty()))
     return error{errc::invalid_argument,
                  "--worker is for the bench's own server: not with --server or --sim"};
-  if (!a.worker_credentials.empty() && a.workers.empty())
-    return error{errc::invalid_argument, "--worker-credentials needs --worker"};
+  if ((!a.worker_credentials.empty() || a.engine.local_worker) && a.workers.empty())
+    return error{errc::invalid_argument, "--worker-credentials and --local-worker need --worker"};
   for (const std::string& w : a.workers)
     if (auto at = parse_worker_endpoint(w); !at)
       return error{errc::invalid_argument, "--worker " + at.error().message};

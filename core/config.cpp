@@ -43,6 +43,9 @@ status<> check(const engine_config& c) {
     return invalid("disaggregated workers need different cpusets");
   }
   if (auto st = check_workers(c.workers); !st) return invalid(st.error().message);
+  if (c.local_worker && c.workers.empty())
+    return invalid(
+        "local_worker is for a worker here beside [[engine.worker]]s; without them it is the only one");
   if (!c.workers.empty() && c.mode == placement_mode::disaggregated)
     return invalid("a worker in another process ([[engine.worker]]) runs colocated steps only");
   if (auto st = check_tenants(c.tenants); !st) return invalid(st.error().message);

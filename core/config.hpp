@@ -62,6 +62,8 @@ struct engine_config {
   //! data-parallel worker with its own pool (colocated steps); empty = the worker runs here. The
   //! cpusets and threads above are then the workers' own options, not these.
   std::vector<worker_endpoint> workers = {};
+  //! With workers: one in this process too, beside them (its cpuset and threads the ones above).
+  bool local_worker = false;
   // Supervision
   //! A step not back from its worker in this time means the backend hangs: the engine fails
   //! (actors/engine.hpp). A step is at most max_batched_tokens of work: well under a second on

@@ -212,6 +212,7 @@ void read_engine(const section& s, serve_config& c) {
                  : handoff == "copy" ? kv_handoff_mode::copy
                                      : kv_handoff_mode::automatic;
   s.count("threads_per_worker", e.threads_per_worker, 0, 1024);
+  s.flag("local_worker", e.local_worker);
   s.count("step_timeout_ms", e.step_timeout_ms, 1, 3600000);
   s.count("kv_tokens", c.kv_tokens, 16, int64_t{1} << 32);
   s.choice("backend", c.backend, {"cpu", "cuda"});
@@ -264,6 +265,7 @@ result<serve_config> parse_serve_config(std::string_view toml_text, std::string_
                          "worker_cpus",
                          "decode_cpus",
                          "kv_handoff",
+                         "local_worker",
                          "threads_per_worker",
                          "step_timeout_ms",
                          "kv_tokens",

@@ -305,7 +305,8 @@ TEST_CASE("a worker killed mid-load: its requests finish on the other, each endi
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   std::vector<request> rs = half_sampled(10, 20, 7, 48, rng);
-  for (request& r : rs) r.sampling.banned = f.model->tok->end_of_generation_tokens();  // running when one dies
+  for (request& r : rs)
+    r.sampling.banned = f.model->tok->end_of_generation_tokens();  // running when one dies
   const auto expected = alone(f, rs);
   auto e = f.start({a.port(), b.port()}, f.hello);
   REQUIRE(e.ok());
@@ -370,5 +371,36 @@ TEST_CASE("a lost worker that comes back joins again and takes requests", "[work
   CHECK(worker_a().steps > 0);
   e->reset();
   CHECK(a->stop() == 0);
+  CHECK(b.stop() == 0);
+}
+
+TEST_CASE("a worker here beside one in another process: both take requests, with the tokens alone gives",
+          "[worker]") {
+  remote_fixture f;
+  worker_process b(f.path);
+  engine_config cfg;
+  cfg.workers = {{"127.0.0.1", b.port()}};
+  cfg.local_worker = true;
+  cfg.threads_per_worker = 1;
+  auto e = engine::start(
+      cfg, f.model->tok,
+      [&]() -> result<std::unique_ptr<backend>> { return std::unique_ptr<backend>(f.model->backend(16384)); },
+      {}, {}, f.hello);
+  REQUIRE(e.ok());
+  const uint64_t seed = test_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::vector<request> rs = half_sampled(12, 6, 10, 16, rng);
+  CHECK(run_all(**e, rs) == alone(f, rs));
+  const auto g = (*e)->gauges();
+  REQUIRE(g.ok());
+  REQUIRE(g->workers.size() == 2);
+  CHECK(g->workers[0].name == "worker");
+  CHECK(g->workers[1].name == "worker tcp://127.0.0.1:" + std::to_string(b.port()));
+  for (const worker_gauges& w : g->workers) {
+    INFO(w.name);
+    CHECK(w.steps > 0);
+  }
+  e->reset();
   CHECK(b.stop() == 0);
 }

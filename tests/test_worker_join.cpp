@@ -77,6 +77,10 @@ TEST_CASE("workers in other processes: colocated, each named once, one TLS ident
   two.workers[2].credentials = "/x";
   CHECK(check(two).ok());
   CHECK(shared_credentials(two.workers) == "/x");
+  engine_config alone;
+  alone.local_worker = true;
+  CHECK_THAT(check(alone).error().message,
+             Contains("local_worker is for a worker here beside [[engine.worker]]s"));
   engine_config split;
   split.workers = {{"a", 1}};
   split.mode = placement_mode::disaggregated;
