@@ -72,7 +72,8 @@ using scheduler_actor =
                      // its own timers: the watchdog's tick, and a step's timeout (worker group,
                      // lane, the group's generation, step number): if that step is still out,
                      // the backend hangs
-                     caf::reacts_to<alive_atom>, caf::reacts_to<overdue_atom, size_t, size_t, uint64_t, uint64_t>,
+                     caf::reacts_to<alive_atom>,
+                     caf::reacts_to<overdue_atom, size_t, size_t, uint64_t, uint64_t>,
                      // a lost worker of that group joined again (actors/worker_rejoin.hpp)
                      caf::reacts_to<join_atom, size_t, worker_actor, worker_info>>;
 
