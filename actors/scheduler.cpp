@@ -186,8 +186,12 @@ void lose(self_ptr self, size_t gi, const std::string& why) {
     fail(self, why);
     return;
   }
+  const auto moved = g.core->ids();
+  if (st.opt.worker_change)
+    st.opt.worker_change(why + "; " + std::to_string(moved.size()) +
+                         " requests carry on at the other workers");
   std::vector<request_event> events;
-  for (request_id id : g.core->ids()) {
+  for (request_id id : moved) {
     const auto to = place(st, id, {});  // by load alone: its blocks are gone with its worker
     g.core->hand_over(id, *st.groups[*to].core, st.now(), events);
     st.placed[id] = *to;
@@ -207,7 +211,14 @@ std::unique_ptr<scheduler_core> make_core(const scheduler_options& opt, const wo
 void rejoined(self_ptr self, size_t gi, worker_actor& w, const worker_info& info) {
   auto& st = self->state;
   group& g = st.groups[gi];
-  if (!g.lost || uint64_t{info.n_blocks} * info.block_size < st.pool_tokens) return;
+  if (!g.lost) return;
+  if (const uint64_t pool = uint64_t{info.n_blocks} * info.block_size; pool < st.pool_tokens) {
+    if (st.opt.worker_change)
+      st.opt.worker_change(g.name + " is back with a pool of " + std::to_string(pool) +
+                           " positions, fewer than a request may hold (" + std::to_string(st.pool_tokens) +
+                           "): not used");
+    return;
+  }
   g.core = make_core(st.opt, info);
   g.loop.emplace(placement_mode::colocated);
   g.lanes = {{std::move(w), {}}};
@@ -215,6 +226,7 @@ void rejoined(self_ptr self, size_t gi, worker_actor& w, const worker_info& info
   ++g.generation;
   g.lost = false;
   self->monitor(g.lanes.front().worker);
+  if (st.opt.worker_change) st.opt.worker_change(g.name + " joined again");
   kick(self);
 }
 

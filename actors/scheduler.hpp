@@ -40,6 +40,7 @@ struct scheduler_options {
   metrics_actor metrics;
   keep_alive alive;                                   //!< pings from this loop (core/engine_hooks.hpp)
   std::function<void(const step&, double)> step_end;  //!< engine_hooks::step_end
+  std::function<void(const std::string&)> worker_change = {};  //!< engine_hooks::worker_change
 };
 
 scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options opt);

@@ -285,7 +285,8 @@ int run_serve(const serve_args& a) {
       {.alive = {.every = server::watchdog_ping_period(), .ping = server::notify_watchdog},
        .request_end =
            [](const request_record& r) { server::log(server::log_level::info, server::describe_end(r)); },
-       .step_end = {}},
+       .step_end = {},
+       .worker_change = [](const std::string& what) { server::log(server::log_level::warning, what); }},
       std::move(backends->second), hello);
   loading->finish();
   if (!eng) return fail(eng.error().message);

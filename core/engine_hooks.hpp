@@ -7,7 +7,9 @@
 // `request_end`: each request's record as it ends, for a log line (refusals at admission
 // included, with only tenant, kind and reason set). `step_end`: each step that succeeded and its
 // round trip (sent to the worker to its result back), for a profile's calibration on the steps
-// a server really runs (sim/step_profile.hpp). All run on an actor thread and must not block.
+// a server really runs (sim/step_profile.hpp). `worker_change`: a sentence when a worker in
+// another process is lost or joins again, for the log. All run on an actor thread and must not
+// block.
 
 #include <chrono>
 #include <functional>
@@ -25,6 +27,7 @@ struct engine_hooks {
   keep_alive alive;
   std::function<void(const request_record&)> request_end;           //!< empty: none
   std::function<void(const step&, double round_trip_ms)> step_end;  //!< empty: none
+  std::function<void(const std::string&)> worker_change = {};       //!< empty: none
 };
 
 }  // namespace hearth

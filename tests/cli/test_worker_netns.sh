@@ -167,6 +167,10 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ "$(worker_lost)" = False ] || fail "worker a, restarted, did not join again: $(cat "$dir/failover.err")"
+grep -q "worker tcp://10.77.1.2:7400 is unreachable: the connection to it was lost; [0-9]* requests carry on at the other workers" \
+  "$dir/failover.err" || fail "serve logs no loss of worker a: $(cat "$dir/failover.err")"
+grep -q "worker tcp://10.77.1.2:7400 joined again" "$dir/failover.err" ||
+  fail "serve logs no rejoin of worker a: $(cat "$dir/failover.err")"
 got=$(answers in_server)
 [ "$got" = "$expected" ] || fail "the answers after worker a joined again differ:"$'\n'"$got"
 stop_serve "$dir/failover.err"
