@@ -28,11 +28,15 @@ bool keep_quantized(std::span<const weight_part> parts, const cpu_backend_option
 // A linear kept quantized, or on the plan the process's tuner gives its shape.
 result<linear> make_linear(std::span<const weight_part> parts, uint32_t n_in,
                            const cpu_backend_options& opt) {
-  if (keep_quantized(parts, opt)) return linear::create(parts, n_in, matmul_plan{quantized_paths});
+  const bool quantized = keep_quantized(parts, opt);
   uint64_t n_out = 0;
   for (const auto& p : parts) n_out += p.n_out;
-  if (n_out == 0 || n_out > UINT32_MAX) return linear::create(parts, n_in, opt.compute);  // its error
-  auto plan = process_tuner().plan(n_in, static_cast<uint32_t>(n_out), opt.compute, opt.kernels);
+  if (n_out == 0 || n_out > UINT32_MAX || (quantized && !bytes_for(parts[0].type, n_in)))  // its error
+    return linear::create(parts, n_in, quantized ? matmul_plan{quantized_paths} : default_plan(opt.compute));
+  // Kept quantized, the plan is timed on blocks of the first part's type (a Q4_K_M file's q4_K
+  // attn_q for a qkv whose attn_v is q6_K).
+  auto plan = process_tuner().plan(n_in, static_cast<uint32_t>(n_out), opt.compute, opt.kernels,
+                                   quantized ? parts[0].type : tensor_type::f32);
   if (!plan) return plan.error();
   return linear::create(parts, n_in, *plan);
 }

@@ -78,9 +78,23 @@ struct measurement {
   double spread = 0;  //!< the largest relative difference between a rate's two rounds
 };
 
+// The quantized paths other than the dots dequantize every weight per call, which cannot pay at
+// m = 1 (nor can widening them).
+bool worth_timing(matmul_path p, uint32_t bucket) {
+  const bool expands = p == matmul_path::widened_f32 ||
+                       (storage_of(p) == weight_storage::quantized && p != matmul_path::quant_dot);
+  return bucket > 0 || !expands;
+}
+
 measurement measure(std::span<const matmul_path> paths, uint32_t n_in, uint32_t cols,
-                    std::span<const float> values) {
-  const weight_part part{tensor_type::f32, std::as_bytes(values), cols, {}};
+                    std::span<const float> values, tensor_type weights) {
+  std::vector<std::byte> blocks;
+  if (weights != tensor_type::f32) {
+    blocks.resize(*bytes_for(weights, values.size()));
+    quantize(weights, values, blocks);
+  }
+  const weight_part part{
+      weights, weights == tensor_type::f32 ? std::as_bytes(values) : std::span(blocks), cols, {}};
   measurement out;
   std::vector<path_rates>& rates = out.rates;
   std::vector<linear> lins;
@@ -95,8 +109,7 @@ measurement measure(std::span<const matmul_path> paths, uint32_t n_in, uint32_t 
     for (size_t n = 0; n < lins.size(); ++n) {
       const size_t i = round == 0 ? n : lins.size() - 1 - n;
       for (uint32_t b = 0; b < n_m_buckets; ++b) {
-        // Widening every weight per call cannot pay at m = 1, where the call only reads them once.
-        if (rates[i].path == matmul_path::widened_f32 && b == 0) continue;
+        if (!worth_timing(rates[i].path, b)) continue;
         const uint32_t m = bucket_m[b];
         const double gflops = 2.0 * m * n_in * cols / time_forward(lins[i], x.data(), y.data(), m) / 1e9;
         double& best = rates[i].gflops[b];
@@ -108,11 +121,19 @@ measurement measure(std::span<const matmul_path> paths, uint32_t n_in, uint32_t 
   return out;
 }
 
-result<std::vector<matmul_path>> candidates(compute_type ct, kernel_choice choice) {
-  auto all = paths_for(ct);
+result<std::vector<matmul_path>> candidates(compute_type ct, kernel_choice choice,
+                                            tensor_type weights = tensor_type::f32) {
+  std::vector<matmul_path> all;
+  if (weights == tensor_type::f32) {
+    all = paths_for(ct);
+  } else {
+    for (matmul_path p : all_matmul_paths)
+      if (storage_of(p) == weight_storage::quantized && path_available(p)) all.push_back(p);
+  }
   std::erase_if(all, [&](matmul_path p) {
-    const bool onednn = storage_of(p) != weight_storage::bf16_panels;
-    const bool ours = p == matmul_path::hearth_w8 || p == matmul_path::hearth_w16;
+    const bool onednn = storage_of(p) != weight_storage::bf16_panels && p != matmul_path::quant_dot &&
+                        p != matmul_path::quant_bf16;
+    const bool ours = !onednn && storage_of(p) != weight_storage::onednn_f32;
     return choice == kernel_choice::onednn ? !onednn : choice == kernel_choice::hearth ? !ours : false;
   });
   if (all.empty()) {
@@ -136,7 +157,7 @@ namespace {
 
 bool same_key(const shape_plan& a, const shape_plan& b) {
   return a.n_in == b.n_in && a.n_out == b.n_out && a.ct == b.ct && a.choice == b.choice &&
-         a.threads == b.threads;
+         a.threads == b.threads && a.weights == b.weights;
 }
 
 }  // namespace
@@ -177,8 +198,9 @@ matmul_plan choose_plan(std::span<const path_rates> rates, matmul_path incumbent
 
 std::string format_cache_line(std::string_view cpu, const shape_plan& s) {
   std::ostringstream out;
-  out << cpu << '\t' << s.threads << '\t' << to_string(s.ct) << '\t' << to_string(s.choice) << '\t' << s.n_in
-      << '\t' << s.n_out << '\t';
+  out << cpu << '\t' << s.threads << '\t' << to_string(s.ct)
+      << (s.weights == tensor_type::f32 ? "" : std::string("+") + traits_of(s.weights).name) << '\t'
+      << to_string(s.choice) << '\t' << s.n_in << '\t' << s.n_out << '\t';
   for (uint32_t b = 0; b < n_m_buckets; ++b) out << (b ? "," : "") << to_string(s.plan.paths[b]);
   out << '\t';
   for (const auto& r : s.rates) {
@@ -238,8 +260,14 @@ std::optional<shape_plan> parse_cache_line(std::string_view line, std::string& c
   s.n_in = number(f[4]);
   s.n_out = number(f[5]);
   const auto choice = kernel_choice_from_name(f[3]);
-  if (f[2] != "f32" && f[2] != "bf16") return std::nullopt;
-  s.ct = f[2] == "f32" ? compute_type::f32 : compute_type::bf16;
+  const std::string ct = f[2].substr(0, f[2].find('+'));
+  if (ct != "f32" && ct != "bf16") return std::nullopt;
+  s.ct = ct == "f32" ? compute_type::f32 : compute_type::bf16;
+  if (ct.size() < f[2].size()) {
+    const auto weights = tensor_type_from_name(std::string_view(f[2]).substr(ct.size() + 1));
+    if (!weights || *weights == tensor_type::f32) return std::nullopt;
+    s.weights = *weights;
+  }
   std::istringstream paths(f[6]);
   uint32_t b = 0;
   for (std::string name; std::getline(paths, name, ',');) {
@@ -306,12 +334,22 @@ void kernel_tuner::save_cache() const {
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
-result<matmul_plan> kernel_tuner::plan(uint32_t n_in, uint32_t n_out, compute_type ct, kernel_choice choice) {
-  auto paths = candidates(ct, choice);
+result<matmul_plan> kernel_tuner::plan(uint32_t n_in, uint32_t n_out, compute_type ct, kernel_choice choice,
+                                       tensor_type weights) {
+  auto paths = candidates(ct, choice, weights);
   if (!paths) return paths.error();
   const std::lock_guard lock(mutex_);
-  shape_plan s{n_in, n_out,       ct, choice, kernel_threads(), matmul_plan::uniform(paths->front()),
-               {},   "only path", 0};
+  const bool quantized = weights != tensor_type::f32;
+  shape_plan s{n_in,
+               n_out,
+               ct,
+               choice,
+               kernel_threads(),
+               quantized ? matmul_plan{quantized_paths} : matmul_plan::uniform(paths->front()),
+               {},
+               "only path",
+               0,
+               weights};
   for (const auto& d : decided_) {
     if (same_key(d, s)) return d.plan;
   }
@@ -326,10 +364,10 @@ result<matmul_plan> kernel_tuner::plan(uint32_t n_in, uint32_t n_out, compute_ty
     const auto t0 = clock_type::now();
     const uint32_t cols = slice_columns(n_in, n_out);
     const auto values = synthetic_weights(n_in, cols);
-    const auto m = measure(*paths, n_in, cols, values);
+    const auto m = measure(*paths, n_in, cols, values, weights);
     s.rates = m.rates;
     const bool noisy = m.spread > noisy_spread;
-    const matmul_path incumbent = default_plan(ct).paths[0];
+    const matmul_path incumbent = quantized ? quantized_paths[0] : default_plan(ct).paths[0];
     s.plan = choose_plan(
         s.rates,
         std::find(paths->begin(), paths->end(), incumbent) != paths->end() ? incumbent : paths->front(),

@@ -18,6 +18,7 @@
 
 #include "common/result.hpp"
 #include "kernels/matmul_plan.hpp"
+#include "model/tensor_types.hpp"
 
 namespace hearth {
 
@@ -49,11 +50,13 @@ struct shape_plan {
   std::string why;                //!< "measured", "cached", "only path", or "noisy" (measured on a busy
                                   //!< machine: a wider margin, not cached)
   double tune_seconds = 0;        //!< time spent measuring it
+  tensor_type weights = tensor_type::f32;  //!< the type its weights are kept in, as stored in the
+                                           //!< file (quantized), or f32: converted at load
 };
 
-//! The cache file's lines, one decision each: cpu, threads, compute, choice, n_in, n_out, the
-//! plan's paths and the measured rates, tab-separated. Malformed lines are skipped (the file is
-//! only a cache).
+//! The cache file's lines, one decision each: cpu, threads, compute (with "+q4_K" for weights
+//! kept quantized), choice, n_in, n_out, the plan's paths and the measured rates, tab-separated. Malformed
+//! lines are skipped (the file is only a cache).
 std::string format_cache_line(std::string_view cpu, const shape_plan& s);
 std::optional<shape_plan> parse_cache_line(std::string_view line, std::string& cpu);
 
@@ -64,8 +67,11 @@ class kernel_tuner {
 
   //! The plan for a shape on the calling thread's kernel_threads(): remembered, cached, or
   //! measured now (taking a process-wide lock, so that two workers loading at once do not time
-  //! each other). errc::unsupported for a choice this CPU or compute type cannot run.
-  result<matmul_plan> plan(uint32_t n_in, uint32_t n_out, compute_type ct, kernel_choice choice);
+  //! each other). errc::unsupported for a choice this CPU or compute type cannot run. `weights`:
+  //! a quantized type with dot kernels for a linear kept as stored (its paths are the quantized
+  //! ones, timed on blocks of that type), f32 for weights converted at load.
+  result<matmul_plan> plan(uint32_t n_in, uint32_t n_out, compute_type ct, kernel_choice choice,
+                           tensor_type weights = tensor_type::f32);
 
   //! Every shape decided so far, in order.
   std::vector<shape_plan> decisions() const;

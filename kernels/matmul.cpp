@@ -83,6 +83,8 @@ bool path_available(matmul_path p) {
     case matmul_path::quant_f32:
     case matmul_path::quant_bf16:
       return quant::isa_available(quant::isa::avx2);
+    case matmul_path::quant_onednn_bf16:
+      return quant::isa_available(quant::isa::avx2) && bf16_matmul_supported();
     case matmul_path::hearth_w16:  // x86-64-v4, which its clone is built for (Clang has no name for it)
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
@@ -185,13 +187,15 @@ struct linear::impl {
   bf16_matrix packed;
   dnnl_gemm slices[2];
   // Quantized: each part's blocks as the file holds them, read in place (owner keeps them) or
-  // from `copy`, and for quant-f32 the slices its rows are dequantized into, as `slices` above.
+  // from `copy`, and for quant-f32 and quant-onednn-bf16 the slices its rows are dequantized
+  // into, as `slices` above: slices[dt][0] every slice but the last, [dt][1] the last, dt 0 f32,
+  // 1 bf16.
   struct quant_part {
     tensor_type type;
     const std::byte* data;
     size_t row_bytes;
     uint32_t first_row, n_out;
-    dnnl_gemm slices[2];
+    dnnl_gemm slices[2][2];
   };
   std::vector<quant_part> qparts;
   std::vector<std::shared_ptr<const void>> owners;
@@ -202,7 +206,10 @@ struct linear::impl {
   void create_native(std::span<const weight_part> parts);
   void create_panels(std::span<const weight_part> parts);
   status<> create_quantized(std::span<const weight_part> parts);
-  dnnl::memory::desc src_desc(uint32_t m) const { return {dims2(m, n_in), src_dt, dnnl_tag::ab}; }
+  //! x as oneDNN multiplies it by g: in g's weight type (bf16 by bf16, f32 by f32).
+  dnnl::memory::desc src_desc(uint32_t m, const dnnl_gemm& g) const {
+    return {dims2(m, n_in), static_cast<dnnl_dt>(g.weights.data.data_type), dnnl_tag::ab};
+  }
   dnnl::matmul make_matmul(const dnnl_gemm& g, uint32_t m) const;
   std::shared_ptr<const dnnl::matmul> matmul_for(const dnnl_gemm& g, uint32_t m) const;
   //! y (rows, g.n) = x (rows, n_in) @ w (+ b) with prim, made for `rows` rows.
@@ -216,12 +223,12 @@ struct linear::impl {
   void forward_panels(const float* x, float* y, uint32_t m, bf16_kernel kernel) const;
   void forward_widened(const float* x, float* y, uint32_t m) const;
   void forward_quant_dot(const float* x, float* y, uint32_t m) const;
-  void forward_quant_f32(const float* x, float* y, uint32_t m) const;
+  void forward_quant_slices(const float* x, float* y, uint32_t m, bool bf16) const;
   void forward_quant_bf16(const float* x, float* y, uint32_t m) const;
   //! fn(part, first row, rows) for every group of quant_rows_per_item rows of every part, in parallel.
   template <class Fn>
   void for_each_quant_item(Fn&& fn) const;
-  size_t x_row_bytes() const { return size_t{n_in} * (src_dt == dnnl_dt::bf16 ? 2 : 4); }
+  size_t x_row_bytes(const dnnl_gemm& g) const { return src_desc(1, g).get_size(); }
   const float* bias_at(uint32_t column) const { return bias.empty() ? nullptr : bias.data() + column; }
 };
 
@@ -238,7 +245,7 @@ dnnl::memory::desc bias_desc(const dnnl_gemm& g) {
 }  // namespace
 
 dnnl::matmul linear::impl::make_matmul(const dnnl_gemm& g, uint32_t m) const {
-  const auto src = src_desc(m);
+  const auto src = src_desc(m, g);
   const auto desc = bias.empty() ? dnnl::matmul::desc(src, g.weights, dst_desc(m, g))
                                  : dnnl::matmul::desc(src, g.weights, bias_desc(g), dst_desc(m, g));
   return dnnl::matmul(dnnl::matmul::primitive_desc(desc, dnnl_ctx::engine()));
@@ -260,7 +267,7 @@ void linear::impl::execute(const dnnl::matmul& prim, const dnnl_gemm& g, const v
                            const float* b, float* y, uint32_t rows) const {
   const auto& eng = dnnl_ctx::engine();
   // oneDNN takes non-const handles; it only reads the source, weights and bias.
-  dnnl::memory src(src_desc(rows), eng, const_cast<void*>(x));
+  dnnl::memory src(src_desc(rows, g), eng, const_cast<void*>(x));
   dnnl::memory dst(dst_desc(rows, g), eng, y);
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
   if (b) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_desc(g), eng, const_cast<float*>(b)));
@@ -273,7 +280,7 @@ bool linear::impl::run_rows(const dnnl_gemm& g, const void* x, const dnnl::memor
     const uint32_t rows = std::min(max_rows_per_call, m - r);
     const auto prim = matmul_for(g, rows);
     if (!prim) return false;
-    execute(*prim, g, static_cast<const std::byte*>(x) + r * x_row_bytes(), w, b, y + size_t{r} * g.ldc,
+    execute(*prim, g, static_cast<const std::byte*>(x) + r * x_row_bytes(g), w, b, y + size_t{r} * g.ldc,
             rows);
   }
   return true;
@@ -288,8 +295,8 @@ void linear::impl::forward_native(const float* x, float* y, uint32_t m) const {
   }
   if (!run_rows(whole, src, weights, bias_at(0), y, m)) {
     for (uint32_t i = 0; i < m; ++i)
-      execute(*row_matmul, whole, static_cast<const std::byte*>(src) + i * x_row_bytes(), weights, bias_at(0),
-              y + size_t{i} * n_out, 1);
+      execute(*row_matmul, whole, static_cast<const std::byte*>(src) + i * x_row_bytes(whole), weights,
+              bias_at(0), y + size_t{i} * n_out, 1);
   }
   dnnl_ctx::stream().wait();
 }
@@ -371,19 +378,36 @@ void linear::impl::forward_quant_bf16(const float* x, float* y, uint32_t m) cons
   });
 }
 
-void linear::impl::forward_quant_f32(const float* x, float* y, uint32_t m) const {
-  float* w = scratch<float, 1>(size_t{n_in} * qparts.front().slices[0].n);
+// Each slice of columns is dequantized (in parallel, a group of rows per item) into one buffer,
+// f32 or bf16, that oneDNN's matmul then multiplies by all m rows.
+void linear::impl::forward_quant_slices(const float* x, float* y, uint32_t m, bool bf16) const {
+  const void* src = x;
+  if (bf16) {
+    uint16_t* buf = scratch<uint16_t>(size_t{m} * n_in);
+    to_bf16(x, buf, size_t{m} * n_in);
+    src = buf;
+  }
+  const size_t cols = qparts.front().slices[bf16][0].n;
+  void* w = bf16 ? static_cast<void*>(scratch<uint16_t, 1>(n_in * cols)) : scratch<float, 1>(n_in * cols);
   for (const auto& p : qparts) {
-    for (uint32_t c = 0; c < p.n_out; c += p.slices[0].n) {
-      const dnnl_gemm& g = p.slices[c + p.slices[0].n < p.n_out ? 0 : 1];
+    for (uint32_t c = 0; c < p.n_out; c += p.slices[bf16][0].n) {
+      const dnnl_gemm& g = p.slices[bf16][c + p.slices[bf16][0].n < p.n_out ? 0 : 1];
       parallel_for((g.n + quant_rows_per_item - 1) / quant_rows_per_item, [&](size_t item) {
         const auto r = static_cast<uint32_t>(item) * quant_rows_per_item;
-        quant::dequantize_rows(isa, p.type, p.data + (c + r) * p.row_bytes, p.row_bytes,
-                               std::min(quant_rows_per_item, g.n - r), n_in, w + size_t{r} * n_in);
+        const uint32_t rows = std::min(quant_rows_per_item, g.n - r);
+        const std::byte* blocks = p.data + (c + r) * p.row_bytes;
+        if (!bf16) {
+          quant::dequantize_rows(isa, p.type, blocks, p.row_bytes, rows, n_in,
+                                 static_cast<float*>(w) + r * n_in);
+          return;
+        }
+        float* values = scratch<float, 3>(size_t{quant_rows_per_item} * n_in);
+        quant::dequantize_rows(isa, p.type, blocks, p.row_bytes, rows, n_in, values);
+        to_bf16(values, static_cast<uint16_t*>(w) + size_t{r} * n_in, size_t{rows} * n_in);
       });
       const float* b = bias_at(p.first_row + c);
       const bool ran =
-          run_rows(g, x, dnnl::memory(g.weights, dnnl_ctx::engine(), w), b, y + p.first_row + c, m);
+          run_rows(g, src, dnnl::memory(g.weights, dnnl_ctx::engine(), w), b, y + p.first_row + c, m);
       dnnl_ctx::stream().wait();  // before the next slice overwrites w
       if (!ran) return forward_quant_dot(x, y, m);
     }
@@ -484,10 +508,13 @@ status<> linear::impl::create_quantized(std::span<const weight_part> parts) {
     const size_t fit = slice_bytes / (sizeof(float) * n_in) / 16 * 16;
     const uint32_t cols = static_cast<uint32_t>(std::clamp<size_t>(fit, 16, part.n_out));
     const uint32_t last = part.n_out - (part.n_out - 1) / cols * cols;
-    for (int i = 0; i < 2; ++i) {
-      const uint32_t n = i == 0 ? cols : last;
-      const dnnl::memory::desc wei(dims2(n_in, n), dnnl_dt::f32, dnnl_tag::ba);  // dequantized rows
-      q.slices[i] = {wei, dnnl_ctx::intern_layout(wei), n, n_out};
+    for (int dt = 0; dt < 2; ++dt) {
+      for (int i = 0; i < 2; ++i) {
+        const uint32_t n = i == 0 ? cols : last;
+        // dequantized rows
+        const dnnl::memory::desc wei(dims2(n_in, n), dt == 0 ? dnnl_dt::f32 : dnnl_dt::bf16, dnnl_tag::ba);
+        q.slices[dt][i] = {wei, dnnl_ctx::intern_layout(wei), n, n_out};
+      }
     }
     qparts.push_back(q);
     if (traits_of(part.type).block_size == 256) act_group = 256;
@@ -541,7 +568,9 @@ void linear::forward(const float* x, float* y, uint32_t m) const {
     case matmul_path::quant_dot:
       return impl_->forward_quant_dot(x, y, m);
     case matmul_path::quant_f32:
-      return impl_->forward_quant_f32(x, y, m);
+      return impl_->forward_quant_slices(x, y, m, false);
+    case matmul_path::quant_onednn_bf16:
+      return impl_->forward_quant_slices(x, y, m, true);
     case matmul_path::quant_bf16:
       return impl_->forward_quant_bf16(x, y, m);
     default:

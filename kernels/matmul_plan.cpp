@@ -22,6 +22,8 @@ const char* to_string(matmul_path p) {
       return "quant-f32";
     case matmul_path::quant_bf16:
       return "quant-bf16";
+    case matmul_path::quant_onednn_bf16:
+      return "quant-onednn-bf16";
   }
   return "?";
 }
@@ -42,6 +44,7 @@ weight_storage storage_of(matmul_path p) {
     case matmul_path::quant_dot:
     case matmul_path::quant_f32:
     case matmul_path::quant_bf16:
+    case matmul_path::quant_onednn_bf16:
       return weight_storage::quantized;
     default:
       return weight_storage::bf16_panels;

@@ -24,12 +24,14 @@ enum class matmul_path : uint8_t {
   quant_dot,    //!< quantized blocks as stored, dotted against 8-bit activations (kernels/quant_dot.hpp)
   quant_f32,    //!< quantized blocks dequantized per call, a slice at a time, for oneDNN f32
   quant_bf16,   //!< quantized blocks dequantized per call into bf16 panels, for our 8-lane kernel
+  quant_onednn_bf16,  //!< quantized blocks dequantized per call into bf16 slices, for oneDNN bf16
 };
 inline constexpr matmul_path all_matmul_paths[] = {
-    matmul_path::onednn_f32,  matmul_path::onednn_bf16, matmul_path::hearth_w8, matmul_path::hearth_w16,
-    matmul_path::widened_f32, matmul_path::quant_dot,   matmul_path::quant_f32, matmul_path::quant_bf16};
+    matmul_path::onednn_f32, matmul_path::onednn_bf16, matmul_path::hearth_w8,
+    matmul_path::hearth_w16, matmul_path::widened_f32, matmul_path::quant_dot,
+    matmul_path::quant_f32,  matmul_path::quant_bf16,  matmul_path::quant_onednn_bf16};
 //! "onednn-f32", "onednn-bf16", "hearth-w8", "hearth-w16", "widened-f32", "quant-dot", "quant-f32",
-//! "quant-bf16".
+//! "quant-bf16", "quant-onednn-bf16".
 const char* to_string(matmul_path p);
 std::optional<matmul_path> matmul_path_from_name(std::string_view name);
 
@@ -46,9 +48,10 @@ inline uint32_t bucket_of(uint32_t m) {
   return m < 4 ? 0 : m < 64 ? 1 : 2;
 }
 
-//! The plan for weights kept quantized: dots while m is small; for prefill chunks, where the
-//! dots' per-row work would dominate, bf16 panels dequantized per call for our GEMM kernel (on the
-//! AMD EPYC (AVX2), 1b q8_0 at m = 64: 98 GFLOP/s through oneDNN f32 slices, quant-f32).
+//! The plan for weights kept quantized before the tuner has measured them: dots while m is small;
+//! for prefill chunks, where the dots' per-row work would dominate, bf16 panels dequantized per
+//! call for our GEMM kernel (on the AMD EPYC (AVX2), 1b q8_0 at m = 64: 98 GFLOP/s through oneDNN
+//! f32 slices, quant-f32). With bf16 hardware oneDNN's bf16 over dequantized slices is faster.
 inline constexpr std::array<matmul_path, 3> quantized_paths{matmul_path::quant_dot, matmul_path::quant_dot,
                                                             matmul_path::quant_bf16};
 

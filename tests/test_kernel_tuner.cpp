@@ -118,12 +118,55 @@ TEST_CASE("cache lines round-trip and malformed ones are skipped", "[kernel_tune
       "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,onednn-bf16,hearth-w8\t",             // two storages
       "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\thearth-w8=1/2",  // rates
       "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\thearth-w8=1/-2/3",
+      "cpu\t2\tbf16+q9_K\tauto\t2048\t5632\tquant-dot,quant-dot,quant-bf16\t",  // weights' type
+      "cpu\t2\tbf16+f32\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\t",
   };
   for (const auto& b : bad) {
     CAPTURE(b);
     CHECK_FALSE(parse_cache_line(b, cpu).has_value());
   }
   CHECK(parse_cache_line("cpu\t2\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8\t", cpu).has_value());
+
+  // Weights kept quantized are their own decision, named by their type.
+  s.weights = tensor_type::q4_k;
+  s.plan = {{matmul_path::quant_dot, matmul_path::quant_dot, matmul_path::quant_onednn_bf16}};
+  s.rates = {rates(matmul_path::quant_dot, 70, 140, 150), rates(matmul_path::quant_onednn_bf16, 0, 90, 300)};
+  const std::string qline = format_cache_line("Some CPU", s);
+  CHECK(qline.find("\tbf16+q4_K\t") != std::string::npos);
+  const auto qback = parse_cache_line(qline, cpu);
+  REQUIRE(qback.has_value());
+  CHECK(qback->weights == tensor_type::q4_k);
+  CHECK(qback->plan == s.plan);
+  CHECK(back->weights == tensor_type::f32);
+}
+
+TEST_CASE("weights kept quantized are timed on their own blocks, apart from converted ones",
+          "[kernel_tuner]") {
+  if (!path_available(matmul_path::quant_dot)) {
+    WARN("not run: no AVX2, so quantized weights are expanded at load here");
+    return;
+  }
+  kernel_tuner t("", "test CPU");
+  auto q = t.plan(512, 160, compute_type::bf16, kernel_choice::automatic, tensor_type::q4_k);
+  REQUIRE(q.ok());
+  CHECK(q->storage() == weight_storage::quantized);
+  CHECK(q->paths[0] == matmul_path::quant_dot);  // the others dequantize every weight per call
+  auto converted = t.plan(512, 160, compute_type::bf16, kernel_choice::automatic);
+  REQUIRE(converted.ok());
+  CHECK(converted->storage() != weight_storage::quantized);
+  const auto d = t.decisions();
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].weights == tensor_type::q4_k);
+  for (const auto& r : d[0].rates) {
+    CAPTURE(to_string(r.path));
+    CHECK(storage_of(r.path) == weight_storage::quantized);
+    CHECK(r.gflops[2] > 0);
+    CHECK((r.gflops[0] > 0) == (r.path == matmul_path::quant_dot));
+  }
+  // Our own kernels only: no oneDNN over dequantized slices.
+  auto ours = t.plan(512, 160, compute_type::bf16, kernel_choice::hearth, tensor_type::q8_0);
+  REQUIRE(ours.ok());
+  for (auto p : ours->paths) CHECK((p == matmul_path::quant_dot || p == matmul_path::quant_bf16));
 }
 
 TEST_CASE("a tuner measures a shape once, caches it, and a later process reads it back", "[kernel_tuner]") {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -272,9 +273,15 @@ TEST_CASE("quantized parts kept as stored match the reference at every batch siz
   CAPTURE(seed);
   rng r(seed);
   const uint32_t n_in = 256;
-  for (const matmul_plan plan :
-       {matmul_plan{quantized_paths}, matmul_plan::uniform(matmul_path::quant_dot),
-        matmul_plan::uniform(matmul_path::quant_f32), matmul_plan::uniform(matmul_path::quant_bf16)}) {
+  std::vector<matmul_plan> plans{matmul_plan{quantized_paths}, matmul_plan::uniform(matmul_path::quant_dot),
+                                 matmul_plan::uniform(matmul_path::quant_f32),
+                                 matmul_plan::uniform(matmul_path::quant_bf16)};
+  if (path_available(matmul_path::quant_onednn_bf16))
+    plans.push_back(matmul_plan::uniform(matmul_path::quant_onednn_bf16));
+  else
+    std::printf("quant-onednn-bf16 not run here: oneDNN has no bf16 matmul on this CPU\n");
+  for (const matmul_plan& plan : plans) {
+    CAPTURE(describe(plan));
     // Q/K/V of a Q4_K_M file: parts of different types in one linear, one with a bias.
     check_against_reference(
         r,

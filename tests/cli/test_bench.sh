@@ -49,14 +49,17 @@ for k in ("weight_bytes", "embedding_bytes", "kv_pool_bytes", "peak_rss_bytes", 
 positive("load seconds", j["load_seconds"])
 PY
 
-# A quantized file's weights stay as stored: every shape on the quantized paths.
+# A quantized file's weights stay as stored: every shape on the quantized paths, timed (or
+# cached) like the others, and the dots at m = 1, where dequantizing every weight cannot pay.
 "$hearth" model make --preset tiny --dtype q4_0 --seed 5 -o "$dir/tiny_q4.gguf" >/dev/null
 "$hearth" bench kernels --model "$dir/tiny_q4.gguf" --quick --threads 2 --json "$dir/q4.json" >/dev/null
 python3 - "$dir/q4.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 for p in j["plans"]:
-    assert [b["path"] for b in p["paths"]] == ["quant-dot", "quant-dot", "quant-bf16"] and p["why"] == "as stored", p
+    paths = [b["path"] for b in p["paths"]]
+    assert paths[0] == "quant-dot" and all(q.startswith("quant-") for q in paths), p
+    assert p["why"] in ("measured", "noisy", "cached") and "quant-dot" in p["rates"], p
 m = j["memory"]
 assert m["weight_bytes"] < m["file_bytes"] and m["rss_vs_file"] > 0, m
 PY
