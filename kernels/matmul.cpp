@@ -20,11 +20,10 @@
 // Primitives, one per batch size. A matmul primitive is built for a fixed m: oneDNN's runtime-M
 // primitive (DNNL_RUNTIME_DIM_VAL) falls back to gemm:jit, which on AVX-512 machines is much
 // slower at the small m of decode (docs/threads.md). Primitives are cached process-wide by
-// (weights layout, m, bias, threads) in dnnl_context, so the layers of
-// a model, which repeat a handful of shapes, share them. Exact m up to max_rows_per_call; a larger m runs in
-// chunks of max_rows_per_call rows plus one remainder, so a shape has at most max_rows_per_call primitives.
-// Measured (docs/threads.md, gemm:jit on AVX2): 256-row chunks cost 12-17% against exact m at
-// m = 512-1024, 64-row chunks 20-25%; a bounded number of primitives per shape is worth that.
+// (weights layout, m, bias, threads) in dnnl_context, so a model's layers, which repeat a handful
+// of shapes, share them. Exact m up to max_rows_per_call; a larger m runs in chunks of that many
+// rows plus one remainder (256-row chunks cost 12-17 % against exact m at m = 512-1024 on gemm:jit,
+// AVX2; 64-row chunks 20-25 %): a bounded number of primitives per shape is worth that.
 //
 // The weights' layout is fixed once, the one oneDNN picks (format_tag::any) for layout_m rows,
 // and every other m's primitive is created with that layout, so one reordered copy serves all.
@@ -505,14 +504,14 @@ status<> linear::impl::create_quantized(std::span<const weight_part> parts) {
                  first_row,
                  part.n_out,
                  {}};
-    const size_t fit = slice_bytes / (sizeof(float) * n_in) / 16 * 16;
-    const uint32_t cols = static_cast<uint32_t>(std::clamp<size_t>(fit, 16, part.n_out));
-    const uint32_t last = part.n_out - (part.n_out - 1) / cols * cols;
     for (int dt = 0; dt < 2; ++dt) {
+      const size_t fit = slice_bytes / ((dt == 0 ? 4 : 2) * size_t{n_in}) / 16 * 16;
+      const uint32_t cols = static_cast<uint32_t>(std::clamp<size_t>(fit, 16, part.n_out));
+      const uint32_t last = part.n_out - (part.n_out - 1) / cols * cols;
       for (int i = 0; i < 2; ++i) {
         const uint32_t n = i == 0 ? cols : last;
-        // dequantized rows
-        const dnnl::memory::desc wei(dims2(n_in, n), dt == 0 ? dnnl_dt::f32 : dnnl_dt::bf16, dnnl_tag::ba);
+        const dnnl::memory::desc wei(dims2(n_in, n), dt == 0 ? dnnl_dt::f32 : dnnl_dt::bf16,
+                                     dnnl_tag::ba);  // dequantized rows
         q.slices[dt][i] = {wei, dnnl_ctx::intern_layout(wei), n, n_out};
       }
     }
