@@ -14,6 +14,7 @@
 #include "common/checked.hpp"
 #include "kernels/bf16_gemm.hpp"
 #include "kernels/dnnl_context.hpp"
+#include "kernels/matmul_impl.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/quant_dot.hpp"
 
@@ -37,22 +38,8 @@
 // docs/threads.md). The tuner measures which.
 
 namespace hearth {
+using namespace matmul_detail;
 namespace {
-
-using dnnl_dt = dnnl::memory::data_type;
-using dnnl_tag = dnnl::memory::format_tag;
-
-constexpr uint32_t max_rows_per_call = 256;
-// A prefill-sized batch: the compute-bound case, where the blocked layout matters most.
-constexpr uint32_t layout_m = 64;
-// widened-f32: the f32 bytes of one widened column slice (a core's share of L2 and more).
-constexpr size_t slice_bytes = size_t{1} << 20;
-// Rows dequantized at a time while loading (bounds the f32 temporary to ~256 KiB).
-constexpr size_t dequant_block_elems = 64 * 1024;
-
-dnnl::memory::dims dims2(uint64_t a, uint64_t b) {
-  return {static_cast<dnnl::memory::dim>(a), static_cast<dnnl::memory::dim>(b)};
-}
 
 // Whether oneDNN runs bf16 matmuls on this CPU (oneDNN 2.6 needs AVX-512: avx512_core at least;
 // without bf16 hardware it accepts them and runs gemm:jit, slowly). Our panel kernels compute bf16
@@ -83,7 +70,7 @@ bool path_available(matmul_path p) {
     case matmul_path::quant_bf16:
       return quant::isa_available(quant::isa::avx2);
     case matmul_path::quant_onednn_bf16:
-      return quant::isa_available(quant::isa::avx2) && bf16_matmul_supported();
+      return quant::isa_available(quant::isa::avx2) && bf16_blocked_brgemm();
     case matmul_path::hearth_w16:  // x86-64-v4, which its clone is built for (Clang has no name for it)
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
@@ -110,15 +97,6 @@ matmul_plan default_plan(compute_type ct) {
 }
 
 namespace {
-
-// The calling thread's buffer number `Slot` of T, grown as needed (x converted to the compute
-// type; widened weights).
-template <class T, int Slot = 0>
-T* scratch(size_t n) {
-  thread_local std::vector<T> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
-}
 
 status<> check_parts(std::span<const weight_part> parts, uint32_t n_in, uint64_t& n_out_total) {
   if (parts.empty() || n_in == 0) return error{errc::invalid_argument, "linear: no weights or n_in = 0"};
@@ -161,75 +139,6 @@ void for_each_row_block(std::span<const weight_part> parts, uint32_t n_in, Sink&
 }
 
 }  // namespace
-
-// One oneDNN matmul: x (m, n_in) @ W (n_in, n) -> y (m, n), whose rows lie ldc floats apart.
-struct dnnl_gemm {
-  dnnl::memory::desc weights;
-  uint32_t layout = 0;  // dnnl_ctx::intern_layout(weights)
-  uint32_t n = 0;
-  uint32_t ldc = 0;
-};
-
-struct linear::impl {
-  uint32_t n_in = 0;
-  uint32_t n_out = 0;
-  matmul_plan plan;
-  dnnl_dt src_dt = dnnl_dt::f32;  // what oneDNN multiplies: bf16, or f32 (also widened-f32)
-  std::vector<float> bias;        // (n_out,) or empty
-  // oneDNN's storage: the weights in the pinned layout, all columns in one matmul.
-  dnnl::memory weights;  // (n_in, n_out)
-  dnnl_gemm whole;
-  // m = 1, made at load: forward falls back to it row by row if a primitive cannot be created.
-  std::shared_ptr<const dnnl::matmul> row_matmul;
-  // bf16 panels: the only copy of the weights, and for widened-f32 the column slices they are
-  // widened into: slices[0] every slice but the last, slices[1] the last.
-  bf16_matrix packed;
-  dnnl_gemm slices[2];
-  // Quantized: each part's blocks as the file holds them, read in place (owner keeps them) or
-  // from `copy`, and for quant-f32 and quant-onednn-bf16 the slices its rows are dequantized
-  // into, as `slices` above: slices[dt][0] every slice but the last, [dt][1] the last, dt 0 f32,
-  // 1 bf16.
-  struct quant_part {
-    tensor_type type;
-    const std::byte* data;
-    size_t row_bytes;
-    uint32_t first_row, n_out;
-    dnnl_gemm slices[2][2];
-  };
-  std::vector<quant_part> qparts;
-  std::vector<std::shared_ptr<const void>> owners;
-  std::vector<std::byte> copy;
-  quant::isa isa = quant::isa::avx2;
-  uint32_t act_group = 32;  // 256 when a part is a K type: its dots need one activation scale per super-block
-
-  void create_native(std::span<const weight_part> parts);
-  void create_panels(std::span<const weight_part> parts);
-  status<> create_quantized(std::span<const weight_part> parts);
-  //! x as oneDNN multiplies it by g: in g's weight type (bf16 by bf16, f32 by f32).
-  dnnl::memory::desc src_desc(uint32_t m, const dnnl_gemm& g) const {
-    return {dims2(m, n_in), static_cast<dnnl_dt>(g.weights.data.data_type), dnnl_tag::ab};
-  }
-  dnnl::matmul make_matmul(const dnnl_gemm& g, uint32_t m) const;
-  std::shared_ptr<const dnnl::matmul> matmul_for(const dnnl_gemm& g, uint32_t m) const;
-  //! y (rows, g.n) = x (rows, n_in) @ w (+ b) with prim, made for `rows` rows.
-  void execute(const dnnl::matmul& prim, const dnnl_gemm& g, const void* x, const dnnl::memory& w,
-               const float* b, float* y, uint32_t rows) const;
-  //! execute() over m rows in chunks of max_rows_per_call; false, having done part of it, when a
-  //! primitive cannot be created.
-  bool run_rows(const dnnl_gemm& g, const void* x, const dnnl::memory& w, const float* b, float* y,
-                uint32_t m) const;
-  void forward_native(const float* x, float* y, uint32_t m) const;
-  void forward_panels(const float* x, float* y, uint32_t m, bf16_kernel kernel) const;
-  void forward_widened(const float* x, float* y, uint32_t m) const;
-  void forward_quant_dot(const float* x, float* y, uint32_t m) const;
-  void forward_quant_slices(const float* x, float* y, uint32_t m, bool bf16) const;
-  void forward_quant_bf16(const float* x, float* y, uint32_t m) const;
-  //! fn(part, first row, rows) for every group of quant_rows_per_item rows of every part, in parallel.
-  template <class Fn>
-  void for_each_quant_item(Fn&& fn) const;
-  size_t x_row_bytes(const dnnl_gemm& g) const { return src_desc(1, g).get_size(); }
-  const float* bias_at(uint32_t column) const { return bias.empty() ? nullptr : bias.data() + column; }
-};
 
 namespace {
 
@@ -320,99 +229,6 @@ void linear::impl::forward_widened(const float* x, float* y, uint32_t m) const {
   }
 }
 
-// Rows per work item of the quantized dots: a few KiB of weights, and enough items for the threads.
-constexpr uint32_t quant_rows_per_item = 16;
-static_assert(quant_rows_per_item == bf16_matrix::panel_rows, "quant-bf16 packs one item into one panel");
-
-template <class Fn>
-void linear::impl::for_each_quant_item(Fn&& fn) const {
-  size_t items = 0;
-  for (const auto& p : qparts) items += (p.n_out + quant_rows_per_item - 1) / quant_rows_per_item;
-  parallel_for(items, [&](size_t item) {
-    for (const auto& p : qparts) {
-      const size_t here = (p.n_out + quant_rows_per_item - 1) / quant_rows_per_item;
-      if (item >= here) {
-        item -= here;
-        continue;
-      }
-      const auto r0 = static_cast<uint32_t>(item) * quant_rows_per_item;
-      return fn(p, r0, std::min(quant_rows_per_item, p.n_out - r0));
-    }
-  });
-}
-
-void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const {
-  const uint32_t nb = n_in / 32;
-  quant::act_block* act = scratch<quant::act_block>(size_t{m} * nb);
-  float* dsum = scratch<float, 2>(size_t{m} * nb * 2);
-  int16_t* bsum = scratch<int16_t, 2>(size_t{m} * nb * 2);
-  for (uint32_t i = 0; i < m; ++i)
-    quant::quantize_activations(isa, x + size_t{i} * n_in, n_in, act_group, act + size_t{i} * nb,
-                                dsum + size_t{i} * nb * 2, bsum + size_t{i} * nb * 2);
-  const quant::activations a{act, dsum, bsum};
-  for_each_quant_item([&](const quant_part& p, uint32_t r0, uint32_t rows) {
-    quant::dot_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, a, m,
-                    y + p.first_row + r0, n_out);
-  });
-  if (bias.empty()) return;
-  for (uint32_t i = 0; i < m; ++i)
-    for (uint32_t o = 0; o < n_out; ++o) y[size_t{i} * n_out + o] += bias[o];
-}
-
-// Each group of 16 rows is dequantized once per call into a bf16 panel, which then multiplies
-// all m rows, in chunks of max_rows_per_call so that the activations stay in cache.
-void linear::impl::forward_quant_bf16(const float* x, float* y, uint32_t m) const {
-  float* xr = scratch<float>(size_t{m} * n_in);
-  round_to_bf16(x, xr, size_t{m} * n_in);
-  for_each_quant_item([&](const quant_part& p, uint32_t r0, uint32_t rows) {
-    float* values = scratch<float, 3>(size_t{quant_rows_per_item} * n_in);
-    uint16_t* panel = scratch<uint16_t, 1>(size_t{bf16_matrix::panel_rows} * n_in);
-    quant::dequantize_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, values);
-    pack_panel(values, rows, n_in, panel);
-    const float* b = bias_at(p.first_row + r0);
-    for (uint32_t i = 0; i < m; i += max_rows_per_call) {
-      gemm_bf16_panel(panel, n_in, rows, xr + size_t{i} * n_in, std::min(max_rows_per_call, m - i),
-                      y + size_t{i} * n_out + p.first_row + r0, n_out, b);
-    }
-  });
-}
-
-// Each slice of columns is dequantized (in parallel, a group of rows per item) into one buffer,
-// f32 or bf16, that oneDNN's matmul then multiplies by all m rows.
-void linear::impl::forward_quant_slices(const float* x, float* y, uint32_t m, bool bf16) const {
-  const void* src = x;
-  if (bf16) {
-    uint16_t* buf = scratch<uint16_t>(size_t{m} * n_in);
-    to_bf16(x, buf, size_t{m} * n_in);
-    src = buf;
-  }
-  const size_t cols = qparts.front().slices[bf16][0].n;
-  void* w = bf16 ? static_cast<void*>(scratch<uint16_t, 1>(n_in * cols)) : scratch<float, 1>(n_in * cols);
-  for (const auto& p : qparts) {
-    for (uint32_t c = 0; c < p.n_out; c += p.slices[bf16][0].n) {
-      const dnnl_gemm& g = p.slices[bf16][c + p.slices[bf16][0].n < p.n_out ? 0 : 1];
-      parallel_for((g.n + quant_rows_per_item - 1) / quant_rows_per_item, [&](size_t item) {
-        const auto r = static_cast<uint32_t>(item) * quant_rows_per_item;
-        const uint32_t rows = std::min(quant_rows_per_item, g.n - r);
-        const std::byte* blocks = p.data + (c + r) * p.row_bytes;
-        if (!bf16) {
-          quant::dequantize_rows(isa, p.type, blocks, p.row_bytes, rows, n_in,
-                                 static_cast<float*>(w) + r * n_in);
-          return;
-        }
-        float* values = scratch<float, 3>(size_t{quant_rows_per_item} * n_in);
-        quant::dequantize_rows(isa, p.type, blocks, p.row_bytes, rows, n_in, values);
-        to_bf16(values, static_cast<uint16_t*>(w) + size_t{r} * n_in, size_t{rows} * n_in);
-      });
-      const float* b = bias_at(p.first_row + c);
-      const bool ran =
-          run_rows(g, src, dnnl::memory(g.weights, dnnl_ctx::engine(), w), b, y + p.first_row + c, m);
-      dnnl_ctx::stream().wait();  // before the next slice overwrites w
-      if (!ran) return forward_quant_dot(x, y, m);
-    }
-  }
-}
-
 namespace {
 
 // Converts the stacked rows into a plain (n_in, n_out) "ba" buffer of `dt` (W (n_out, n_in)
@@ -480,48 +296,6 @@ void linear::impl::create_panels(std::span<const weight_part> parts) {
     const dnnl::memory::desc wei(dims2(n_in, n), dnnl_dt::f32, dnnl_tag::ab);
     slices[i] = {wei, dnnl_ctx::intern_layout(wei), n, n_out};
   }
-}
-
-// Quantized: the parts' blocks in place when their owner keeps them, else one copy.
-status<> linear::impl::create_quantized(std::span<const weight_part> parts) {
-  if (!quant::isa_available(quant::isa::avx2))
-    return error{errc::unsupported, "linear: quantized weights need AVX2 (kept as stored, dotted in 8 bits)"};
-  isa = quant::best_isa();
-  const bool owned =
-      std::all_of(parts.begin(), parts.end(), [](const auto& p) { return p.owner != nullptr; });
-  if (!owned) {
-    for (const auto& p : parts) copy.insert(copy.end(), p.data.begin(), p.data.end());
-  }
-  size_t at = 0;
-  uint32_t first_row = 0;
-  for (const auto& part : parts) {
-    if (!quant::has_dot(part.type))
-      return error{errc::unsupported,
-                   std::string("linear: a ") + traits_of(part.type).name + " part cannot be kept quantized"};
-    quant_part q{part.type,
-                 owned ? part.data.data() : copy.data() + at,
-                 *bytes_for(part.type, n_in),
-                 first_row,
-                 part.n_out,
-                 {}};
-    for (int dt = 0; dt < 2; ++dt) {
-      const size_t fit = slice_bytes / ((dt == 0 ? 4 : 2) * size_t{n_in}) / 16 * 16;
-      const uint32_t cols = static_cast<uint32_t>(std::clamp<size_t>(fit, 16, part.n_out));
-      const uint32_t last = part.n_out - (part.n_out - 1) / cols * cols;
-      for (int i = 0; i < 2; ++i) {
-        const uint32_t n = i == 0 ? cols : last;
-        const dnnl::memory::desc wei(dims2(n_in, n), dt == 0 ? dnnl_dt::f32 : dnnl_dt::bf16,
-                                     dnnl_tag::ba);  // dequantized rows
-        q.slices[dt][i] = {wei, dnnl_ctx::intern_layout(wei), n, n_out};
-      }
-    }
-    qparts.push_back(q);
-    if (traits_of(part.type).block_size == 256) act_group = 256;
-    if (owned) owners.push_back(part.owner);
-    at += part.data.size();
-    first_row += part.n_out;
-  }
-  return {};
 }
 
 result<linear> linear::create(std::span<const weight_part> parts, uint32_t n_in, const matmul_plan& plan) {
