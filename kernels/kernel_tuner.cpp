@@ -17,12 +17,11 @@
 
 // Timing: synthetic weights of the shape, but only a slice of its columns, about 1 Mi weights
 // (2 MiB in bf16; never fewer than 8 panels per thread), so that the tune of a 1b model's five
-// shapes stays near a second. Per-column rates barely change with n_out beyond that; at m = 1
-// the slice is read from the caches rather than memory, which ranks the kernels by what they do
-// beside the loads (the memory-bound figure itself is the bench's). Each path is warmed up once
-// (primitive creation, page faults) and timed until it has run twice and 5 ms, or 50 times; the
-// fastest run counts, the one least disturbed by the rest of the machine, and every path is
-// timed in two rounds (see measure).
+// shapes stays near a second. Per-column rates barely change with n_out beyond that. At m = 1
+// the slice is read cold, from memory, as decode reads it (time_cold_forward). Each path is warmed
+// up once (primitive creation, page faults) and timed until it has run twice and 5 ms, or 50 times
+// (cold: 10 times); the fastest run counts, the one least disturbed by the rest of the machine,
+// and every path is timed in two rounds (see measure).
 
 namespace hearth {
 namespace {
@@ -58,6 +57,23 @@ double time_forward(const linear& lin, const float* x, float* y, uint32_t m) {
   return best;
 }
 
+// Decode at m = 1 reads every weight from memory, and there the paths differ in how well they
+// stream, which a slice in cache does not show: in cache oneDNN's bf16 brgemm and hearth-dpbf16
+// ran within 10 % of each other at m = 1, while in `small`'s steps oneDNN read 16-18 GB/s and
+// the step took 1.45 x as long (AMD EPYC Zen 4). So bucket 0 is timed cold, the weights flushed
+// from the caches before each run.
+double time_cold_forward(const linear& lin, const float* x, float* y, uint32_t m) {
+  lin.forward(x, y, m);
+  double best = 1e30;
+  for (int runs = 0; runs < 10; ++runs) {
+    lin.flush_weights();
+    const auto t0 = clock_type::now();
+    lin.forward(x, y, m);
+    best = std::min(best, seconds_since(t0));
+  }
+  return best;
+}
+
 // Synthetic weights (cols, n_in): their values do not matter to the timing, only that they are
 // normal floats.
 std::vector<float> synthetic_weights(uint32_t n_in, uint32_t cols) {
@@ -79,8 +95,10 @@ struct measurement {
 };
 
 // The quantized paths other than the dots dequantize every weight per call, which cannot pay at
-// m = 1 (nor can widening them).
+// m = 1 (nor can widening them). hearth-dpbf16 is for m < 4 only: beyond, it would read the
+// weights once per 3 rows, which the tuner's cache-sized slice would not show.
 bool worth_timing(matmul_path p, uint32_t bucket) {
+  if (p == matmul_path::hearth_dpbf16) return bucket == 0;
   const bool expands = p == matmul_path::widened_f32 ||
                        (storage_of(p) == weight_storage::quantized && p != matmul_path::quant_dot);
   return bucket > 0 || !expands;
@@ -111,7 +129,9 @@ measurement measure(std::span<const matmul_path> paths, uint32_t n_in, uint32_t 
       for (uint32_t b = 0; b < n_m_buckets; ++b) {
         if (!worth_timing(rates[i].path, b)) continue;
         const uint32_t m = bucket_m[b];
-        const double gflops = 2.0 * m * n_in * cols / time_forward(lins[i], x.data(), y.data(), m) / 1e9;
+        const double seconds = b == 0 ? time_cold_forward(lins[i], x.data(), y.data(), m)
+                                      : time_forward(lins[i], x.data(), y.data(), m);
+        const double gflops = 2.0 * m * n_in * cols / seconds / 1e9;
         double& best = rates[i].gflops[b];
         if (round == 1) out.spread = std::max(out.spread, std::abs(gflops - best) / std::max(gflops, best));
         best = std::max(best, gflops);
@@ -131,6 +151,8 @@ result<std::vector<matmul_path>> candidates(compute_type ct, kernel_choice choic
       if (storage_of(p) == weight_storage::quantized && path_available(p)) all.push_back(p);
   }
   std::erase_if(all, [&](matmul_path p) {
+    // hearth-dpbf16, ours over oneDNN's storage, is neither: only auto mixes the two.
+    if (p == matmul_path::hearth_dpbf16) return choice != kernel_choice::automatic;
     const bool onednn = storage_of(p) != weight_storage::bf16_panels && p != matmul_path::quant_dot &&
                         p != matmul_path::quant_bf16;
     const bool ours = !onednn && storage_of(p) != weight_storage::onednn_f32;
@@ -356,7 +378,12 @@ result<matmul_plan> kernel_tuner::plan(uint32_t n_in, uint32_t n_out, compute_ty
   if (!cache_loaded_) load_cache();
   const auto cached =
       std::find_if(cached_.begin(), cached_.end(), [&](const auto& c) { return same_key(c, s); });
-  if (cached != cached_.end()) {
+  // A decision made before this CPU had one of today's paths (a newer build) is made again.
+  const auto timed = [&](matmul_path p) {
+    return std::any_of(cached->rates.begin(), cached->rates.end(),
+                       [&](const auto& r) { return r.path == p; });
+  };
+  if (cached != cached_.end() && std::all_of(paths->begin(), paths->end(), timed)) {
     decided_.push_back(*cached);
     return cached->plan;
   }

@@ -9,10 +9,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include <emmintrin.h>
 #include <omp.h>
 
 #include "common/checked.hpp"
 #include "kernels/bf16_gemm.hpp"
+#include "kernels/bf16_gemv.hpp"
 #include "kernels/dnnl_context.hpp"
 #include "kernels/matmul_impl.hpp"
 #include "kernels/parallel.hpp"
@@ -71,6 +73,8 @@ bool path_available(matmul_path p) {
       return quant::isa_available(quant::isa::avx2);
     case matmul_path::quant_onednn_bf16:
       return quant::isa_available(quant::isa::avx2) && bf16_blocked_brgemm();
+    case matmul_path::hearth_dpbf16:  // its weights pinned to bf16_blocked, for oneDNN's paths beside it
+      return bf16_gemv_available() && bf16_blocked_brgemm();
     case matmul_path::hearth_w16:  // x86-64-v4, which its clone is built for (Clang has no name for it)
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
@@ -209,6 +213,17 @@ void linear::impl::forward_native(const float* x, float* y, uint32_t m) const {
   dnnl_ctx::stream().wait();
 }
 
+void linear::impl::forward_dpbf16(const float* x, float* y, uint32_t m) const {
+  const auto k_pad = static_cast<uint32_t>(weights.get_desc().data.padded_dims[0]);
+  uint16_t* xb = scratch<uint16_t>(size_t{m} * k_pad);
+  for (uint32_t i = 0; i < m; ++i) {
+    to_bf16(x + size_t{i} * n_in, xb + size_t{i} * k_pad, n_in);
+    std::fill(xb + size_t{i} * k_pad + n_in, xb + size_t{i + 1} * k_pad, uint16_t{0});
+  }
+  gemv_bf16_blocked(static_cast<const uint16_t*>(weights.get_data_handle()), k_pad, n_out, xb, m, bias_at(0),
+                    y, n_out);
+}
+
 void linear::impl::forward_panels(const float* x, float* y, uint32_t m, bf16_kernel kernel) const {
   for (uint32_t i = 0; i < m; i += max_rows_per_call) {
     const uint32_t rows = std::min(max_rows_per_call, m - i);
@@ -268,10 +283,13 @@ std::vector<float> stack_bias(std::span<const weight_part> parts) {
 
 }  // namespace
 
-// oneDNN's own bf16 or f32: the weights reordered into the layout it picks for layout_m rows.
+// oneDNN's own bf16 or f32: the weights reordered into the layout it picks for layout_m rows, or
+// into bf16_blocked where hearth-dpbf16 reads them too.
 void linear::impl::create_native(std::span<const weight_part> parts) {
+  const bool gemv =
+      std::find(plan.paths.begin(), plan.paths.end(), matmul_path::hearth_dpbf16) != plan.paths.end();
   const dnnl::memory::desc src(dims2(layout_m, n_in), src_dt, dnnl_tag::ab);
-  const dnnl::memory::desc wei(dims2(n_in, n_out), src_dt, dnnl_tag::any);
+  const dnnl::memory::desc wei(dims2(n_in, n_out), src_dt, gemv ? bf16_blocked : dnnl_tag::any);
   const dnnl::memory::desc dst(dims2(layout_m, n_out), dnnl_dt::f32, dnnl_tag::ab);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), dnnl_ctx::engine());
   weights = dnnl::memory(pd.weights_desc(), dnnl_ctx::engine());
@@ -346,6 +364,8 @@ void linear::forward(const float* x, float* y, uint32_t m) const {
       return impl_->forward_quant_slices(x, y, m, true);
     case matmul_path::quant_bf16:
       return impl_->forward_quant_bf16(x, y, m);
+    case matmul_path::hearth_dpbf16:
+      return impl_->forward_dpbf16(x, y, m);
     default:
       return impl_->forward_native(x, y, m);
   }
@@ -373,6 +393,23 @@ size_t linear::weight_bytes() const {
       matrix = impl_->weights.get_desc().get_size();
   }
   return matrix + impl_->bias.size() * sizeof(float);
+}
+
+void linear::flush_weights() const {
+  const auto flush = [](const void* p, size_t n) {
+    for (size_t o = 0; o < n; o += 64) _mm_clflush(static_cast<const char*>(p) + o);
+  };
+  switch (impl_->plan.storage()) {
+    case weight_storage::bf16_panels:
+      flush(impl_->packed.panel(0), impl_->packed.bytes());
+      break;
+    case weight_storage::quantized:
+      for (const auto& p : impl_->qparts) flush(p.data, p.n_out * p.row_bytes);
+      break;
+    default:
+      flush(impl_->weights.get_data_handle(), impl_->weights.get_desc().get_size());
+  }
+  _mm_mfence();
 }
 
 linear::linear(std::unique_ptr<impl> p) : impl_(std::move(p)) {}

@@ -52,6 +52,9 @@ class linear {
   uint32_t n_in() const;
   uint32_t n_out() const;
   const matmul_plan& plan() const;
+  //! Evicts the weights from every cache level (clflush): the tuner times m = 1 as decode meets
+  //! them, in memory.
+  void flush_weights() const;
   //! Bytes the converted weights occupy (for memory accounting): 2 per weight for bf16, 4 for f32.
   size_t weight_bytes() const;
 

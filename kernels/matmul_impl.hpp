@@ -110,6 +110,7 @@ struct linear::impl {
   bool run_rows(const matmul_detail::dnnl_gemm& g, const void* x, const dnnl::memory& w, const float* b,
                 float* y, uint32_t m) const;
   void forward_native(const float* x, float* y, uint32_t m) const;
+  void forward_dpbf16(const float* x, float* y, uint32_t m) const;
   void forward_panels(const float* x, float* y, uint32_t m, bf16_kernel kernel) const;
   void forward_widened(const float* x, float* y, uint32_t m) const;
   void forward_quant_dot(const float* x, float* y, uint32_t m) const;

@@ -24,6 +24,8 @@ const char* to_string(matmul_path p) {
       return "quant-bf16";
     case matmul_path::quant_onednn_bf16:
       return "quant-onednn-bf16";
+    case matmul_path::hearth_dpbf16:
+      return "hearth-dpbf16";
   }
   return "?";
 }
@@ -40,6 +42,7 @@ weight_storage storage_of(matmul_path p) {
     case matmul_path::onednn_f32:
       return weight_storage::onednn_f32;
     case matmul_path::onednn_bf16:
+    case matmul_path::hearth_dpbf16:
       return weight_storage::onednn_bf16;
     case matmul_path::quant_dot:
     case matmul_path::quant_f32:

@@ -97,15 +97,18 @@ size_t expected_bytes(const std::vector<test_part>& parts, uint32_t n_in, const 
 }
 
 // Every plan a linear can run here: each path alone (hearth-w16 too, which runs on any x86-64 CPU
-// though it is only chosen on AVX-512 ones; oneDNN bf16 where oneDNN has it), and one that changes
-// path with m.
+// though it is only chosen on AVX-512 ones; oneDNN bf16 and hearth-dpbf16 where the CPU has them),
+// and those that change path with m.
 std::vector<matmul_plan> test_plans() {
   std::vector<matmul_plan> plans;
   for (matmul_path p : all_matmul_paths) {
     if (storage_of(p) == weight_storage::quantized) continue;  // for quantized parts only: below
-    if (p != matmul_path::onednn_bf16 || path_available(p)) plans.push_back(matmul_plan::uniform(p));
+    const bool anywhere = p != matmul_path::onednn_bf16 && p != matmul_path::hearth_dpbf16;
+    if (anywhere || path_available(p)) plans.push_back(matmul_plan::uniform(p));
   }
   plans.push_back({{matmul_path::hearth_w16, matmul_path::hearth_w8, matmul_path::widened_f32}});
+  if (path_available(matmul_path::hearth_dpbf16))
+    plans.push_back({{matmul_path::hearth_dpbf16, matmul_path::onednn_bf16, matmul_path::onednn_bf16}});
   return plans;
 }
 
