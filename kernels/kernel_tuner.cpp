@@ -17,8 +17,8 @@
 
 // Timing: synthetic weights of the shape, but only a slice of its columns, about 1 Mi weights
 // (2 MiB in bf16; never fewer than 8 panels per thread), so that the tune of a 1b model's five
-// shapes stays near a second. Per-column rates barely change with n_out beyond that. At m = 1
-// the slice is read cold, from memory, as decode reads it (time_cold_forward). Each path is warmed
+// shapes stays near a second. Per-column rates barely change with n_out beyond that. At decode's
+// m the slice is read cold, from memory, as decode reads it (time_cold_forward). Each path is warmed
 // up once (primitive creation, page faults) and timed until it has run twice and 5 ms, or 50 times
 // (cold: 10 times); the fastest run counts, the one least disturbed by the rest of the machine,
 // and every path is timed in two rounds (see measure).
@@ -57,11 +57,12 @@ double time_forward(const linear& lin, const float* x, float* y, uint32_t m) {
   return best;
 }
 
-// Decode at m = 1 reads every weight from memory, and there the paths differ in how well they
-// stream, which a slice in cache does not show: in cache oneDNN's bf16 brgemm and hearth-dpbf16
-// ran within 10 % of each other at m = 1, while in `small`'s steps oneDNN read 16-18 GB/s and
-// the step took 1.45 x as long (AMD EPYC Zen 4). So bucket 0 is timed cold, the weights flushed
-// from the caches before each run.
+// A decode step reads every weight from memory, and there the paths differ in how well they
+// stream while they compute, which a slice in cache does not show: in cache oneDNN's bf16 brgemm
+// and hearth-dpbf16 ran within 10 % of each other at m = 1, while in `small`'s steps oneDNN read
+// 16-18 GB/s and the step took 1.45 x as long (AMD EPYC Zen 4). So the decode buckets (m < 64)
+// are timed cold, the weights flushed from the caches before each run; prefill chunks, bound by
+// compute, warm.
 double time_cold_forward(const linear& lin, const float* x, float* y, uint32_t m) {
   lin.forward(x, y, m);
   double best = 1e30;
@@ -95,10 +96,10 @@ struct measurement {
 };
 
 // The quantized paths other than the dots dequantize every weight per call, which cannot pay at
-// m = 1 (nor can widening them). hearth-dpbf16 is for m < 4 only: beyond, it would read the
-// weights once per 3 rows, which the tuner's cache-sized slice would not show.
+// m = 1 (nor can widening them). hearth-dpbf16 is for decode batches: at a prefill chunk's m it
+// would pass over each weight block 43 times.
 bool worth_timing(matmul_path p, uint32_t bucket) {
-  if (p == matmul_path::hearth_dpbf16) return bucket == 0;
+  if (p == matmul_path::hearth_dpbf16) return bucket + 1 < n_m_buckets;
   const bool expands = p == matmul_path::widened_f32 ||
                        (storage_of(p) == weight_storage::quantized && p != matmul_path::quant_dot);
   return bucket > 0 || !expands;
@@ -129,8 +130,8 @@ measurement measure(std::span<const matmul_path> paths, uint32_t n_in, uint32_t 
       for (uint32_t b = 0; b < n_m_buckets; ++b) {
         if (!worth_timing(rates[i].path, b)) continue;
         const uint32_t m = bucket_m[b];
-        const double seconds = b == 0 ? time_cold_forward(lins[i], x.data(), y.data(), m)
-                                      : time_forward(lins[i], x.data(), y.data(), m);
+        const double seconds = b + 1 < n_m_buckets ? time_cold_forward(lins[i], x.data(), y.data(), m)
+                                                   : time_forward(lins[i], x.data(), y.data(), m);
         const double gflops = 2.0 * m * n_in * cols / seconds / 1e9;
         double& best = rates[i].gflops[b];
         if (round == 1) out.spread = std::max(out.spread, std::abs(gflops - best) / std::max(gflops, best));

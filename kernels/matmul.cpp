@@ -14,8 +14,8 @@
 
 #include "common/checked.hpp"
 #include "kernels/bf16_gemm.hpp"
-#include "kernels/bf16_gemv.hpp"
 #include "kernels/dnnl_context.hpp"
+#include "kernels/dpbf16_matmul.hpp"
 #include "kernels/matmul_impl.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/quant_dot.hpp"
@@ -74,7 +74,7 @@ bool path_available(matmul_path p) {
     case matmul_path::quant_onednn_bf16:
       return quant::isa_available(quant::isa::avx2) && bf16_blocked_brgemm();
     case matmul_path::hearth_dpbf16:  // its weights pinned to bf16_blocked, for oneDNN's paths beside it
-      return bf16_gemv_available() && bf16_blocked_brgemm();
+      return dpbf16_available() && bf16_blocked_brgemm();
     case matmul_path::hearth_w16:  // x86-64-v4, which its clone is built for (Clang has no name for it)
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
@@ -220,8 +220,8 @@ void linear::impl::forward_dpbf16(const float* x, float* y, uint32_t m) const {
     to_bf16(x + size_t{i} * n_in, xb + size_t{i} * k_pad, n_in);
     std::fill(xb + size_t{i} * k_pad + n_in, xb + size_t{i + 1} * k_pad, uint16_t{0});
   }
-  gemv_bf16_blocked(static_cast<const uint16_t*>(weights.get_data_handle()), k_pad, n_out, xb, m, bias_at(0),
-                    y, n_out);
+  dpbf16_matmul(static_cast<const uint16_t*>(weights.get_data_handle()), k_pad, n_out, xb, m, bias_at(0), y,
+                n_out);
 }
 
 void linear::impl::forward_panels(const float* x, float* y, uint32_t m, bf16_kernel kernel) const {

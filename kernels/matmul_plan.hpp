@@ -25,7 +25,7 @@ enum class matmul_path : uint8_t {
   quant_f32,    //!< quantized blocks dequantized per call, a slice at a time, for oneDNN f32
   quant_bf16,   //!< quantized blocks dequantized per call into bf16 panels, for our 8-lane kernel
   quant_onednn_bf16,  //!< quantized blocks dequantized per call into bf16 slices, for oneDNN bf16
-  hearth_dpbf16,  //!< our vdpbf16ps kernel over oneDNN bf16's blocked weights, m < 4 (kernels/bf16_gemv.hpp)
+  hearth_dpbf16,  //!< our vdpbf16ps kernel over oneDNN bf16's blocked weights, m < 4 (kernels/dpbf16_matmul.hpp)
 };
 inline constexpr matmul_path all_matmul_paths[] = {
     matmul_path::onednn_f32,   matmul_path::onednn_bf16, matmul_path::hearth_w8,

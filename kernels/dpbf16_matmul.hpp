@@ -1,0 +1,29 @@
+#pragma once
+// Decode-sized matmuls (m < 64) over bf16 weights in oneDNN's blocked layout, with AVX-512 bf16's
+// vdpbf16ps. Decode reads every weight from memory each step, and what it needs is a kernel that
+// streams them at memory speed while it computes: oneDNN's brgemm read `1b`'s weights at 19 / 21 /
+// 13 GB/s at m = 1 / 4 / 16 where this kernel read 31 / 31 / 16 (AMD EPYC Zen 4, a ~26 GB/s triad).
+// Internal to kernels/; stateless, and no oneDNN here: the layout is spelled out below, so the
+// kernel is tested against a plain reference.
+//
+// Layout (oneDNN's BA16a64b2a for W (k, n), k the input): blocks of 64 columns, each of blocks of
+// 16 k, each 8 k pairs x 64 columns x the pair; so element (k, c) is at
+//   ((c / 64) kb + k / 16) 1024 + (k % 16 / 2) 128 + (c % 64) 2 + k % 2,   kb = k_pad / 16.
+// k is padded to a multiple of 16 and n to one of 64, the padding zero.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hearth {
+
+//! Whether this CPU has vdpbf16ps (AVX-512 BF16 with F, BW and VL).
+bool dpbf16_available();
+
+//! y (m, n), rows ldy apart, = x (m, k_pad) bf16, rows k_pad apart, @ W (+ bias (n,) unless null),
+//! f32 accumulation: what a bf16 matmul gives, up to summation order. Parallel over the 64-column
+//! blocks (parallel_for); each block is read from memory once, for up to 6 rows of x, and from L2
+//! for the next 6. Only where dpbf16_available().
+void dpbf16_matmul(const uint16_t* w, uint32_t k_pad, uint32_t n, const uint16_t* x, uint32_t m,
+                   const float* bias, float* y, size_t ldy);
+
+}  // namespace hearth
