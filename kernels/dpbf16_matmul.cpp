@@ -23,6 +23,12 @@ HEARTH_BF16_TARGET inline __m512bh as_bf16(__m512i v) {
   return out;
 }
 
+HEARTH_BF16_TARGET inline __m512i as_int(__m512bh v) {
+  __m512i out;
+  std::memcpy(&out, &v, sizeof out);
+  return out;
+}
+
 //! Columns [64 nb, 64 nb + cols) of M rows: four accumulators of 16 columns per row, each vdpbf16ps
 //! taking one k pair of 16 columns (64 contiguous bytes) against that pair of x broadcast.
 template <uint32_t M>
@@ -86,7 +92,67 @@ void column_rows(const uint16_t* w, uint32_t kb, const uint16_t* x, uint32_t k_p
   }
 }
 
+// GCC 12's AVX-512 unpack intrinsics pass _mm512_undefined_epi32() as their unused source, which
+// its -Wmaybe-uninitialized then reports once inlined (GCC bug 105593, fixed in 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+//! 16 rows of 16 dwords (a row's 16 k pairs) -> 16 of one k pair each (its 16 rows, in order):
+//! pairs within 128-bit lanes, then quads, then the lanes across the four 4-row groups.
+HEARTH_BF16_TARGET void transpose_16x16(__m512i (&r)[16]) {
+  __m512i a[16], b[16];
+  for (int i = 0; i < 8; ++i) {
+    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int j = 0; j < 4; ++j) {  // b[4 j + q], lane L: rows 4 j .. 4 j + 3 at pair 4 L + q
+    b[4 * j] = _mm512_unpacklo_epi64(a[4 * j], a[4 * j + 2]);
+    b[4 * j + 1] = _mm512_unpackhi_epi64(a[4 * j], a[4 * j + 2]);
+    b[4 * j + 2] = _mm512_unpacklo_epi64(a[4 * j + 1], a[4 * j + 3]);
+    b[4 * j + 3] = _mm512_unpackhi_epi64(a[4 * j + 1], a[4 * j + 3]);
+  }
+  for (int q = 0; q < 4; ++q) {
+    const __m512i c = _mm512_shuffle_i32x4(b[q], b[4 + q], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512i d = _mm512_shuffle_i32x4(b[q], b[4 + q], _MM_SHUFFLE(3, 1, 3, 1));
+    const __m512i e = _mm512_shuffle_i32x4(b[8 + q], b[12 + q], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512i f = _mm512_shuffle_i32x4(b[8 + q], b[12 + q], _MM_SHUFFLE(3, 1, 3, 1));
+    r[q] = _mm512_shuffle_i32x4(c, e, _MM_SHUFFLE(2, 0, 2, 0));
+    r[8 + q] = _mm512_shuffle_i32x4(c, e, _MM_SHUFFLE(3, 1, 3, 1));
+    r[4 + q] = _mm512_shuffle_i32x4(d, f, _MM_SHUFFLE(2, 0, 2, 0));
+    r[12 + q] = _mm512_shuffle_i32x4(d, f, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+HEARTH_BF16_TARGET void pack_group(const float* v, uint32_t rows, uint32_t n_in, uint16_t* column) {
+  for (uint32_t k0 = 0; k0 < n_in; k0 += 32) {
+    __m512i r[16];
+    for (uint32_t i = 0; i < 16; ++i) {
+      const float* at = v + size_t{i} * n_in + k0;
+      // vcvtne2ps2bf16 rounds to nearest even, as to_bf16; its second operand fills the low half.
+      r[i] = i < rows ? as_int(_mm512_cvtne2ps_pbh(_mm512_loadu_ps(at + 16), _mm512_loadu_ps(at)))
+                      : _mm512_setzero_si512();
+    }
+    transpose_16x16(r);
+    uint16_t* block = column + size_t{k0 / block_k} * block_elems;
+    for (uint32_t p = 0; p < 16; ++p)  // pair p: k0 + 2 p, line p % 8 of k block p / 8
+      _mm512_storeu_si512(block + (p / 8) * block_elems + (p % 8) * 2 * block_cols, r[p]);
+  }
+}
+
 }  // namespace
+
+void dpbf16_pack_rows(const float* v, uint32_t rows, uint32_t n_in, uint32_t n0, uint16_t* slice) {
+  for (uint32_t g = 0; g < rows; g += 16) {
+    const uint32_t n = n0 + g;
+    pack_group(v + size_t{g} * n_in, std::min(16u, rows - g), n_in,
+               slice + size_t{n / block_cols} * (n_in / block_k) * block_elems + (n % block_cols) * 2);
+  }
+}
 
 bool dpbf16_available() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -95,12 +161,18 @@ bool dpbf16_available() {
 
 void dpbf16_matmul(const uint16_t* w, uint32_t k_pad, uint32_t n, const uint16_t* x, uint32_t m,
                    const float* bias, float* y, size_t ldy) {
+  // Items of a column block and up to 48 rows (8 passes over the block from L2): a prefill chunk
+  // over a slice of a few blocks still gives every thread work.
+  constexpr uint32_t item_rows = 48;
   const uint32_t kb = k_pad / block_k, blocks = (n + block_cols - 1) / block_cols;
-  parallel_for(blocks, [&](size_t i) {
-    const auto nb = static_cast<uint32_t>(i);
+  const uint32_t row_items = (m + item_rows - 1) / item_rows;
+  parallel_for(size_t{blocks} * row_items, [&](size_t i) {
+    const auto nb = static_cast<uint32_t>(i / row_items),
+               r0 = static_cast<uint32_t>(i % row_items) * item_rows;
     const uint32_t first = nb * block_cols;
-    column_rows(w + size_t{nb} * kb * block_elems, kb, x, k_pad, m, std::min(block_cols, n - first),
-                bias ? bias + first : nullptr, y + first, ldy);
+    column_rows(w + size_t{nb} * kb * block_elems, kb, x + size_t{r0} * k_pad, k_pad,
+                std::min(item_rows, m - r0), std::min(block_cols, n - first), bias ? bias + first : nullptr,
+                y + r0 * ldy + first, ldy);
   });
 }
 

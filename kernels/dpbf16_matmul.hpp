@@ -19,10 +19,15 @@ namespace hearth {
 //! Whether this CPU has vdpbf16ps (AVX-512 BF16 with F, BW and VL).
 bool dpbf16_available();
 
+//! Rows [n0, n0 + rows) of W (rows, n_in) f32, rounded to bf16 (nearest even), as columns n0.. of
+//! a slice (n_in, N) in the layout above; n0 a multiple of 16, n_in of 32. A group of fewer than 16
+//! rows zeroes the rest of its 16 columns. Only where dpbf16_available().
+void dpbf16_pack_rows(const float* v, uint32_t rows, uint32_t n_in, uint32_t n0, uint16_t* slice);
+
 //! y (m, n), rows ldy apart, = x (m, k_pad) bf16, rows k_pad apart, @ W (+ bias (n,) unless null),
 //! f32 accumulation: what a bf16 matmul gives, up to summation order. Parallel over the 64-column
-//! blocks (parallel_for); each block is read from memory once, for up to 6 rows of x, and from L2
-//! for the next 6. Only where dpbf16_available().
+//! blocks and groups of 48 rows (parallel_for); each block is read from memory once, for up to 6
+//! rows of x, and from L2 for the next 6. Only where dpbf16_available().
 void dpbf16_matmul(const uint16_t* w, uint32_t k_pad, uint32_t n, const uint16_t* x, uint32_t m,
                    const float* bias, float* y, size_t ldy);
 

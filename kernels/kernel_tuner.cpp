@@ -96,10 +96,8 @@ struct measurement {
 };
 
 // The quantized paths other than the dots dequantize every weight per call, which cannot pay at
-// m = 1 (nor can widening them). hearth-dpbf16 is for decode batches: at a prefill chunk's m it
-// would pass over each weight block 43 times.
+// m = 1 (nor can widening them).
 bool worth_timing(matmul_path p, uint32_t bucket) {
-  if (p == matmul_path::hearth_dpbf16) return bucket + 1 < n_m_buckets;
   const bool expands = p == matmul_path::widened_f32 ||
                        (storage_of(p) == weight_storage::quantized && p != matmul_path::quant_dot);
   return bucket > 0 || !expands;
@@ -155,7 +153,7 @@ result<std::vector<matmul_path>> candidates(compute_type ct, kernel_choice choic
     // hearth-dpbf16, ours over oneDNN's storage, is neither: only auto mixes the two.
     if (p == matmul_path::hearth_dpbf16) return choice != kernel_choice::automatic;
     const bool onednn = storage_of(p) != weight_storage::bf16_panels && p != matmul_path::quant_dot &&
-                        p != matmul_path::quant_bf16;
+                        p != matmul_path::quant_bf16 && p != matmul_path::quant_dpbf16;
     const bool ours = !onednn && storage_of(p) != weight_storage::onednn_f32;
     return choice == kernel_choice::onednn ? !onednn : choice == kernel_choice::hearth ? !ours : false;
   });

@@ -72,9 +72,12 @@ bool path_available(matmul_path p) {
     case matmul_path::quant_bf16:
       return quant::isa_available(quant::isa::avx2);
     case matmul_path::quant_onednn_bf16:
-      return quant::isa_available(quant::isa::avx2) && bf16_blocked_brgemm();
+      // bf16 hardware: its slices are packed by dpbf16_pack_rows
+      return quant::isa_available(quant::isa::avx2) && bf16_blocked_brgemm() && dpbf16_available();
     case matmul_path::hearth_dpbf16:  // its weights pinned to bf16_blocked, for oneDNN's paths beside it
       return dpbf16_available() && bf16_blocked_brgemm();
+    case matmul_path::quant_dpbf16:
+      return quant::isa_available(quant::isa::avx2) && dpbf16_available();
     case matmul_path::hearth_w16:  // x86-64-v4, which its clone is built for (Clang has no name for it)
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
@@ -359,9 +362,11 @@ void linear::forward(const float* x, float* y, uint32_t m) const {
     case matmul_path::quant_dot:
       return impl_->forward_quant_dot(x, y, m);
     case matmul_path::quant_f32:
-      return impl_->forward_quant_slices(x, y, m, false);
+      return impl_->forward_quant_slices(x, y, m, impl::slice_gemm::onednn_f32);
     case matmul_path::quant_onednn_bf16:
-      return impl_->forward_quant_slices(x, y, m, true);
+      return impl_->forward_quant_slices(x, y, m, impl::slice_gemm::onednn_bf16);
+    case matmul_path::quant_dpbf16:
+      return impl_->forward_quant_slices(x, y, m, impl::slice_gemm::dpbf16);
     case matmul_path::quant_bf16:
       return impl_->forward_quant_bf16(x, y, m);
     case matmul_path::hearth_dpbf16:

@@ -114,8 +114,11 @@ struct linear::impl {
   void forward_panels(const float* x, float* y, uint32_t m, bf16_kernel kernel) const;
   void forward_widened(const float* x, float* y, uint32_t m) const;
   void forward_quant_dot(const float* x, float* y, uint32_t m) const;
-  void forward_quant_slices(const float* x, float* y, uint32_t m, bool bf16) const;
+  //! What multiplies the dequantized slices: oneDNN's f32 or bf16 matmul, or our dpbf16_matmul.
+  enum class slice_gemm { onednn_f32, onednn_bf16, dpbf16 };
+  void forward_quant_slices(const float* x, float* y, uint32_t m, slice_gemm gemm) const;
   void forward_quant_bf16(const float* x, float* y, uint32_t m) const;
+  void dequantize_slice(const quant_part& p, uint32_t c, uint32_t n, bool bf16, void* w) const;
   //! fn(part, first row, rows) for every group of quant_rows_per_item rows of every part, in parallel.
   template <class Fn>
   void for_each_quant_item(Fn&& fn) const;

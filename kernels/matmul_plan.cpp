@@ -26,6 +26,8 @@ const char* to_string(matmul_path p) {
       return "quant-onednn-bf16";
     case matmul_path::hearth_dpbf16:
       return "hearth-dpbf16";
+    case matmul_path::quant_dpbf16:
+      return "quant-dpbf16";
   }
   return "?";
 }
@@ -48,6 +50,7 @@ weight_storage storage_of(matmul_path p) {
     case matmul_path::quant_f32:
     case matmul_path::quant_bf16:
     case matmul_path::quant_onednn_bf16:
+    case matmul_path::quant_dpbf16:
       return weight_storage::quantized;
     default:
       return weight_storage::bf16_panels;

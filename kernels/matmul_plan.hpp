@@ -25,15 +25,17 @@ enum class matmul_path : uint8_t {
   quant_f32,    //!< quantized blocks dequantized per call, a slice at a time, for oneDNN f32
   quant_bf16,   //!< quantized blocks dequantized per call into bf16 panels, for our 8-lane kernel
   quant_onednn_bf16,  //!< quantized blocks dequantized per call into bf16 slices, for oneDNN bf16
-  hearth_dpbf16,  //!< our vdpbf16ps kernel over oneDNN bf16's blocked weights, m < 4 (kernels/dpbf16_matmul.hpp)
+  hearth_dpbf16,      //!< our vdpbf16ps kernel over oneDNN bf16's blocked weights (kernels/dpbf16_matmul.hpp)
+  quant_dpbf16,       //!< quantized blocks dequantized per call into blocked bf16 slices, for hearth-dpbf16's
+                      //!< kernel
 };
 inline constexpr matmul_path all_matmul_paths[] = {
-    matmul_path::onednn_f32,   matmul_path::onednn_bf16, matmul_path::hearth_w8,
-    matmul_path::hearth_w16,   matmul_path::widened_f32, matmul_path::quant_dot,
-    matmul_path::quant_f32,    matmul_path::quant_bf16,  matmul_path::quant_onednn_bf16,
-    matmul_path::hearth_dpbf16};
+    matmul_path::onednn_f32,    matmul_path::onednn_bf16, matmul_path::hearth_w8,
+    matmul_path::hearth_w16,    matmul_path::widened_f32, matmul_path::quant_dot,
+    matmul_path::quant_f32,     matmul_path::quant_bf16,  matmul_path::quant_onednn_bf16,
+    matmul_path::hearth_dpbf16, matmul_path::quant_dpbf16};
 //! "onednn-f32", "onednn-bf16", "hearth-w8", "hearth-w16", "widened-f32", "quant-dot", "quant-f32",
-//! "quant-bf16", "quant-onednn-bf16", "hearth-dpbf16".
+//! "quant-bf16", "quant-onednn-bf16", "hearth-dpbf16", "quant-dpbf16".
 const char* to_string(matmul_path p);
 std::optional<matmul_path> matmul_path_from_name(std::string_view name);
 

@@ -5,27 +5,14 @@
 #include <string>
 
 #include "kernels/dnnl_context.hpp"
+#include "kernels/dpbf16_matmul.hpp"
 #include "kernels/matmul_impl.hpp"
 #include "kernels/parallel.hpp"
 
 namespace hearth {
 using namespace matmul_detail;
 
-namespace {
-
-// Rows [n0, n0 + rows) of W, bf16 (rows, n_in), as columns n0.. of a (n_in, N) slice in
-// bf16_blocked. n0 is a multiple of 16 and n_in of 32, so the rows lie in one 64-column block.
-void store_blocked(const uint16_t* w, uint32_t rows, uint32_t n_in, uint32_t n0, uint16_t* slice) {
-  for (uint32_t r = 0; r < rows; ++r) {
-    const uint32_t n = n0 + r;
-    uint16_t* column = slice + size_t{n / 64} * (n_in / 16) * 1024 + (n % 64) * 2;
-    const uint16_t* row = w + size_t{r} * n_in;
-    for (uint32_t k = 0; k < n_in; k += 2)
-      std::memcpy(column + size_t{k / 16} * 1024 + (k % 16) * 64, row + k, 4);
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 namespace matmul_detail {
 
@@ -106,11 +93,12 @@ void linear::impl::forward_quant_bf16(const float* x, float* y, uint32_t m) cons
 }
 
 // Each slice of columns is dequantized (in parallel, a group of rows per item) into one buffer,
-// f32 or bf16, that oneDNN's matmul then multiplies by all m rows.
-void linear::impl::forward_quant_slices(const float* x, float* y, uint32_t m, bool bf16) const {
+// f32 or bf16, that oneDNN's matmul or ours then multiplies by all m rows.
+void linear::impl::forward_quant_slices(const float* x, float* y, uint32_t m, slice_gemm gemm) const {
+  const bool bf16 = gemm != slice_gemm::onednn_f32;
   const void* src = x;
   if (bf16) {
-    uint16_t* buf = scratch<uint16_t>(size_t{m} * n_in);
+    uint16_t* buf = scratch<uint16_t>(size_t{m} * n_in);  // whole 32-blocks: no k padding
     to_bf16(x, buf, size_t{m} * n_in);
     src = buf;
   }
@@ -121,22 +109,13 @@ void linear::impl::forward_quant_slices(const float* x, float* y, uint32_t m, bo
   for (const auto& p : qparts) {
     for (uint32_t c = 0; c < p.n_out; c += p.slices[bf16][0].n) {
       const dnnl_gemm& g = p.slices[bf16][c + p.slices[bf16][0].n < p.n_out ? 0 : 1];
-      parallel_for((g.n + quant_rows_per_item - 1) / quant_rows_per_item, [&](size_t item) {
-        const auto r = static_cast<uint32_t>(item) * quant_rows_per_item;
-        const uint32_t rows = std::min(quant_rows_per_item, g.n - r);
-        const std::byte* blocks = p.data + (c + r) * p.row_bytes;
-        if (!bf16) {
-          quant::dequantize_rows(isa, p.type, blocks, p.row_bytes, rows, n_in,
-                                 static_cast<float*>(w) + r * n_in);
-          return;
-        }
-        float* values = scratch<float, 3>(size_t{quant_rows_per_item} * n_in);
-        uint16_t* rounded = scratch<uint16_t, 3>(size_t{quant_rows_per_item} * n_in);
-        quant::dequantize_rows(isa, p.type, blocks, p.row_bytes, rows, n_in, values);
-        to_bf16(values, rounded, size_t{rows} * n_in);
-        store_blocked(rounded, rows, n_in, r, static_cast<uint16_t*>(w));
-      });
+      dequantize_slice(p, c, g.n, bf16, w);
       const float* b = bias_at(p.first_row + c);
+      if (gemm == slice_gemm::dpbf16) {
+        dpbf16_matmul(static_cast<const uint16_t*>(w), n_in, g.n, static_cast<const uint16_t*>(src), m, b,
+                      y + p.first_row + c, n_out);
+        continue;
+      }
       // oneDNN 2.6 multiplies blocked weights only into a dense y (else its reference
       // implementation): bf16 slices write theirs here, then into y's columns.
       float* out = bf16 ? scratch<float, 4>(size_t{m} * g.n) : y + p.first_row + c;
@@ -147,6 +126,22 @@ void linear::impl::forward_quant_slices(const float* x, float* y, uint32_t m, bo
       if (!ran) return forward_quant_dot(x, y, m);
     }
   }
+}
+
+// Rows [c, c + n) of p into w: f32 rows (oneDNN's ba), or bf16 in bf16_blocked.
+void linear::impl::dequantize_slice(const quant_part& p, uint32_t c, uint32_t n, bool bf16, void* w) const {
+  parallel_for((n + quant_rows_per_item - 1) / quant_rows_per_item, [&](size_t item) {
+    const auto r = static_cast<uint32_t>(item) * quant_rows_per_item;
+    const uint32_t rows = std::min(quant_rows_per_item, n - r);
+    const std::byte* blocks = p.data + (c + r) * p.row_bytes;
+    if (!bf16) {
+      quant::dequantize_rows(isa, p.type, blocks, p.row_bytes, rows, n_in, static_cast<float*>(w) + r * n_in);
+      return;
+    }
+    float* values = scratch<float, 3>(size_t{quant_rows_per_item} * n_in);
+    quant::dequantize_rows(isa, p.type, blocks, p.row_bytes, rows, n_in, values);
+    dpbf16_pack_rows(values, rows, n_in, r, static_cast<uint16_t*>(w));
+  });
 }
 
 // Quantized: the parts' blocks in place when their owner keeps them, else one copy.

@@ -279,10 +279,12 @@ TEST_CASE("quantized parts kept as stored match the reference at every batch siz
   std::vector<matmul_plan> plans{matmul_plan{quantized_paths}, matmul_plan::uniform(matmul_path::quant_dot),
                                  matmul_plan::uniform(matmul_path::quant_f32),
                                  matmul_plan::uniform(matmul_path::quant_bf16)};
-  if (path_available(matmul_path::quant_onednn_bf16))
-    plans.push_back(matmul_plan::uniform(matmul_path::quant_onednn_bf16));
-  else
-    std::printf("quant-onednn-bf16 not run here: oneDNN has no bf16 matmul on this CPU\n");
+  for (auto p : {matmul_path::quant_onednn_bf16, matmul_path::quant_dpbf16}) {
+    if (path_available(p))
+      plans.push_back(matmul_plan::uniform(p));
+    else
+      std::printf("%s not run here: this CPU lacks its bf16 kernel\n", to_string(p));
+  }
   for (const matmul_plan& plan : plans) {
     CAPTURE(describe(plan));
     // Q/K/V of a Q4_K_M file: parts of different types in one linear, one with a bias.
