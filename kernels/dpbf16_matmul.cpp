@@ -63,31 +63,18 @@ HEARTH_BF16_TARGET void column_block(const uint16_t* w, uint32_t kb, const uint1
 //! Rows [0, m) of one column block, up to 6 at a pass (24 accumulators, 4 weight vectors and a
 //! broadcast of AVX-512's 32 registers): the first pass reads the block from memory, the later
 //! ones from L2 (K x 128 bytes: 256 KiB at K = 2048).
+using pass_fn = void (*)(const uint16_t*, uint32_t, const uint16_t*, uint32_t, uint32_t, const float*, float*,
+                         size_t);
+constexpr pass_fn passes[] = {column_block<1>, column_block<2>, column_block<3>,
+                              column_block<4>, column_block<5>, column_block<6>};
+
 void column_rows(const uint16_t* w, uint32_t kb, const uint16_t* x, uint32_t k_pad, uint32_t m, uint32_t cols,
                  const float* bias, float* y, size_t ldy) {
   for (uint32_t i = 0; i < m;) {
     const uint32_t rows = std::min(6u, m - i);
     const uint16_t* xi = x + size_t{i} * k_pad;
     float* yi = y + i * ldy;
-    switch (rows) {
-      case 6:
-        column_block<6>(w, kb, xi, k_pad, cols, bias, yi, ldy);
-        break;
-      case 5:
-        column_block<5>(w, kb, xi, k_pad, cols, bias, yi, ldy);
-        break;
-      case 4:
-        column_block<4>(w, kb, xi, k_pad, cols, bias, yi, ldy);
-        break;
-      case 3:
-        column_block<3>(w, kb, xi, k_pad, cols, bias, yi, ldy);
-        break;
-      case 2:
-        column_block<2>(w, kb, xi, k_pad, cols, bias, yi, ldy);
-        break;
-      default:
-        column_block<1>(w, kb, xi, k_pad, cols, bias, yi, ldy);
-    }
+    passes[rows - 1](w, kb, xi, k_pad, cols, bias, yi, ldy);
     i += rows;
   }
 }
