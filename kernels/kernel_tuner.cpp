@@ -7,9 +7,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "kernels/matmul.hpp"
@@ -233,6 +234,35 @@ std::string format_cache_line(std::string_view cpu, const shape_plan& s) {
 
 namespace {
 
+//! Whether a decision (cached, or written by another process) holds here: every path of its plan
+//! runs on this CPU, and every candidate path was timed for it (a decision made before this CPU had
+//! one of today's paths, by an older build, is made again).
+bool usable(const shape_plan& s, std::span<const matmul_path> paths) {
+  const auto timed = [&](matmul_path p) {
+    return std::any_of(s.rates.begin(), s.rates.end(), [&](const auto& r) { return r.path == p; });
+  };
+  return std::all_of(s.plan.paths.begin(), s.plan.paths.end(), path_available) &&
+         std::all_of(paths.begin(), paths.end(), timed);
+}
+
+//! An exclusive flock(2) on a file, for its scope; none if the file cannot be opened (the cache is
+//! only a cache).
+class file_lock {
+ public:
+  explicit file_lock(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~file_lock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  file_lock(const file_lock&) = delete;
+  file_lock& operator=(const file_lock&) = delete;
+
+ private:
+  int fd_;
+};
+
 //! A cache line without its plan and rates: what identifies the decision.
 std::string_view key_of(std::string_view line) {
   return line.substr(0, line.rfind('\t', line.rfind('\t') - 1));
@@ -316,43 +346,48 @@ void kernel_tuner::load_cache() {
   std::ifstream in(cache_path_);
   for (std::string line, cpu; std::getline(in, line);) {
     auto s = parse_cache_line(line, cpu);
-    // A plan cached for another CPU model, or naming a path this CPU lacks, is not this one's.
-    if (s && cpu == cpu_ && std::all_of(s->plan.paths.begin(), s->plan.paths.end(), path_available))
-      cached_.push_back(std::move(*s));
+    if (s && cpu == cpu_) cached_.push_back(std::move(*s));
   }
 }
 
-// Rewrites the file with its other valid lines kept (other CPUs share a home directory over NFS), via a
-// temporary file and a rename, so that concurrent loads never read a torn file. Failures are
-// silent: without the file the next load measures again.
-void kernel_tuner::save_cache() const {
-  if (cache_path_.empty()) return;
+// A shape's plan is what the cache file says, once any process has measured it: two loads that
+// chose differently would give one seed two outputs. Under an exclusive lock on a file beside the
+// cache, a decision another process wrote while this one measured wins; otherwise this one's is
+// added, the file's other valid lines kept (other CPUs share a home directory over NFS), via a
+// temporary file and a rename so that readers never see a torn file. Failures are silent: without
+// the file the next load measures again.
+std::optional<shape_plan> kernel_tuner::settle(const shape_plan& mine,
+                                               std::span<const matmul_path> paths) const {
+  if (cache_path_.empty()) return std::nullopt;
   std::error_code ec;
   const std::filesystem::path path(cache_path_);
   std::filesystem::create_directories(path.parent_path(), ec);
-  std::vector<std::string> mine, lines;
-  std::set<std::string, std::less<>> keys;
-  for (const auto& s : decided_) {
-    if (s.why != "measured") continue;
-    mine.push_back(format_cache_line(cpu_, s));
-    keys.emplace(key_of(mine.back()));
-  }
+  const file_lock lock(path.string() + ".lock");
+  std::vector<std::string> lines;
+  const std::string line = format_cache_line(cpu_, mine);
   {
     std::ifstream in(path);
-    for (std::string line, cpu; std::getline(in, line);) {
-      if (parse_cache_line(line, cpu) && !keys.count(key_of(line))) lines.push_back(line);
+    for (std::string l, cpu; std::getline(in, l);) {
+      auto theirs = parse_cache_line(l, cpu);
+      if (!theirs) continue;
+      if (key_of(l) != key_of(line)) {
+        lines.push_back(l);
+      } else if (cpu == cpu_ && usable(*theirs, paths)) {
+        return theirs;
+      }
     }
   }
-  lines.insert(lines.end(), mine.begin(), mine.end());
+  lines.push_back(line);
   const auto tmp = path.string() + ".tmp." + std::to_string(getpid());
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << cache_header << '\n';
     for (const auto& l : lines) out << l << '\n';
-    if (!out) return (void)std::filesystem::remove(tmp, ec);
+    if (!out) return std::filesystem::remove(tmp, ec), std::nullopt;
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) std::filesystem::remove(tmp, ec);
+  return std::nullopt;
 }
 
 result<matmul_plan> kernel_tuner::plan(uint32_t n_in, uint32_t n_out, compute_type ct, kernel_choice choice,
@@ -377,12 +412,7 @@ result<matmul_plan> kernel_tuner::plan(uint32_t n_in, uint32_t n_out, compute_ty
   if (!cache_loaded_) load_cache();
   const auto cached =
       std::find_if(cached_.begin(), cached_.end(), [&](const auto& c) { return same_key(c, s); });
-  // A decision made before this CPU had one of today's paths (a newer build) is made again.
-  const auto timed = [&](matmul_path p) {
-    return std::any_of(cached->rates.begin(), cached->rates.end(),
-                       [&](const auto& r) { return r.path == p; });
-  };
-  if (cached != cached_.end() && std::all_of(paths->begin(), paths->end(), timed)) {
+  if (cached != cached_.end() && usable(*cached, *paths)) {
     decided_.push_back(*cached);
     return cached->plan;
   }
@@ -399,10 +429,10 @@ result<matmul_plan> kernel_tuner::plan(uint32_t n_in, uint32_t n_out, compute_ty
         std::find(paths->begin(), paths->end(), incumbent) != paths->end() ? incumbent : paths->front(),
         noisy ? noisy_margin : quiet_margin);
     s.why = noisy ? "noisy" : "measured";
+    if (auto theirs = settle(s, *paths)) s.plan = theirs->plan, s.rates = theirs->rates, s.why = "cached";
     s.tune_seconds = seconds_since(t0);
   }
   decided_.push_back(s);
-  if (s.why == "measured") save_cache();
   return s.plan;
 }
 

@@ -5,7 +5,8 @@
 // runs it at a quarter of its f32 rate, and whether our kernels beat oneDNN's f32 over widened
 // weights depends on the core. Decisions are cached per CPU, thread count and shape in a file under
 // the user's cache directory (a model's shapes repeat across its layers and across model files
-// of one family and size), so only the first load of a shape on a machine pays for the timing.
+// of one family and size), so only the first load of a shape on a machine pays for the timing, and
+// every later load runs the same kernels (a seed gives the same tokens on every run).
 
 #include <array>
 #include <cstdint>
@@ -48,7 +49,7 @@ struct shape_plan {
   matmul_plan plan;
   std::vector<path_rates> rates;  //!< what the plan was chosen by; empty for an only path
   std::string why;                //!< "measured", "cached", "only path", or "noisy" (measured on a busy
-                                  //!< machine: a wider margin, not cached)
+                                  //!< machine: chosen with a wider margin)
   double tune_seconds = 0;        //!< time spent measuring it
   tensor_type weights = tensor_type::f32;  //!< the type its weights are kept in, as stored in the
                                            //!< file (quantized), or f32: converted at load
@@ -79,7 +80,9 @@ class kernel_tuner {
 
  private:
   void load_cache();
-  void save_cache() const;
+  //! Writes a measured decision to the cache file, or returns the one another process wrote there
+  //! for the same shape since this one loaded it.
+  std::optional<shape_plan> settle(const shape_plan& mine, std::span<const matmul_path> paths) const;
 
   std::string cache_path_, cpu_;
   mutable std::mutex mutex_;
