@@ -81,6 +81,7 @@ nlohmann::json to_json(const kernels_bench_report& r) {
                            {"vs_batch1_bound", d.vs_batch1_bound},
                            {"bytes_per_step", d.bytes_per_step},
                            {"gbps", d.gbps},
+                           {"stream_gbps", d.stream_gbps},
                            {"pct_of_stream", d.pct_of_stream},
                            {"gflop_per_step", d.gflop_per_step},
                            {"gflops", d.gflops},

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <numeric>
 #include <random>
 
@@ -82,6 +84,8 @@ void measure_gemm(kernels_bench_report& r, const plan& p) {
 struct bench_context {
   cpu_backend& be;
   const plan& p;
+  stream_triad& triad;
+  std::vector<double>& triad_runs;  // every run of the triad, for the report's median
   rng r;
   uint32_t blocks_per_seq;
   std::vector<uint32_t> table;  // sequence s owns table[s * blocks_per_seq, (s + 1) * blocks_per_seq)
@@ -139,7 +143,12 @@ result<decode_result> bench_decode(bench_context& c, uint32_t batch, uint32_t co
   }
   const kv_layout& l = c.be.kv().layout();
   const double kv_per_position = static_cast<double>(l.block_bytes()) / l.block_size;
-  decode_result out{.batch = batch, .context = context, .step_seconds = median(times)};
+  // The triad right after the row, with the same statistic: its share does not move with the
+  // bandwidth's drift over the run.
+  const auto triad = c.triad.run(c.p.stream_reps);
+  c.triad_runs.insert(c.triad_runs.end(), triad.begin(), triad.end());
+  decode_result out{
+      .batch = batch, .context = context, .step_seconds = median(times), .stream_gbps = median(triad)};
   out.tok_per_s = batch / out.step_seconds;
   out.bytes_per_step = weights_read + static_cast<double>(batch) * context * kv_per_position;
   out.gbps = out.bytes_per_step / out.step_seconds / 1e9;
@@ -148,10 +157,18 @@ result<decode_result> bench_decode(bench_context& c, uint32_t batch, uint32_t co
   return out;
 }
 
-status<> run_backend(kernels_bench_report& r, cpu_backend& be, const plan& p) {
+status<> run_backend(kernels_bench_report& r, cpu_backend& be, const plan& p, stream_triad& triad) {
   const uint32_t bs = be.kv().layout().block_size;
   const uint32_t per_seq = (positions_per_seq(p) + bs - 1) / bs;
-  bench_context c{be, p, rng(std::random_device{}()), per_seq, std::vector<uint32_t>(be.kv().n_blocks()), {}};
+  std::vector<double> triad_runs;
+  bench_context c{be,
+                  p,
+                  triad,
+                  triad_runs,
+                  rng(std::random_device{}()),
+                  per_seq,
+                  std::vector<uint32_t>(be.kv().n_blocks()),
+                  {}};
   std::iota(c.table.begin(), c.table.end(), 0u);
   for (uint32_t n : p.prompts) {
     auto pr = bench_prefill(c, n);
@@ -169,6 +186,7 @@ status<> run_backend(kernels_bench_report& r, cpu_backend& be, const plan& p) {
       r.decode.push_back(*dr);
     }
   }
+  r.stream_gbps = median(triad_runs);
   return {};
 }
 
@@ -180,6 +198,15 @@ double peak_rss_bytes() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return 1024.0 * static_cast<double>(u.ru_maxrss);  // Linux: KiB
+}
+
+// VmRSS now, from /proc/self/status; 0 if unreadable.
+double resident_bytes() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return 1024.0 * std::strtod(line.c_str() + 6, nullptr);  // kB
+  }
+  return 0;
 }
 
 // The shortest time a decode step can take by the roofline: its bytes at the triad bandwidth,
@@ -195,7 +222,7 @@ void compare(kernels_bench_report& r) {
   }
   const bool ceilings = r.stream_gbps > 0 && r.gemm_combined_gflops > 0;
   for (auto& d : r.decode) {
-    d.pct_of_stream = r.stream_gbps > 0 ? 100.0 * d.gbps / r.stream_gbps : 0.0;
+    d.pct_of_stream = d.stream_gbps > 0 ? 100.0 * d.gbps / d.stream_gbps : 0.0;
     d.pct_of_gemm = r.gemm_combined_gflops > 0 ? 100.0 * d.gflops / r.gemm_combined_gflops : 0.0;
     const auto b1 = std::find_if(r.decode.begin(), r.decode.end(), [&](const decode_result& e) {
       return e.context == d.context && e.batch == 1;
@@ -269,16 +296,20 @@ result<kernels_bench_report> run_kernels_bench(const kernels_bench_options& opt)
   r.cpu = cpu_identity();
   r.plan_cache = process_tuner().cache_path();
   r.quick = opt.quick;
+  // The triad's arrays are resident from before the load to the peak's reading, so that peak
+  // less their resident size is the backend's own.
+  const double before_triad = resident_bytes();
+  stream_triad triad(p.stream_elems);
+  const double triad_resident = resident_bytes() - before_triad;
+  r.stream_bytes = static_cast<double>(triad.bytes());
   {
     auto be = load_backend(r, p);
     if (!be) return be.error();
-    if (auto st = run_backend(r, **be, p); !st) return st.error();
+    if (auto st = run_backend(r, **be, p, triad); !st) return st.error();
   }
-  // Read before the ceiling runs, whose buffers (the 576 MiB triad) would otherwise dominate it.
-  r.peak_rss_bytes = peak_rss_bytes();
+  // Read before the GEMM ceiling runs, which allocates its own buffers.
+  r.peak_rss_bytes = peak_rss_bytes() - triad_resident;
   measure_gemm(r, p);
-  r.stream_bytes = 24.0 * static_cast<double>(p.stream_elems);
-  r.stream_gbps = stream_triad_gbps(p.stream_elems, p.stream_reps);
   compare(r);
   return r;
 }
@@ -322,19 +353,20 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
     std::fprintf(out, "   %.1f\n", g.gflops);
   }
   std::fprintf(out, "  combined (FLOP-weighted)       %10.1f\n", r.gemm_combined_gflops);
-  std::fprintf(out, "STREAM triad over %.0f MiB: %.1f GB/s\n\n", r.stream_bytes / (1 << 20), r.stream_gbps);
+  std::fprintf(out, "STREAM triad over %.0f MiB: %.1f GB/s (median of its runs after each decode row)\n\n",
+               r.stream_bytes / (1 << 20), r.stream_gbps);
   std::fprintf(out, "prefill  tokens     ms    tok/s   GFLOP/s  %% of GEMM\n");
   for (const auto& p : r.prefill) {
     std::fprintf(out, "         %6u %7.1f %8.1f %9.1f %9.1f\n", p.tokens, 1e3 * p.seconds, p.tok_per_s,
                  p.gflops, p.pct_of_gemm);
   }
   std::fprintf(out,
-               "\ndecode  context batch  ms/step    tok/s  vs b=1 (bound)   GB/s  %% of STREAM"
+               "\ndecode  context batch  ms/step    tok/s  vs b=1 (bound)   GB/s  triad  %% of it"
                "  GFLOP/s  %% of GEMM\n");
   for (const auto& d : r.decode) {
-    std::fprintf(out, "        %7u %5u %8.2f %8.1f %7.2f %7.2f %6.1f %12.1f %8.1f %10.1f\n", d.context,
+    std::fprintf(out, "        %7u %5u %8.2f %8.1f %7.2f %7.2f %6.1f %6.1f %8.1f %8.1f %10.1f\n", d.context,
                  d.batch, 1e3 * d.step_seconds, d.tok_per_s, d.vs_batch1, d.vs_batch1_bound, d.gbps,
-                 d.pct_of_stream, d.gflops, d.pct_of_gemm);
+                 d.stream_gbps, d.pct_of_stream, d.gflops, d.pct_of_gemm);
   }
   std::fprintf(
       out, "batch 16 / batch 1 aggregate tok/s: %.2f, roofline bound %.2f; batch 16 at %.1f%% of GEMM\n\n",

@@ -50,7 +50,8 @@ struct decode_result {
   double tok_per_s = 0;       //!< batch / step_seconds
   double bytes_per_step = 0;  //!< weights without the embedding table + KV read
   double gbps = 0;
-  double pct_of_stream = 0;
+  double stream_gbps = 0;     //!< median of the triad's runs right after this row's
+  double pct_of_stream = 0;   //!< gbps / stream_gbps
   double gflop_per_step = 0;  //!< linear + attention FLOPs of one iteration
   double gflops = 0;
   double pct_of_gemm = 0;      //!< of the combined GEMM ceiling
@@ -75,7 +76,7 @@ struct kernels_bench_report {
   std::vector<gemm_shape_result> gemm;
   double gemm_combined_gflops = 0;  //!< FLOP-weighted over one token's forward
   double stream_bytes = 0;          //!< of the three arrays together
-  double stream_gbps = 0;
+  double stream_gbps = 0;           //!< median of every run beside the decode rows; the roofline's
   // The backend
   std::vector<prefill_result> prefill;
   std::vector<decode_result> decode;
@@ -86,7 +87,7 @@ struct kernels_bench_report {
   double weight_bytes = 0;  //!< as computed, embedding table included
   double embedding_bytes = 0;
   double kv_pool_bytes = 0;
-  double peak_rss_bytes = 0;  //!< before the ceiling runs, which allocate their own buffers
+  double peak_rss_bytes = 0;  //!< the backend's: before the GEMM ceiling runs, the triad's arrays not counted
   double rss_ratio = 0;       //!< peak_rss / (weights + KV pool)
   double file_bytes = 0;      //!< the model file's size
   double rss_vs_file = 0;     //!< peak_rss / (file + KV pool): what keeping weights as stored costs

@@ -24,30 +24,44 @@ void for_chunks(size_t n, const Fn& fn) {
 
 }  // namespace
 
-double stream_triad_gbps(size_t n, int repetitions) {
-  if (n == 0 || repetitions <= 0) return 0.0;
-  std::unique_ptr<double[]> a(new (std::nothrow) double[n]), b(new (std::nothrow) double[n]),
-      c(new (std::nothrow) double[n]);
-  if (!a || !b || !c) return 0.0;
+stream_triad::stream_triad(size_t n) : n_(n) {
+  if (n == 0) return;
+  a_.reset(new (std::nothrow) double[n]);
+  b_.reset(new (std::nothrow) double[n]);
+  c_.reset(new (std::nothrow) double[n]);
+  if (!a_ || !b_ || !c_) {
+    a_.reset();
+    return;
+  }
   for_chunks(n, [&](size_t lo, size_t hi) {
-    std::fill(a.get() + lo, a.get() + hi, 0.0);
-    std::fill(b.get() + lo, b.get() + hi, 1.0);
-    std::fill(c.get() + lo, c.get() + hi, 2.0);
+    std::fill(a_.get() + lo, a_.get() + hi, 0.0);
+    std::fill(b_.get() + lo, b_.get() + hi, 1.0);
+    std::fill(c_.get() + lo, c_.get() + hi, 2.0);
   });
+}
+
+std::vector<double> stream_triad::run(int repetitions) {
+  std::vector<double> gbps(static_cast<size_t>(std::max(repetitions, 0)), 0.0);
+  if (!a_) return gbps;
   const double s = 3.0;
-  double* pa = a.get();
-  const double *pb = b.get(), *pc = c.get();
-  double best = 0.0;
-  for (int rep = 0; rep < repetitions; ++rep) {
+  double* pa = a_.get();
+  const double *pb = b_.get(), *pc = c_.get();
+  for (auto& g : gbps) {
     const auto t0 = std::chrono::steady_clock::now();
-    for_chunks(n, [&](size_t lo, size_t hi) {
+    for_chunks(n_, [&](size_t lo, size_t hi) {
       for (size_t i = lo; i < hi; ++i) pa[i] = pb[i] + s * pc[i];
     });
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, 24.0 * static_cast<double>(n) / std::max(seconds, 1e-9) / 1e9);
+    g = 24.0 * static_cast<double>(n_) / std::max(seconds, 1e-9) / 1e9;
   }
   // A result that depends on every store, so the loops cannot be dropped.
-  return a[n / 2] == b[n / 2] + s * c[n / 2] ? best : 0.0;
+  if (pa[n_ / 2] != pb[n_ / 2] + s * pc[n_ / 2]) std::fill(gbps.begin(), gbps.end(), 0.0);
+  return gbps;
+}
+
+double stream_triad_gbps(size_t n, int repetitions) {
+  const auto runs = stream_triad(n).run(repetitions);
+  return runs.empty() ? 0.0 : *std::max_element(runs.begin(), runs.end());
 }
 
 }  // namespace hearth

@@ -41,7 +41,7 @@ for p in j["prefill"]:
 assert sorted((d["context"], d["batch"]) for d in j["decode"]) == [(64, 1), (64, 4), (128, 1), (128, 4)], j["decode"]
 for d in j["decode"]:
     assert d["vs_batch1_bound"] <= d["batch"] + 1e-9, d
-    for k in ("step_seconds", "tok_per_s", "vs_batch1", "vs_batch1_bound", "bytes_per_step", "gbps",
+    for k in ("step_seconds", "tok_per_s", "vs_batch1", "vs_batch1_bound", "bytes_per_step", "gbps", "stream_gbps",
               "pct_of_stream", "gflop_per_step", "gflops", "pct_of_gemm"):
         positive(f"decode {d['context']}x{d['batch']} {k}", d[k])
 for k in ("weight_bytes", "embedding_bytes", "kv_pool_bytes", "peak_rss_bytes", "rss_ratio", "file_bytes", "rss_vs_file"):
