@@ -18,6 +18,9 @@ namespace hearth::cuda {
 
 class gemm {
  public:
+  //! Opens cuBLASLt, once per process (it is loaded at run time, not linked; no device needed):
+  //! errc::unsupported naming the library, or the functions it lacks.
+  static status<> open_library();
   //! A handle and workspace for products on stream s.
   static result<std::unique_ptr<gemm>> create(cudaStream_t s);
   ~gemm();

@@ -20,6 +20,10 @@ b=$("$hearth" generate -m "$dir/tiny.gguf" -p "Hello" -n 12 --seed 9 --chat 2>/d
 stats=$("$hearth" generate -m "$dir/tiny.gguf" -p "Hi" -n 4 2>&1 >/dev/null)
 grep -q "TTFT" <<<"$stats" || fail "generate prints no timings: $stats"
 
+# cuBLASLt is opened by the CUDA backend when it runs, never linked: linked, it costs every
+# process ~210 MiB of resident memory.
+if readelf -d "$hearth" | grep -q 'NEEDED.*libcublas'; then fail "hearth links cuBLAS"; fi
+
 # Bad input: exit code 1 and exactly one line naming the problem.
 printf 'GGUF\003\000\000\000' >"$dir/short.gguf"
 expect_one_line_error "truncated file" "truncated" "$hearth" model info "$dir/short.gguf"
