@@ -31,7 +31,8 @@ using clock_type = std::chrono::steady_clock;
 
 constexpr double quiet_margin = 1.05;
 // Rounds further apart than this mean the machine was busy: the plan then needs a wider margin
-// to leave the incumbent, and is not cached (the next load measures again).
+// to leave the incumbent. It is cached all the same: every later load must run what this one
+// chose, and the wider margin already keeps a busy machine's timings from leaving a good path.
 constexpr double noisy_spread = 0.25, noisy_margin = 1.3;
 constexpr const char* cache_header = "# hearth kernel plans v1: cpu threads compute choice n_in n_out paths";
 
