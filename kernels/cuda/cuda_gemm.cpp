@@ -1,7 +1,6 @@
 #include "kernels/cuda/cuda_gemm.hpp"
 
 #include <string>
-#include <type_traits>
 
 #include <dlfcn.h>
 
@@ -13,21 +12,43 @@ constexpr size_t workspace_bytes = size_t{32} << 20;
 
 // cuBLASLt is opened when the first product is planned, not linked: loading it costs a process
 // ~210 MiB of resident memory and 0.14 s at start (its relocations and static initialisers), and
-// every `hearth` process, most of which never touch a GPU, would pay that.
+// every `hearth` process, most of which never touch a GPU, would pay that. Here, every function
+// the products call, looked up by name as the library is opened (members are initialised in
+// order: lib and missing first).
 struct lt_api {
-  decltype(&::cublasLtGetStatusString) cublasLtGetStatusString = nullptr;
-  decltype(&::cublasLtCreate) cublasLtCreate = nullptr;
-  decltype(&::cublasLtDestroy) cublasLtDestroy = nullptr;
-  decltype(&::cublasLtMatmulDescCreate) cublasLtMatmulDescCreate = nullptr;
-  decltype(&::cublasLtMatmulDescDestroy) cublasLtMatmulDescDestroy = nullptr;
-  decltype(&::cublasLtMatmulDescSetAttribute) cublasLtMatmulDescSetAttribute = nullptr;
-  decltype(&::cublasLtMatrixLayoutCreate) cublasLtMatrixLayoutCreate = nullptr;
-  decltype(&::cublasLtMatrixLayoutDestroy) cublasLtMatrixLayoutDestroy = nullptr;
-  decltype(&::cublasLtMatmulPreferenceCreate) cublasLtMatmulPreferenceCreate = nullptr;
-  decltype(&::cublasLtMatmulPreferenceDestroy) cublasLtMatmulPreferenceDestroy = nullptr;
-  decltype(&::cublasLtMatmulPreferenceSetAttribute) cublasLtMatmulPreferenceSetAttribute = nullptr;
-  decltype(&::cublasLtMatmulAlgoGetHeuristic) cublasLtMatmulAlgoGetHeuristic = nullptr;
-  decltype(&::cublasLtMatmul) cublasLtMatmul = nullptr;
+  void* lib;
+  std::string missing;  // the functions lib lacks, comma-separated
+
+  template <class F>
+  F find(const char* name) {
+    auto* f = reinterpret_cast<F>(::dlsym(lib, name));
+    if (!f) missing += std::string(missing.empty() ? "" : ", ") + name;
+    return f;
+  }
+
+  decltype(&::cublasLtGetStatusString) cublasLtGetStatusString =
+      find<decltype(&::cublasLtGetStatusString)>("cublasLtGetStatusString");
+  decltype(&::cublasLtCreate) cublasLtCreate = find<decltype(&::cublasLtCreate)>("cublasLtCreate");
+  decltype(&::cublasLtDestroy) cublasLtDestroy = find<decltype(&::cublasLtDestroy)>("cublasLtDestroy");
+  decltype(&::cublasLtMatmulDescCreate) cublasLtMatmulDescCreate =
+      find<decltype(&::cublasLtMatmulDescCreate)>("cublasLtMatmulDescCreate");
+  decltype(&::cublasLtMatmulDescDestroy) cublasLtMatmulDescDestroy =
+      find<decltype(&::cublasLtMatmulDescDestroy)>("cublasLtMatmulDescDestroy");
+  decltype(&::cublasLtMatmulDescSetAttribute) cublasLtMatmulDescSetAttribute =
+      find<decltype(&::cublasLtMatmulDescSetAttribute)>("cublasLtMatmulDescSetAttribute");
+  decltype(&::cublasLtMatrixLayoutCreate) cublasLtMatrixLayoutCreate =
+      find<decltype(&::cublasLtMatrixLayoutCreate)>("cublasLtMatrixLayoutCreate");
+  decltype(&::cublasLtMatrixLayoutDestroy) cublasLtMatrixLayoutDestroy =
+      find<decltype(&::cublasLtMatrixLayoutDestroy)>("cublasLtMatrixLayoutDestroy");
+  decltype(&::cublasLtMatmulPreferenceCreate) cublasLtMatmulPreferenceCreate =
+      find<decltype(&::cublasLtMatmulPreferenceCreate)>("cublasLtMatmulPreferenceCreate");
+  decltype(&::cublasLtMatmulPreferenceDestroy) cublasLtMatmulPreferenceDestroy =
+      find<decltype(&::cublasLtMatmulPreferenceDestroy)>("cublasLtMatmulPreferenceDestroy");
+  decltype(&::cublasLtMatmulPreferenceSetAttribute) cublasLtMatmulPreferenceSetAttribute =
+      find<decltype(&::cublasLtMatmulPreferenceSetAttribute)>("cublasLtMatmulPreferenceSetAttribute");
+  decltype(&::cublasLtMatmulAlgoGetHeuristic) cublasLtMatmulAlgoGetHeuristic =
+      find<decltype(&::cublasLtMatmulAlgoGetHeuristic)>("cublasLtMatmulAlgoGetHeuristic");
+  decltype(&::cublasLtMatmul) cublasLtMatmul = find<decltype(&::cublasLtMatmul)>("cublasLtMatmul");
 };
 
 // The soname of the cuBLAS these headers declare, looked up by name (LD_LIBRARY_PATH,
@@ -38,26 +59,9 @@ result<lt_api> open_lt() {
   void* h = ::dlopen(lt_soname.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) h = ::dlopen((HEARTH_CUDA_LIBRARY_DIR "/" + lt_soname).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return error{errc::unsupported, "cublasLt: cannot open " + lt_soname + ": " + ::dlerror()};
-  lt_api api;
-  std::string missing;
-  const auto find = [&](auto& f, const char* name) {
-    f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(h, name));
-    if (!f) missing += std::string(missing.empty() ? "" : ", ") + name;
-  };
-  find(api.cublasLtGetStatusString, "cublasLtGetStatusString");
-  find(api.cublasLtCreate, "cublasLtCreate");
-  find(api.cublasLtDestroy, "cublasLtDestroy");
-  find(api.cublasLtMatmulDescCreate, "cublasLtMatmulDescCreate");
-  find(api.cublasLtMatmulDescDestroy, "cublasLtMatmulDescDestroy");
-  find(api.cublasLtMatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute");
-  find(api.cublasLtMatrixLayoutCreate, "cublasLtMatrixLayoutCreate");
-  find(api.cublasLtMatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy");
-  find(api.cublasLtMatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate");
-  find(api.cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy");
-  find(api.cublasLtMatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
-  find(api.cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic");
-  find(api.cublasLtMatmul, "cublasLtMatmul");
-  if (!missing.empty()) return error{errc::unsupported, "cublasLt: " + lt_soname + " lacks " + missing};
+  lt_api api{h, {}};
+  if (!api.missing.empty())
+    return error{errc::unsupported, "cublasLt: " + lt_soname + " lacks " + api.missing};
   return api;  // the library stays open for the process
 }
 
