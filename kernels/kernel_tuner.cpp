@@ -236,11 +236,17 @@ std::string format_cache_line(std::string_view cpu, const shape_plan& s) {
 namespace {
 
 //! Whether a decision (cached, or written by another process) holds here: every path of its plan
-//! runs on this CPU, and every candidate path was timed for it (a decision made before this CPU had
-//! one of today's paths, by an older build, is made again).
+//! runs on this CPU, and every candidate path was timed for it at every bucket it is timed at now
+//! (a decision made by an older build, before this CPU had one of today's paths or before a path
+//! was timed at some m, is made again).
 bool usable(const shape_plan& s, std::span<const matmul_path> paths) {
   const auto timed = [&](matmul_path p) {
-    return std::any_of(s.rates.begin(), s.rates.end(), [&](const auto& r) { return r.path == p; });
+    const auto r = std::find_if(s.rates.begin(), s.rates.end(), [&](const auto& e) { return e.path == p; });
+    if (r == s.rates.end()) return false;
+    for (uint32_t b = 0; b < n_m_buckets; ++b) {
+      if (worth_timing(p, b) && r->gflops[b] <= 0) return false;
+    }
+    return true;
   };
   return std::all_of(s.plan.paths.begin(), s.plan.paths.end(), path_available) &&
          std::all_of(paths.begin(), paths.end(), timed);

@@ -276,6 +276,33 @@ TEST_CASE("a cached plan made before a path this CPU has existed is made again",
   CHECK(mine.decisions()[0].rates.size() == paths_for(compute_type::bf16).size());
 }
 
+TEST_CASE("a cached plan made before a path was timed at some batch size is made again", "[kernel_tuner]") {
+  temp_file cache("plans.tsv");
+  // Every path rated, but hearth-w8, which is timed at every m, not at m = 16.
+  std::string rated = every_path_rated();
+  const std::string w8_rates = std::string(to_string(w8)) + "=1/2/3";
+  rated.replace(rated.find(w8_rates), w8_rates.size(), std::string(to_string(w8)) + "=1/0/3");
+  {
+    std::ofstream out(cache.path);
+    out << "mine\t" << kernel_threads() << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8\t" << rated
+        << "\n";
+  }
+  kernel_tuner mine(cache.path, "mine");
+  REQUIRE(mine.plan(64, 48, compute_type::bf16, kernel_choice::automatic).ok());
+  CHECK(mine.decisions()[0].why != "cached");
+  // The same line with hearth-w8 timed at m = 16 holds.
+  {
+    std::ofstream out(cache.path);
+    out << "mine\t" << kernel_threads() << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8\t"
+        << every_path_rated() << "\n";
+  }
+  kernel_tuner again(cache.path, "mine");
+  auto plan = again.plan(64, 48, compute_type::bf16, kernel_choice::automatic);
+  REQUIRE(plan.ok());
+  CHECK(again.decisions()[0].why == "cached");
+  CHECK(*plan == matmul_plan::uniform(w8));
+}
+
 TEST_CASE("a kernel choice that cannot run is refused by name", "[kernel_tuner]") {
   kernel_tuner t("", "test");
   auto ours_f32 = t.plan(64, 48, compute_type::f32, kernel_choice::hearth);
