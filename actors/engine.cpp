@@ -191,7 +191,7 @@ void engine::spawn_rest(engine_hooks hooks, const join_hello& hello) {
                       cfg_.tenants, a.metrics);
   a.scheduler = spawn_scheduler(
       sys, {cfg_, tok_.get(), a.workers, a.decode_worker, hello, a.admission, a.metrics,
-            std::move(hooks.alive), std::move(hooks.step_end), std::move(hooks.worker_change)});
+            std::move(hooks.alive), std::move(hooks.step_end), std::move(hooks.worker_change), health_});
   caf::anon_send(a.admission, ready_atom::value, a.scheduler);
   auto untyped = [](const auto& handle) { return caf::actor_cast<caf::actor>(handle); };
   std::vector<supervised> watched = {{"admission", untyped(a.admission)},

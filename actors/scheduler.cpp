@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "actors/supervisor.hpp"
 #include "actors/worker_rejoin.hpp"
 #include "core/step_lanes.hpp"
 #include "core/worker_choice.hpp"
@@ -106,12 +107,16 @@ void on_result(self_ptr self, size_t gi, uint64_t generation, size_t lane_index,
 // The engine has failed (actors/engine.hpp): every request ends with `internal`, and the
 // scheduler stops, so the supervisor reports the failure if it did not find it itself.
 void fail(self_ptr self, const std::string& why) {
+  // Recorded before any request ends, as the supervisor would record this actor's stop: a client
+  // told `internal` that sends again must be refused at once, not admitted meanwhile.
+  const caf::error reason = caf::make_error(caf::sec::runtime_error, why);
+  if (self->state.opt.health) self->state.opt.health->fail(down_text(self->system(), "scheduler", reason));
   std::vector<request_event> events;
   for (group& g : self->state.groups) {
     g.core->drain(reject_reason::internal, why, self->state.now(), events);
     dispatch(self, *g.core, events);
   }
-  self->quit(caf::make_error(caf::sec::runtime_error, why));
+  self->quit(reason);
 }
 
 // Where a request goes: the live group that would finish it first.
@@ -140,7 +145,10 @@ void kick(self_ptr self) {
       self->request(g.lanes[i].worker, caf::infinite, s)
           .then([=](step_result& r) { on_result(self, gi, gen, i, r); },
                 [=](caf::error& err) {
-                  step_result r{.number = number, .error = "worker: " + self->system().render(err)};
+                  // A worker of this process stopped: the supervisor, which watches it, records
+                  // the engine's failure and then has every request ended (fail_atom).
+                  if (!self->state.groups[gi].endpoint) return;
+                  step_result r{.number = number, .error = "worker: " + error_text(self->system(), err)};
                   on_result(self, gi, gen, i, r);
                 });
     }

@@ -19,6 +19,8 @@
 
 namespace hearth {
 
+struct engine_health;  // actors/supervisor.hpp
+
 //! A worker as the scheduler drives it.
 struct scheduler_worker {
   std::string name;  //!< "worker" or "worker tcp://HOST:PORT": how errors and stats name it
@@ -41,6 +43,8 @@ struct scheduler_options {
   keep_alive alive;                                   //!< pings from this loop (core/engine_hooks.hpp)
   std::function<void(const step&, double)> step_end;  //!< engine_hooks::step_end
   std::function<void(const std::string&)> worker_change = {};  //!< engine_hooks::worker_change
+  //! Where the engine's failure is recorded (the supervisor's too); null in tests without one.
+  std::shared_ptr<engine_health> health = nullptr;
 };
 
 scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options opt);

@@ -55,18 +55,21 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
           return caf::make_error(caf::sec::runtime_error, self->state.failure);
         return self->state.info;
       },
-      [=](const step& s) -> step_result {
+      [=](const step& s) -> caf::result<step_result> {
         if (!self->state.runner)
           return step_result{.number = s.number, .error = "worker: " + self->state.failure};
         try {
           return self->state.runner->run(s);
         } catch (const std::exception& e) {
           // A backend that throws is in a state nobody knows: the worker stops, and with it the
-          // engine (its supervisor), rather than run the next step on it.
+          // engine (its supervisor), rather than run the next step on it. The step is answered
+          // with the error it stops with, not as a failed step whose requests alone would end:
+          // the engine's failure is recorded before any request hears of it.
           const std::string why =
               std::string("the backend threw at step ") + std::to_string(s.number) + ": " + e.what();
-          self->quit(caf::make_error(caf::sec::runtime_error, why));
-          return step_result{.number = s.number, .error = "worker: " + why};
+          const caf::error reason = caf::make_error(caf::sec::runtime_error, why);
+          self->quit(reason);
+          return reason;
         }
       },
   };
