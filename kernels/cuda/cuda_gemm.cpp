@@ -26,29 +26,22 @@ struct lt_api {
     return f;
   }
 
-  decltype(&::cublasLtGetStatusString) cublasLtGetStatusString =
-      find<decltype(&::cublasLtGetStatusString)>("cublasLtGetStatusString");
-  decltype(&::cublasLtCreate) cublasLtCreate = find<decltype(&::cublasLtCreate)>("cublasLtCreate");
-  decltype(&::cublasLtDestroy) cublasLtDestroy = find<decltype(&::cublasLtDestroy)>("cublasLtDestroy");
-  decltype(&::cublasLtMatmulDescCreate) cublasLtMatmulDescCreate =
-      find<decltype(&::cublasLtMatmulDescCreate)>("cublasLtMatmulDescCreate");
-  decltype(&::cublasLtMatmulDescDestroy) cublasLtMatmulDescDestroy =
-      find<decltype(&::cublasLtMatmulDescDestroy)>("cublasLtMatmulDescDestroy");
-  decltype(&::cublasLtMatmulDescSetAttribute) cublasLtMatmulDescSetAttribute =
-      find<decltype(&::cublasLtMatmulDescSetAttribute)>("cublasLtMatmulDescSetAttribute");
-  decltype(&::cublasLtMatrixLayoutCreate) cublasLtMatrixLayoutCreate =
-      find<decltype(&::cublasLtMatrixLayoutCreate)>("cublasLtMatrixLayoutCreate");
-  decltype(&::cublasLtMatrixLayoutDestroy) cublasLtMatrixLayoutDestroy =
-      find<decltype(&::cublasLtMatrixLayoutDestroy)>("cublasLtMatrixLayoutDestroy");
-  decltype(&::cublasLtMatmulPreferenceCreate) cublasLtMatmulPreferenceCreate =
-      find<decltype(&::cublasLtMatmulPreferenceCreate)>("cublasLtMatmulPreferenceCreate");
-  decltype(&::cublasLtMatmulPreferenceDestroy) cublasLtMatmulPreferenceDestroy =
-      find<decltype(&::cublasLtMatmulPreferenceDestroy)>("cublasLtMatmulPreferenceDestroy");
-  decltype(&::cublasLtMatmulPreferenceSetAttribute) cublasLtMatmulPreferenceSetAttribute =
-      find<decltype(&::cublasLtMatmulPreferenceSetAttribute)>("cublasLtMatmulPreferenceSetAttribute");
-  decltype(&::cublasLtMatmulAlgoGetHeuristic) cublasLtMatmulAlgoGetHeuristic =
-      find<decltype(&::cublasLtMatmulAlgoGetHeuristic)>("cublasLtMatmulAlgoGetHeuristic");
-  decltype(&::cublasLtMatmul) cublasLtMatmul = find<decltype(&::cublasLtMatmul)>("cublasLtMatmul");
+// Each function named once: its member, of its own type, found by its name.
+#define HEARTH_LT_FUNCTION(f) decltype(&::f) f = find<decltype(&::f)>(#f);
+  HEARTH_LT_FUNCTION(cublasLtGetStatusString)
+  HEARTH_LT_FUNCTION(cublasLtCreate)
+  HEARTH_LT_FUNCTION(cublasLtDestroy)
+  HEARTH_LT_FUNCTION(cublasLtMatmulDescCreate)
+  HEARTH_LT_FUNCTION(cublasLtMatmulDescDestroy)
+  HEARTH_LT_FUNCTION(cublasLtMatmulDescSetAttribute)
+  HEARTH_LT_FUNCTION(cublasLtMatrixLayoutCreate)
+  HEARTH_LT_FUNCTION(cublasLtMatrixLayoutDestroy)
+  HEARTH_LT_FUNCTION(cublasLtMatmulPreferenceCreate)
+  HEARTH_LT_FUNCTION(cublasLtMatmulPreferenceDestroy)
+  HEARTH_LT_FUNCTION(cublasLtMatmulPreferenceSetAttribute)
+  HEARTH_LT_FUNCTION(cublasLtMatmulAlgoGetHeuristic)
+  HEARTH_LT_FUNCTION(cublasLtMatmul)
+#undef HEARTH_LT_FUNCTION
 };
 
 // The soname of the cuBLAS these headers declare, looked up by name (LD_LIBRARY_PATH,
