@@ -62,7 +62,7 @@ double time_forward(const linear& lin, const float* x, float* y, uint32_t m) {
 // A decode step reads every weight from memory, and there the paths differ in how well they
 // stream while they compute, which a slice in cache does not show: in cache oneDNN's bf16 brgemm
 // and hearth-dpbf16 ran within 10 % of each other at m = 1, while in `small`'s steps oneDNN read
-// 16-18 GB/s and the step took 1.45 x as long (AMD EPYC Zen 4). So the decode buckets (m < 64)
+// 16-18 GB/s and the step took 1.45 x as long (AMD EPYC Zen 4). So the decode buckets (m < 128)
 // are timed cold, the weights flushed from the caches before each run; prefill chunks, bound by
 // compute, warm.
 double time_cold_forward(const linear& lin, const float* x, float* y, uint32_t m) {

@@ -44,25 +44,28 @@ std::optional<matmul_path> matmul_path_from_name(std::string_view name);
 enum class weight_storage { onednn_f32, onednn_bf16, bf16_panels, quantized };
 weight_storage storage_of(matmul_path p);
 
-//! Buckets of m: [1, 4), [4, 64), [64, ...), measured at bucket_m (decode, a batch of decodes,
-//! a prefill chunk).
-inline constexpr uint32_t n_m_buckets = 3;
-inline constexpr std::array<uint32_t, n_m_buckets> bucket_m{1, 16, 256};
+//! Buckets of m: [1, 4), [4, 32), [32, 128), [128, ...), measured at bucket_m (decode, a batch
+//! of decodes, a full batch of decodes or a short chunk, a prefill chunk). The third bucket is
+//! where a path's fixed cost per call meets its cost per row: 1b q4_k_m at m = 64 took the
+//! prefill path chosen at m = 256, dequantizing every weight per call, and a step of 64 decodes
+//! ran 1043 ms where 16 took 139 (AMD EPYC Zen 4), slower in aggregate than a batch of 16.
+inline constexpr uint32_t n_m_buckets = 4;
+inline constexpr std::array<uint32_t, n_m_buckets> bucket_m{1, 16, 64, 256};
 inline uint32_t bucket_of(uint32_t m) {
-  return m < 4 ? 0 : m < 64 ? 1 : 2;
+  return m < 4 ? 0 : m < 32 ? 1 : m < 128 ? 2 : 3;
 }
 
 //! The plan for weights kept quantized before the tuner has measured them: dots while m is small;
 //! for prefill chunks, where the dots' per-row work would dominate, bf16 panels dequantized per
 //! call for our GEMM kernel (on the AMD EPYC (AVX2), 1b q8_0 at m = 64: 98 GFLOP/s through oneDNN
 //! f32 slices, quant-f32). With bf16 hardware oneDNN's bf16 over dequantized slices is faster.
-inline constexpr std::array<matmul_path, 3> quantized_paths{matmul_path::quant_dot, matmul_path::quant_dot,
-                                                            matmul_path::quant_bf16};
+inline constexpr std::array<matmul_path, n_m_buckets> quantized_paths{
+    matmul_path::quant_dot, matmul_path::quant_dot, matmul_path::quant_dot, matmul_path::quant_bf16};
 
 struct matmul_plan {
   std::array<matmul_path, n_m_buckets> paths{};
 
-  static matmul_plan uniform(matmul_path p) { return {{p, p, p}}; }
+  static matmul_plan uniform(matmul_path p) { return {{p, p, p, p}}; }
   matmul_path path_for(uint32_t m) const { return paths[bucket_of(m)]; }
   weight_storage storage() const { return storage_of(paths[0]); }
   //! Whether every path shares one storage.
@@ -77,7 +80,7 @@ enum class kernel_choice { automatic, onednn, hearth };
 const char* to_string(kernel_choice c);
 std::optional<kernel_choice> kernel_choice_from_name(std::string_view name);
 
-//! "hearth-w8" when uniform, else "hearth-w8/hearth-w8/widened-f32" (by bucket).
+//! "hearth-w8" when uniform, else "hearth-w8/hearth-w8/hearth-w8/widened-f32" (by bucket).
 std::string describe(const matmul_plan& plan);
 
 }  // namespace hearth

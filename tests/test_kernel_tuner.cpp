@@ -23,8 +23,8 @@ constexpr auto w8 = matmul_path::hearth_w8;
 constexpr auto w16 = matmul_path::hearth_w16;
 constexpr auto widened = matmul_path::widened_f32;
 
-path_rates rates(matmul_path p, double m1, double m16, double m256) {
-  return {p, {m1, m16, m256}};
+path_rates rates(matmul_path p, double m1, double m16, double m64, double m256) {
+  return {p, {m1, m16, m64, m256}};
 }
 
 // A file in the build's temporary directory, removed when done.
@@ -46,7 +46,7 @@ struct temp_file {
 std::string every_path_rated() {
   std::string out;
   for (matmul_path p : paths_for(compute_type::bf16))
-    out += (out.empty() ? "" : ";") + std::string(to_string(p)) + "=1/2/3";
+    out += (out.empty() ? "" : ";") + std::string(to_string(p)) + "=1/2/3/4";
   return out;
 }
 
@@ -54,37 +54,43 @@ std::string every_path_rated() {
 
 TEST_CASE("the tuner keeps the incumbent unless another path is clearly faster", "[kernel_tuner]") {
   // One candidate: its plan.
-  const path_rates only[] = {rates(w8, 10, 50, 60)};
+  const path_rates only[] = {rates(w8, 10, 50, 50, 60)};
   CHECK(choose_plan(only, w8) == matmul_plan::uniform(w8));
   // Within 5 %: the incumbent stays, bucket by bucket.
-  const path_rates close[] = {rates(w8, 10, 50, 60), rates(w16, 10.4, 52, 62)};
+  const path_rates close[] = {rates(w8, 10, 50, 50, 60), rates(w16, 10.4, 52, 52, 62)};
   CHECK(choose_plan(close, w8) == matmul_plan::uniform(w8));
   // w16 faster at prefill only: one storage, so the plan changes path with m.
-  const path_rates prefill[] = {rates(w8, 10, 50, 60), rates(w16, 10, 50, 120)};
-  CHECK(choose_plan(prefill, w8) == matmul_plan{{w8, w8, w16}});
+  const path_rates prefill[] = {rates(w8, 10, 50, 50, 60), rates(w16, 10, 50, 50, 120)};
+  CHECK(choose_plan(prefill, w8) == matmul_plan{{w8, w8, w8, w16}});
   // Not measured at m = 1 (widening cannot pay there): the bucket takes what was measured.
-  const path_rates wide[] = {rates(w8, 10, 50, 60), rates(widened, 0, 40, 200)};
-  CHECK(choose_plan(wide, w8) == matmul_plan{{w8, w8, widened}});
+  const path_rates wide[] = {rates(w8, 10, 50, 50, 60), rates(widened, 0, 40, 40, 200)};
+  CHECK(choose_plan(wide, w8) == matmul_plan{{w8, w8, w8, widened}});
+  // A path with a fixed cost per call (dequantizing every weight) pays at m = 256 but not yet at
+  // 64 (1b q4_k_m's gate_up on an AMD EPYC Zen 4): a batch of 64 decodes keeps the dots.
+  const auto dot = matmul_path::quant_dot, slices = matmul_path::quant_onednn_bf16;
+  const path_rates fixed_cost[] = {rates(dot, 100, 247, 240, 218), rates(slices, 0, 108, 180, 354)};
+  CHECK(choose_plan(fixed_cost, dot) == matmul_plan{{dot, dot, dot, slices}});
   // A busy machine's margin holds back what a quiet one's lets through.
   CHECK(choose_plan(prefill, w8, 2.5) == matmul_plan::uniform(w8));
 }
 
 TEST_CASE("the tuner picks the storage that loses least over all batch sizes", "[kernel_tuner]") {
   // oneDNN bf16 as run on AVX-512 without bf16 hardware: a quarter of our rates at prefill.
-  const path_rates jit[] = {rates(onednn_bf16, 8, 40, 50), rates(w8, 10, 60, 110), rates(w16, 11, 80, 200)};
+  const path_rates jit[] = {rates(onednn_bf16, 8, 40, 40, 50), rates(w8, 10, 60, 60, 110),
+                            rates(w16, 11, 80, 80, 200)};
   const auto plan = choose_plan(jit, onednn_bf16);
-  CHECK(plan == matmul_plan{{w16, w16, w16}});
+  CHECK(plan == matmul_plan{{w16, w16, w16, w16}});
   CHECK(plan.consistent());
   // oneDNN with bf16 hardware: it wins everywhere and keeps its storage.
-  const path_rates amx[] = {rates(onednn_bf16, 12, 150, 600), rates(w8, 10, 60, 110),
-                            rates(w16, 11, 80, 200)};
+  const path_rates amx[] = {rates(onednn_bf16, 12, 150, 150, 600), rates(w8, 10, 60, 60, 110),
+                            rates(w16, 11, 80, 80, 200)};
   CHECK(choose_plan(amx, onednn_bf16) == matmul_plan::uniform(onednn_bf16));
   // Storage is one decision: oneDNN fastest at m = 256 only, ours much faster at decode: ours,
   // never a plan that would need two copies of the weights.
-  const path_rates split[] = {rates(onednn_bf16, 3, 20, 130), rates(w8, 10, 60, 110)};
+  const path_rates split[] = {rates(onednn_bf16, 3, 20, 20, 130), rates(w8, 10, 60, 60, 110)};
   CHECK(choose_plan(split, onednn_bf16) == matmul_plan::uniform(w8));
   // Nothing measured: the incumbent.
-  const path_rates none[] = {rates(onednn_bf16, 0, 0, 0), rates(w8, 0, 0, 0)};
+  const path_rates none[] = {rates(onednn_bf16, 0, 0, 0, 0), rates(w8, 0, 0, 0, 0)};
   CHECK(choose_plan(none, onednn_bf16) == matmul_plan::uniform(onednn_bf16));
 }
 
@@ -95,8 +101,8 @@ TEST_CASE("cache lines round-trip and malformed ones are skipped", "[kernel_tune
   s.ct = compute_type::bf16;
   s.choice = kernel_choice::automatic;
   s.threads = 2;
-  s.plan = {{w8, w8, widened}};
-  s.rates = {rates(w8, 12.5, 80, 95.2), rates(widened, 0, 60.1, 120)};
+  s.plan = {{w8, w8, w8, widened}};
+  s.rates = {rates(w8, 12.5, 80, 80, 95.2), rates(widened, 0, 60.1, 60.1, 120)};
   const std::string line = format_cache_line("Some CPU | avx2 fma", s);
   std::string cpu;
   const auto back = parse_cache_line(line, cpu);
@@ -111,34 +117,38 @@ TEST_CASE("cache lines round-trip and malformed ones are skipped", "[kernel_tune
   CHECK(back->why == "cached");
   REQUIRE(back->rates.size() == 2);
   CHECK(back->rates[1].path == widened);
-  CHECK(back->rates[1].gflops[2] == Approx(120));
+  CHECK(back->rates[1].gflops[3] == Approx(120));
 
   const std::string bad[] = {
       "",
       "# hearth kernel plans v1",
-      "cpu\t2\tbf16\tauto\t2048\t5632",                                                // fields missing
-      "cpu\t0\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\t",               // no threads
-      "cpu\t2\tf64\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\t",                // compute
-      "cpu\t2\tbf16\tfast\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\t",               // choice
-      "cpu\t2\tbf16\tauto\tx\t5632\thearth-w8,hearth-w8,hearth-w8\t",                  // n_in
-      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8\t",                         // two paths
-      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w9,hearth-w8\t",               // unknown path
-      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,onednn-bf16,hearth-w8\t",             // two storages
-      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\thearth-w8=1/2",  // rates
-      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\thearth-w8=1/-2/3",
-      "cpu\t2\tbf16+q9_K\tauto\t2048\t5632\tquant-dot,quant-dot,quant-bf16\t",  // weights' type
-      "cpu\t2\tbf16+f32\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\t",
+      "cpu\t2\tbf16\tauto\t2048\t5632",                                                  // fields missing
+      "cpu\t0\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t",       // no threads
+      "cpu\t2\tf64\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t",        // compute
+      "cpu\t2\tbf16\tfast\t2048\t5632\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t",       // choice
+      "cpu\t2\tbf16\tauto\tx\t5632\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t",          // n_in
+      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8\t",                           // two paths
+      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8\thearth-w8=1/2/3",  // an older build
+      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w9,hearth-w8,hearth-w8\t",       // unknown path
+      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,onednn-bf16,hearth-w8,hearth-w8\t",     // two storages
+      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8,hearth-w8\thearth-w8=1/2",  // rates
+      "cpu\t2\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8,hearth-w8\thearth-w8=1/-2/3/4",
+      "cpu\t2\tbf16+q9_K\tauto\t2048\t5632\tquant-dot,quant-dot,quant-dot,quant-bf16\t",  // weights' type
+      "cpu\t2\tbf16+f32\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t",
   };
   for (const auto& b : bad) {
     CAPTURE(b);
     CHECK_FALSE(parse_cache_line(b, cpu).has_value());
   }
-  CHECK(parse_cache_line("cpu\t2\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8\t", cpu).has_value());
+  CHECK(parse_cache_line("cpu\t2\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t", cpu)
+            .has_value());
 
   // Weights kept quantized are their own decision, named by their type.
   s.weights = tensor_type::q4_k;
-  s.plan = {{matmul_path::quant_dot, matmul_path::quant_dot, matmul_path::quant_onednn_bf16}};
-  s.rates = {rates(matmul_path::quant_dot, 70, 140, 150), rates(matmul_path::quant_onednn_bf16, 0, 90, 300)};
+  s.plan = {{matmul_path::quant_dot, matmul_path::quant_dot, matmul_path::quant_dot,
+             matmul_path::quant_onednn_bf16}};
+  s.rates = {rates(matmul_path::quant_dot, 70, 140, 140, 150),
+             rates(matmul_path::quant_onednn_bf16, 0, 90, 90, 300)};
   const std::string qline = format_cache_line("Some CPU", s);
   CHECK(qline.find("\tbf16+q4_K\t") != std::string::npos);
   const auto qback = parse_cache_line(qline, cpu);
@@ -168,7 +178,7 @@ TEST_CASE("weights kept quantized are timed on their own blocks, apart from conv
   for (const auto& r : d[0].rates) {
     CAPTURE(to_string(r.path));
     CHECK(storage_of(r.path) == weight_storage::quantized);
-    CHECK(r.gflops[2] > 0);
+    for (uint32_t b = 1; b < n_m_buckets; ++b) CHECK(r.gflops[b] > 0);
     CHECK((r.gflops[0] > 0) == (r.path == matmul_path::quant_dot));
   }
   // Our own kernels only: no oneDNN over dequantized slices.
@@ -196,8 +206,7 @@ TEST_CASE("a tuner measures a shape once, caches it, and a later process reads i
     CHECK(d[0].rates.size() == paths_for(compute_type::bf16).size());
     for (const auto& r : d[0].rates) {
       CAPTURE(to_string(r.path));
-      CHECK(r.gflops[1] > 0);
-      CHECK(r.gflops[2] > 0);
+      for (uint32_t b = 1; b < n_m_buckets; ++b) CHECK(r.gflops[b] > 0);
     }
     // The same shape again: remembered, not measured again.
     CHECK(*t.plan(96, 160, compute_type::bf16, kernel_choice::automatic) == measured);
@@ -240,14 +249,14 @@ TEST_CASE("a cached plan is used for its CPU only, and a corrupt cache is only a
     std::ofstream out(cache.path);
     out << "# hearth kernel plans v1\n"
         << "garbage line\n"
-        << "mine\t" << threads << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,widened-f32\t"
+        << "mine\t" << threads << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,widened-f32\t"
         << every_path_rated() << "\n"
-        << "other\t" << threads << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8\t\n";
+        << "other\t" << threads << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t\n";
   }
   kernel_tuner mine(cache.path, "mine");
   auto plan = mine.plan(64, 48, compute_type::bf16, kernel_choice::automatic);
   REQUIRE(plan.ok());
-  CHECK(*plan == matmul_plan{{w8, w8, widened}});
+  CHECK(*plan == matmul_plan{{w8, w8, w8, widened}});
   CHECK(mine.decisions()[0].why == "cached");
   // Another thread count is another decision.
   set_kernel_threads(threads + 1);
@@ -268,7 +277,7 @@ TEST_CASE("a cached plan made before a path this CPU has existed is made again",
     std::ofstream out(cache.path);
     // Only hearth-w8 timed: widened-f32, which every CPU has, is missing.
     out << "mine\t" << kernel_threads()
-        << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8\thearth-w8=1/2/3\n";
+        << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,hearth-w8\thearth-w8=1/2/3/4\n";
   }
   kernel_tuner mine(cache.path, "mine");
   REQUIRE(mine.plan(64, 48, compute_type::bf16, kernel_choice::automatic).ok());
@@ -280,12 +289,12 @@ TEST_CASE("a cached plan made before a path was timed at some batch size is made
   temp_file cache("plans.tsv");
   // Every path rated, but hearth-w8, which is timed at every m, not at m = 16.
   std::string rated = every_path_rated();
-  const std::string w8_rates = std::string(to_string(w8)) + "=1/2/3";
-  rated.replace(rated.find(w8_rates), w8_rates.size(), std::string(to_string(w8)) + "=1/0/3");
+  const std::string w8_rates = std::string(to_string(w8)) + "=1/2/3/4";
+  rated.replace(rated.find(w8_rates), w8_rates.size(), std::string(to_string(w8)) + "=1/0/3/4");
   {
     std::ofstream out(cache.path);
-    out << "mine\t" << kernel_threads() << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8\t" << rated
-        << "\n";
+    out << "mine\t" << kernel_threads() << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t"
+        << rated << "\n";
   }
   kernel_tuner mine(cache.path, "mine");
   REQUIRE(mine.plan(64, 48, compute_type::bf16, kernel_choice::automatic).ok());
@@ -293,7 +302,7 @@ TEST_CASE("a cached plan made before a path was timed at some batch size is made
   // The same line with hearth-w8 timed at m = 16 holds.
   {
     std::ofstream out(cache.path);
-    out << "mine\t" << kernel_threads() << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8\t"
+    out << "mine\t" << kernel_threads() << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t"
         << every_path_rated() << "\n";
   }
   kernel_tuner again(cache.path, "mine");

@@ -106,9 +106,11 @@ std::vector<matmul_plan> test_plans() {
     const bool anywhere = p != matmul_path::onednn_bf16 && p != matmul_path::hearth_dpbf16;
     if (anywhere || path_available(p)) plans.push_back(matmul_plan::uniform(p));
   }
-  plans.push_back({{matmul_path::hearth_w16, matmul_path::hearth_w8, matmul_path::widened_f32}});
+  plans.push_back(
+      {{matmul_path::hearth_w16, matmul_path::hearth_w8, matmul_path::hearth_w16, matmul_path::widened_f32}});
   if (path_available(matmul_path::hearth_dpbf16))
-    plans.push_back({{matmul_path::hearth_dpbf16, matmul_path::onednn_bf16, matmul_path::onednn_bf16}});
+    plans.push_back({{matmul_path::hearth_dpbf16, matmul_path::onednn_bf16, matmul_path::hearth_dpbf16,
+                      matmul_path::onednn_bf16}});
   return plans;
 }
 
@@ -335,11 +337,12 @@ TEST_CASE("quantized weights are read in place when owned, copied when not", "[m
 TEST_CASE("linear refuses a plan whose paths need different storages", "[matmul]") {
   const std::vector<float> w(8 * 64, 0.5f);
   const weight_part part{tensor_type::f32, std::as_bytes(std::span(w)), 8, {}};
-  const matmul_plan mixed{{matmul_path::hearth_w8, matmul_path::onednn_f32, matmul_path::hearth_w8}};
+  const matmul_plan mixed{
+      {matmul_path::hearth_w8, matmul_path::onednn_f32, matmul_path::hearth_w8, matmul_path::hearth_w8}};
   auto lin = linear::create(std::span(&part, 1), 64, mixed);
   REQUIRE_FALSE(lin.ok());
   CHECK(lin.error().code == errc::unsupported);
-  CHECK(lin.error().message.find("hearth-w8/onednn-f32/hearth-w8") != std::string::npos);
+  CHECK(lin.error().message.find("hearth-w8/onednn-f32/hearth-w8/hearth-w8") != std::string::npos);
 }
 
 TEST_CASE("the plan without measuring: oneDNN where it has the compute type, else our kernel", "[matmul]") {

@@ -320,16 +320,17 @@ namespace {
 void print_plans(const kernels_bench_report& r, std::FILE* out) {
   std::fprintf(out, "matmul paths on %s, kernels %s (plans cached in %s)\n", r.cpu.c_str(),
                to_string(r.kernels), r.plan_cache.empty() ? "no file" : r.plan_cache.c_str());
-  std::fprintf(out,
-               "  shape      n_in x n_out   m = 1        m = 16       m = 256      why        GFLOP/s at m = "
-               "1/16/256\n");
+  std::fprintf(out, "  shape      n_in x n_out  ");
+  for (uint32_t m : bucket_m) std::fprintf(out, " m = %-10u", m);
+  std::fprintf(out, " why        GFLOP/s at m = 1/16/64/256\n");
   for (const auto& [name, s] : r.plans) {
-    std::fprintf(out, "  %-8s %6u x %-6u  %-12s %-12s %-12s %-10s", name.c_str(), s.n_in, s.n_out,
-                 to_string(s.plan.paths[0]), to_string(s.plan.paths[1]), to_string(s.plan.paths[2]),
-                 s.why.c_str());
-    for (const auto& rate : s.rates)
-      std::fprintf(out, " %s %.0f/%.0f/%.0f", to_string(rate.path), rate.gflops[0], rate.gflops[1],
-                   rate.gflops[2]);
+    std::fprintf(out, "  %-8s %6u x %-6u ", name.c_str(), s.n_in, s.n_out);
+    for (matmul_path p : s.plan.paths) std::fprintf(out, " %-14s", to_string(p));
+    std::fprintf(out, " %-10s", s.why.c_str());
+    for (const auto& rate : s.rates) {
+      std::fprintf(out, " %s", to_string(rate.path));
+      for (uint32_t b = 0; b < n_m_buckets; ++b) std::fprintf(out, "%c%.0f", b ? '/' : ' ', rate.gflops[b]);
+    }
     if (s.tune_seconds > 0) std::fprintf(out, " (%.2f s)", s.tune_seconds);
     std::fprintf(out, "\n");
   }

@@ -29,7 +29,7 @@ for s in j["gemm"]["shapes"]:
 assert c["kernels"] == "auto" and c["cpu"], c
 assert [p["name"] for p in j["plans"]] == ["qkv", "wo", "gate_up", "down", "head"], j["plans"]
 for p in j["plans"]:
-    assert [b["m"] for b in p["paths"]] == [1, 16, 256], p
+    assert [b["m"] for b in p["paths"]] == [1, 16, 64, 256], p
     assert p["why"] in ("measured", "cached", "noisy", "only path"), p
     assert "hearth-w8" in p["rates"] and all(b["path"] in p["rates"] for b in p["paths"]), p
 positive("gemm combined", j["gemm"]["combined_gflops"])
