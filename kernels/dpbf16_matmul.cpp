@@ -13,7 +13,7 @@
 namespace hearth {
 namespace {
 
-constexpr uint32_t block_cols = 64, block_k = 16, block_elems = block_cols * block_k;
+constexpr uint32_t block_cols = dpbf16_block_cols, block_k = 16, block_elems = block_cols * block_k;
 
 #define HEARTH_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
@@ -68,8 +68,11 @@ using pass_fn = void (*)(const uint16_t*, uint32_t, const uint16_t*, uint32_t, u
 constexpr pass_fn passes[] = {column_block<1>, column_block<2>, column_block<3>,
                               column_block<4>, column_block<5>, column_block<6>};
 
-void column_rows(const uint16_t* w, uint32_t kb, const uint16_t* x, uint32_t k_pad, uint32_t m, uint32_t cols,
-                 const float* bias, float* y, size_t ldy) {
+}  // namespace
+
+void dpbf16_matmul_block(const uint16_t* w, uint32_t k_pad, uint32_t cols, const uint16_t* x, uint32_t m,
+                         const float* bias, float* y, size_t ldy) {
+  const uint32_t kb = k_pad / block_k;
   for (uint32_t i = 0; i < m;) {
     const uint32_t rows = std::min(6u, m - i);
     const uint16_t* xi = x + size_t{i} * k_pad;
@@ -78,6 +81,8 @@ void column_rows(const uint16_t* w, uint32_t kb, const uint16_t* x, uint32_t k_p
     i += rows;
   }
 }
+
+namespace {
 
 // GCC 12's AVX-512 unpack intrinsics pass _mm512_undefined_epi32() as their unused source, which
 // its -Wmaybe-uninitialized then reports once inlined (GCC bug 105593, fixed in 13).
@@ -115,11 +120,12 @@ HEARTH_BF16_TARGET void transpose_16x16(__m512i (&r)[16]) {
 #pragma GCC diagnostic pop
 #endif
 
-HEARTH_BF16_TARGET void pack_group(const float* v, uint32_t rows, uint32_t n_in, uint16_t* column) {
-  for (uint32_t k0 = 0; k0 < n_in; k0 += 32) {
+HEARTH_BF16_TARGET void pack_group(const float* v, size_t ldv, uint32_t rows, uint32_t n_k,
+                                   uint16_t* column) {
+  for (uint32_t k0 = 0; k0 < n_k; k0 += 32) {
     __m512i r[16];
     for (uint32_t i = 0; i < 16; ++i) {
-      const float* at = v + size_t{i} * n_in + k0;
+      const float* at = v + i * ldv + k0;
       // vcvtne2ps2bf16 rounds to nearest even, as to_bf16; its second operand fills the low half.
       r[i] = i < rows ? as_int(_mm512_cvtne2ps_pbh(_mm512_loadu_ps(at + 16), _mm512_loadu_ps(at)))
                       : _mm512_setzero_si512();
@@ -133,11 +139,13 @@ HEARTH_BF16_TARGET void pack_group(const float* v, uint32_t rows, uint32_t n_in,
 
 }  // namespace
 
-void dpbf16_pack_rows(const float* v, uint32_t rows, uint32_t n_in, uint32_t n0, uint16_t* slice) {
+void dpbf16_pack_rows(const float* v, size_t ldv, uint32_t rows, uint32_t k0, uint32_t n_k, uint32_t n_in,
+                      uint32_t n0, uint16_t* slice) {
   for (uint32_t g = 0; g < rows; g += 16) {
     const uint32_t n = n0 + g;
-    pack_group(v + size_t{g} * n_in, std::min(16u, rows - g), n_in,
-               slice + size_t{n / block_cols} * (n_in / block_k) * block_elems + (n % block_cols) * 2);
+    pack_group(v + g * ldv, ldv, std::min(16u, rows - g), n_k,
+               slice + (size_t{n / block_cols} * (n_in / block_k) + k0 / block_k) * block_elems +
+                   (n % block_cols) * 2);
   }
 }
 
@@ -157,9 +165,9 @@ void dpbf16_matmul(const uint16_t* w, uint32_t k_pad, uint32_t n, const uint16_t
     const auto nb = static_cast<uint32_t>(i / row_items),
                r0 = static_cast<uint32_t>(i % row_items) * item_rows;
     const uint32_t first = nb * block_cols;
-    column_rows(w + size_t{nb} * kb * block_elems, kb, x + size_t{r0} * k_pad, k_pad,
-                std::min(item_rows, m - r0), std::min(block_cols, n - first), bias ? bias + first : nullptr,
-                y + r0 * ldy + first, ldy);
+    dpbf16_matmul_block(w + size_t{nb} * kb * block_elems, k_pad, std::min(block_cols, n - first),
+                        x + size_t{r0} * k_pad, std::min(item_rows, m - r0), bias ? bias + first : nullptr,
+                        y + r0 * ldy + first, ldy);
   });
 }
 

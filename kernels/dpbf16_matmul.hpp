@@ -19,10 +19,12 @@ namespace hearth {
 //! Whether this CPU has vdpbf16ps (AVX-512 BF16 with F, BW and VL).
 bool dpbf16_available();
 
-//! Rows [n0, n0 + rows) of W (rows, n_in) f32, rounded to bf16 (nearest even), as columns n0.. of
-//! a slice (n_in, N) in the layout above; n0 a multiple of 16, n_in of 32. A group of fewer than 16
-//! rows zeroes the rest of its 16 columns. Only where dpbf16_available().
-void dpbf16_pack_rows(const float* v, uint32_t rows, uint32_t n_in, uint32_t n0, uint16_t* slice);
+//! Rows [n0, n0 + rows) of W, their k in [k0, k0 + n_k): v (rows, n_k) f32, rows ldv apart,
+//! rounded to bf16 (nearest even), as columns n0.. of a slice (n_in, N) in the layout above; n0 a
+//! multiple of 16, k0, n_k and n_in of 32. A group of fewer than 16 rows zeroes the rest of its 16
+//! columns. Only where dpbf16_available().
+void dpbf16_pack_rows(const float* v, size_t ldv, uint32_t rows, uint32_t k0, uint32_t n_k, uint32_t n_in,
+                      uint32_t n0, uint16_t* slice);
 
 //! y (m, n), rows ldy apart, = x (m, k_pad) bf16, rows k_pad apart, @ W (+ bias (n,) unless null),
 //! f32 accumulation: what a bf16 matmul gives, up to summation order. Parallel over the 64-column
@@ -30,5 +32,13 @@ void dpbf16_pack_rows(const float* v, uint32_t rows, uint32_t n_in, uint32_t n0,
 //! rows of x, and from L2 for the next 6. Only where dpbf16_available().
 void dpbf16_matmul(const uint16_t* w, uint32_t k_pad, uint32_t n, const uint16_t* x, uint32_t m,
                    const float* bias, float* y, size_t ldy);
+
+//! Columns in one block of the layout: what dpbf16_matmul_block multiplies.
+inline constexpr uint32_t dpbf16_block_cols = 64;
+
+//! dpbf16_matmul's work on one column block, on the calling thread: y (m, cols) = x @ the block's
+//! columns (+ bias (cols,) unless null), w the block (k_pad x 64 in the layout), cols <= 64.
+void dpbf16_matmul_block(const uint16_t* w, uint32_t k_pad, uint32_t cols, const uint16_t* x, uint32_t m,
+                         const float* bias, float* y, size_t ldy);
 
 }  // namespace hearth

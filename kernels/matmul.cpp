@@ -366,7 +366,7 @@ void linear::forward(const float* x, float* y, uint32_t m) const {
     case matmul_path::quant_onednn_bf16:
       return impl_->forward_quant_slices(x, y, m, impl::slice_gemm::onednn_bf16);
     case matmul_path::quant_dpbf16:
-      return impl_->forward_quant_slices(x, y, m, impl::slice_gemm::dpbf16);
+      return impl_->forward_quant_dpbf16(x, y, m);
     case matmul_path::quant_bf16:
       return impl_->forward_quant_bf16(x, y, m);
     case matmul_path::hearth_dpbf16:

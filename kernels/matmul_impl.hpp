@@ -114,14 +114,18 @@ struct linear::impl {
   void forward_panels(const float* x, float* y, uint32_t m, bf16_kernel kernel) const;
   void forward_widened(const float* x, float* y, uint32_t m) const;
   void forward_quant_dot(const float* x, float* y, uint32_t m) const;
-  //! What multiplies the dequantized slices: oneDNN's f32 or bf16 matmul, or our dpbf16_matmul.
-  enum class slice_gemm { onednn_f32, onednn_bf16, dpbf16 };
+  //! What multiplies the dequantized slices: oneDNN's f32 or bf16 matmul.
+  enum class slice_gemm { onednn_f32, onednn_bf16 };
   void forward_quant_slices(const float* x, float* y, uint32_t m, slice_gemm gemm) const;
   void forward_quant_bf16(const float* x, float* y, uint32_t m) const;
+  void forward_quant_dpbf16(const float* x, float* y, uint32_t m) const;
   void dequantize_slice(const quant_part& p, uint32_t c, uint32_t n, bool bf16, void* w) const;
-  //! fn(part, first row, rows) for every group of quant_rows_per_item rows of every part, in parallel.
+  //! Rows [r, r + rows) of p (rows <= 16), dequantized and rounded to bf16, as columns n0.. of w,
+  //! (n_in, N) in bf16_blocked.
+  void pack_quant_rows(const quant_part& p, uint32_t r, uint32_t rows, uint32_t n0, uint16_t* w) const;
+  //! fn(part, first row, rows) for every group of rows_per_item rows of every part, in parallel.
   template <class Fn>
-  void for_each_quant_item(Fn&& fn) const;
+  void for_each_quant_item(uint32_t rows_per_item, Fn&& fn) const;
   size_t x_row_bytes(const matmul_detail::dnnl_gemm& g) const { return src_desc(1, g).get_size(); }
   const float* bias_at(uint32_t column) const { return bias.empty() ? nullptr : bias.data() + column; }
 };

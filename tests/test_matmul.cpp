@@ -294,6 +294,15 @@ TEST_CASE("quantized parts kept as stored match the reference at every batch siz
         r,
         {make_part(r, tensor_type::q4_0, 40, n_in, true), make_part(r, tensor_type::q8_0, 24, n_in, false)},
         n_in, plan, {1, 2, 5, 16, 64, 300});
+    // The dequantizing paths work through 256 k of 16 rows at a time, and quant-dpbf16 through a
+    // block of 64 rows per thread: rows of 3 tiles and a part of one (800 = 3 x 256 + 32), of 2
+    // whole ones (K types), parts that end inside a block and inside a group of 16.
+    check_against_reference(
+        r, {make_part(r, tensor_type::q4_0, 70, 800, true), make_part(r, tensor_type::q8_0, 9, 800, false)},
+        800, plan, {1, 3, 16, 70});
+    check_against_reference(
+        r, {make_part(r, tensor_type::q4_k, 64, 512, false), make_part(r, tensor_type::q6_k, 20, 512, true)},
+        512, plan, {2, 33, 130});
   }
 }
 
