@@ -21,6 +21,7 @@
 #include "cli/progress.hpp"
 #include "clients/cpp/keys.hpp"
 #include "kernels/cpu_backend.hpp"
+#include "kernels/kernel_tuner.hpp"
 #ifdef HEARTH_HAS_CUDA
 #include "kernels/cuda/cuda_backend.hpp"
 #endif
@@ -290,6 +291,10 @@ int run_serve(const serve_args& a) {
       std::move(backends->second), hello);
   loading->finish();
   if (!eng) return fail(eng.error().message);
+  // A plan timed on a busy machine holds until its cache file goes: the one time to say so.
+  const auto plans = process_tuner().decisions();
+  if (auto note = busy_timing_note(plans, process_tuner().cache_path()); !note.empty())
+    server::log(server::log_level::warning, note);
   if (!cfg->engine.workers.empty()) {
     const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - starting);
     char took[32];

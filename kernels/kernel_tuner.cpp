@@ -448,6 +448,21 @@ std::vector<shape_plan> kernel_tuner::decisions() const {
   return decided_;
 }
 
+std::string busy_timing_note(std::span<const shape_plan> decisions, const std::string& cache_path) {
+  std::string shapes;
+  size_t n = 0;
+  for (const auto& d : decisions) {
+    if (d.why != "noisy") continue;
+    shapes += (n++ ? ", " : "") + std::to_string(d.n_in) + " x " + std::to_string(d.n_out) + " (" +
+              describe(d.plan) + ")";
+  }
+  if (n == 0) return "";
+  const std::string where = cache_path.empty() ? "" : " in " + cache_path;
+  return "kernel plans of " + std::to_string(n) + (n == 1 ? " shape" : " shapes") +
+         " were timed while the machine was busy, and are kept" + where + " for every later load: " + shapes +
+         (cache_path.empty() ? "" : "; delete the file and start again on a quiet machine to time them anew");
+}
+
 std::string cpu_identity() {
   std::ifstream in("/proc/cpuinfo");
   std::string model = "unknown CPU", flags;

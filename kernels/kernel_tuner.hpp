@@ -91,6 +91,11 @@ class kernel_tuner {
   std::vector<shape_plan> decided_;  // this process's
 };
 
+//! What an operator should hear of `decisions` timed on a busy machine, which the cache keeps for
+//! every later load like any other: one sentence naming those shapes and how to time them again
+//! (delete `cache_path`), or "" when none was. Pure.
+std::string busy_timing_note(std::span<const shape_plan> decisions, const std::string& cache_path);
+
 //! "model name | isa flags" of this CPU, from /proc/cpuinfo.
 std::string cpu_identity();
 //! The process's tuner: the cache file is $HEARTH_KERNEL_CACHE ("off": none), else

@@ -158,6 +158,29 @@ TEST_CASE("cache lines round-trip and malformed ones are skipped", "[kernel_tune
   CHECK(back->weights == tensor_type::f32);
 }
 
+TEST_CASE("plans timed on a busy machine are named, with how to time them again", "[kernel_tuner]") {
+  auto decided = [](uint32_t n_in, uint32_t n_out, const char* why, matmul_plan plan) {
+    shape_plan s;
+    s.n_in = n_in, s.n_out = n_out, s.why = why, s.plan = plan;
+    return s;
+  };
+  const std::vector<shape_plan> quiet{decided(768, 2304, "measured", matmul_plan::uniform(w8)),
+                                      decided(768, 768, "cached", matmul_plan::uniform(w8))};
+  CHECK(busy_timing_note(quiet, "/var/cache/hearth/kernel-plans.tsv").empty());
+  std::vector<shape_plan> busy = quiet;
+  busy.push_back(decided(768, 4096, "noisy", matmul_plan::uniform(onednn_bf16)));
+  busy.push_back(decided(2048, 768, "noisy", matmul_plan{{w8, w8, w8, widened}}));
+  const std::string note = busy_timing_note(busy, "/var/cache/hearth/kernel-plans.tsv");
+  CHECK_THAT(note, Catch::Contains("kernel plans of 2 shapes were timed while the machine was busy"));
+  CHECK_THAT(note, Catch::Contains(
+                       "768 x 4096 (onednn-bf16), 2048 x 768 (hearth-w8/hearth-w8/hearth-w8/widened-f32)"));
+  CHECK_THAT(note, Catch::Contains("in /var/cache/hearth/kernel-plans.tsv"));
+  CHECK_THAT(note, Catch::Contains("delete the file"));
+  CHECK(note.find("768 x 2304") == std::string::npos);
+  // No cache file: nothing to delete, and nothing kept beyond this process's loads.
+  CHECK(busy_timing_note(busy, "").find("delete") == std::string::npos);
+}
+
 TEST_CASE("weights kept quantized are timed on their own blocks, apart from converted ones",
           "[kernel_tuner]") {
   if (!path_available(matmul_path::quant_dot)) {
