@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
   for (uint32_t ctx : {1024u, 4096u}) bench_decode(llama3_8b, ctx, 1, ceiling, fma_peak);
   bench_decode(llama3_8b, 1024, 8, ceiling, fma_peak);
   for (uint32_t ctx : {256u, 1024u}) bench_decode(small, ctx, 1, ceiling, fma_peak);
+  bench_decode(small, 256, 16, ceiling, fma_peak);
   for (uint32_t start : {0u, 2048u}) bench_prefill(start, 32, fma_peak);
   bench_prefill(0, 256, fma_peak);
   bench_prefill(1024, 256, fma_peak);
