@@ -33,7 +33,10 @@ constexpr double quiet_margin = 1.05;
 // Rounds further apart than this mean the machine was busy: the plan then needs a wider margin
 // to leave the incumbent. It is cached all the same: every later load must run what this one
 // chose, and the wider margin already keeps a busy machine's timings from leaving a good path.
-constexpr double noisy_spread = 0.25, noisy_margin = 1.3;
+// Steady load slows both rounds alike, so other processes' share of the cores while timing counts
+// too: `hearth serve` beside two busy loops (AMD EPYC Zen 4) timed 2 of small's 5 shapes with
+// rounds close enough and took oneDNN's bf16 at m = 1 for them, 20-30 % slower than hearth-dpbf16.
+constexpr double noisy_spread = 0.25, noisy_others = 0.15, noisy_margin = 1.3;
 constexpr const char* cache_header = "# hearth kernel plans v1: cpu threads compute choice n_in n_out paths";
 
 double seconds_since(clock_type::time_point t0) {
@@ -427,9 +430,16 @@ result<matmul_plan> kernel_tuner::plan(uint32_t n_in, uint32_t n_out, compute_ty
     const auto t0 = clock_type::now();
     const uint32_t cols = slice_columns(n_in, n_out);
     const auto values = synthetic_weights(n_in, cols);
+    const auto timing = clock_type::now();
+    const auto ticks0 = read_cpu_ticks();
     const auto m = measure(*paths, n_in, cols, values, weights);
+    const auto ticks1 = read_cpu_ticks();
+    const double others = ticks0 && ticks1 ? others_cpu_share(*ticks0, *ticks1, seconds_since(timing),
+                                                              static_cast<double>(sysconf(_SC_CLK_TCK)),
+                                                              static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)))
+                                           : 0.0;
     s.rates = m.rates;
-    const bool noisy = m.spread > noisy_spread;
+    const bool noisy = m.spread > noisy_spread || others > noisy_others;
     const matmul_path incumbent = quantized ? quantized_paths[0] : default_plan(ct).paths[0];
     s.plan = choose_plan(
         s.rates,
@@ -446,6 +456,33 @@ result<matmul_plan> kernel_tuner::plan(uint32_t n_in, uint32_t n_out, compute_ty
 std::vector<shape_plan> kernel_tuner::decisions() const {
   const std::lock_guard lock(mutex_);
   return decided_;
+}
+
+std::optional<cpu_ticks> read_cpu_ticks() {
+  std::ifstream stat("/proc/stat"), self("/proc/self/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (!(stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) || cpu != "cpu")
+    return std::nullopt;
+  // Fields 14 and 15 (utime, stime), counted after the command's name, which may hold spaces.
+  std::string line;
+  std::getline(self, line);
+  const auto name_end = line.rfind(')');
+  if (name_end == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(name_end + 1));
+  std::string field;
+  for (int i = 3; i <= 13; ++i) rest >> field;
+  double utime = 0, stime = 0;
+  if (!(rest >> utime >> stime)) return std::nullopt;
+  return cpu_ticks{user + nice + system + irq + softirq + steal, utime + stime};
+}
+
+double others_cpu_share(const cpu_ticks& before, const cpu_ticks& after, double seconds,
+                        double ticks_per_second, int cores) {
+  const double available = seconds * ticks_per_second * std::max(1, cores);
+  if (!(available > 0)) return 0.0;
+  const double others = (after.machine_busy - before.machine_busy) - (after.self - before.self);
+  return std::clamp(others / available, 0.0, 1.0);
 }
 
 std::string busy_timing_note(std::span<const shape_plan> decisions, const std::string& cache_path) {

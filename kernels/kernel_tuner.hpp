@@ -91,6 +91,18 @@ class kernel_tuner {
   std::vector<shape_plan> decided_;  // this process's
 };
 
+//! CPU time in clock ticks: the whole machine's busy time (user, nice, system, irq, softirq and
+//! steal, which a VM's host takes) and this process's own.
+struct cpu_ticks {
+  double machine_busy = 0, self = 0;
+};
+//! From /proc/stat and /proc/self/stat; nullopt where they cannot be read.
+std::optional<cpu_ticks> read_cpu_ticks();
+//! The share of all `cores`' time over `seconds` that went to other processes (or the VM's host)
+//! between two readings, 0 to 1. Pure.
+double others_cpu_share(const cpu_ticks& before, const cpu_ticks& after, double seconds,
+                        double ticks_per_second, int cores);
+
 //! What an operator should hear of `decisions` timed on a busy machine, which the cache keeps for
 //! every later load like any other: one sentence naming those shapes and how to time them again
 //! (delete `cache_path`), or "" when none was. Pure.

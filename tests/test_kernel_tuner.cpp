@@ -158,6 +158,21 @@ TEST_CASE("cache lines round-trip and malformed ones are skipped", "[kernel_tune
   CHECK(back->weights == tensor_type::f32);
 }
 
+TEST_CASE("the share of the cores other processes took while timing", "[kernel_tuner]") {
+  // 2 s on 2 cores at 100 ticks a second: 400 ticks of the machine's time.
+  const cpu_ticks before{1000, 50};
+  CHECK(others_cpu_share(before, {1400, 450}, 2.0, 100, 2) == Approx(0.0));    // all of it ours
+  CHECK(others_cpu_share(before, {1400, 250}, 2.0, 100, 2) == Approx(0.5));    // two busy loops on one core
+  CHECK(others_cpu_share(before, {1100, 100}, 2.0, 100, 2) == Approx(0.125));  // a little of each
+  CHECK(others_cpu_share(before, {1000, 50}, 0.0, 100, 2) == 0.0);             // no time: nothing known
+  CHECK(others_cpu_share(before, {1900, 50}, 2.0, 100, 2) == 1.0);  // ticks counted late: at most all
+  // This machine's counters read back, the machine's busy time at least this process's own.
+  const auto now = read_cpu_ticks();
+  REQUIRE(now.has_value());
+  CHECK(now->machine_busy >= now->self);
+  CHECK(now->self >= 0);
+}
+
 TEST_CASE("plans timed on a busy machine are named, with how to time them again", "[kernel_tuner]") {
   auto decided = [](uint32_t n_in, uint32_t n_out, const char* why, matmul_plan plan) {
     shape_plan s;
