@@ -35,7 +35,8 @@ constexpr double quiet_margin = 1.05;
 // chose, and the wider margin already keeps a busy machine's timings from leaving a good path.
 // Steady load slows both rounds alike, so other processes' share of the cores while timing counts
 // too: `hearth serve` beside two busy loops (AMD EPYC Zen 4) timed 2 of small's 5 shapes with
-// rounds close enough and took oneDNN's bf16 at m = 1 for them, 20-30 % slower than hearth-dpbf16.
+// rounds close enough and took oneDNN's bf16 at m = 1 for them (37-39 GFLOP/s there on a quiet
+// machine, hearth-dpbf16 44-45).
 constexpr double noisy_spread = 0.25, noisy_others = 0.15, noisy_margin = 1.3;
 constexpr const char* cache_header = "# hearth kernel plans v1: cpu threads compute choice n_in n_out paths";
 
