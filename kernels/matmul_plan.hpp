@@ -26,8 +26,8 @@ enum class matmul_path : uint8_t {
   quant_bf16,   //!< quantized blocks dequantized per call into bf16 panels, for our 8-lane kernel
   quant_onednn_bf16,  //!< quantized blocks dequantized per call into bf16 slices, for oneDNN bf16
   hearth_dpbf16,      //!< our vdpbf16ps kernel over oneDNN bf16's blocked weights (kernels/dpbf16_matmul.hpp)
-  quant_dpbf16,       //!< quantized blocks dequantized per call into blocked bf16 slices, for hearth-dpbf16's
-                      //!< kernel
+  quant_dpbf16,       //!< quantized blocks dequantized per call, 64 rows at a time on the thread that
+                      //!< multiplies them, into blocked bf16 for hearth-dpbf16's kernel
 };
 inline constexpr matmul_path all_matmul_paths[] = {
     matmul_path::onednn_f32,    matmul_path::onednn_bf16, matmul_path::hearth_w8,
