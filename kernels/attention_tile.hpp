@@ -171,7 +171,7 @@ HEARTH_SIMD_INLINE void fold_tile(const float* q, const typename E::type* k, con
   for (uint32_t g = 0; g < NQ; ++g) {
     float* pg = p + g * p_stride;
     if (softcap > 0.0f) simd::softcap(pg, n, softcap);
-    const float m_new = std::max(m[g], *std::max_element(pg, pg + n));
+    const float m_new = simd::max(pg, n, m[g]);
     correction[g] = simd::exp(m[g] - m_new);  // ~1e-38 on the first tile, where l and acc are 0
     l[g] = l[g] * correction[g] + exp_shifted(pg, n, m_new);
     m[g] = m_new;
@@ -264,7 +264,7 @@ HEARTH_SIMD_INLINE void fold_tile_transposed(const float* q, const float* kt, co
       continue;
     }
     if (softcap > 0.0f) simd::softcap(pg + from[g], seen[g] - from[g], softcap);
-    const float m_new = std::max(m[g], *std::max_element(pg + from[g], pg + seen[g]));
+    const float m_new = simd::max(pg + from[g], seen[g] - from[g], m[g]);
     correction[g] = simd::exp(m[g] - m_new);
     l[g] = l[g] * correction[g] + exp_shifted(pg + from[g], seen[g] - from[g], m_new);
     std::fill(pg, pg + from[g], 0.0f);

@@ -84,6 +84,7 @@ class cpu_backend final : public backend {
     std::vector<layer> layers;
     std::vector<float> output_norm;  // (d,)
     std::optional<linear> head;      // (vocab, d)
+    bool bf16_tiles = false;         // compute bf16: prefill attention may multiply in bf16
   };
 
   cpu_backend(hparams hp, std::shared_ptr<const weights> w, std::shared_ptr<kv_pool> kv);

@@ -75,6 +75,10 @@ struct attn_params {
   float scale = 0.0f;    //!< multiplies q.k; 0: 1 / sqrt(head_dim)
   float softcap = 0.0f;  //!< scores c tanh(s / c) before the softmax (gemma2); 0: none
   uint32_t window = 0;   //!< a row at p sees keys p - window < t <= p (sliding layers); 0: 0..p
+  //! Prefill chunks of a bf16 pool may multiply in bf16 where the CPU has vdpbf16ps
+  //! (attention_bf16.hpp): queries and softmax weights rounded to bf16, twice the multiply-adds
+  //! a cycle. Decode rows and f32 pools are unchanged.
+  bool bf16_tiles = false;
 };
 
 //! Causal attention over the paged cache: for each row at position p, per head h,

@@ -55,6 +55,11 @@ HEARTH_SIMD_INLINE vec splat(float x) {
   return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
+//! Lane by lane, the larger of a and b.
+HEARTH_SIMD_INLINE vec max(vec a, vec b) {
+  return a > b ? a : b;
+}
+
 //! The sum of v's lanes, as a tree.
 HEARTH_SIMD_INLINE float hsum(vec v) {
   v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
@@ -76,6 +81,23 @@ HEARTH_SIMD_INLINE vec hsum8(const vec (&v)[8]) {
   // u0 = (v0 v1 v2 v3 | v0 v1 v2 v3) partial sums of the low | high halves, u1 likewise for v4-v7
   return __builtin_shufflevector(u[0], u[1], 0, 1, 2, 3, 8, 9, 10, 11) +
          __builtin_shufflevector(u[0], u[1], 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+//! The largest of init and x[0, n), a vector at a time (std::max_element is a scalar loop).
+//! Exact, so any order gives the same value.
+HEARTH_SIMD_INLINE float max(const float* x, size_t n, float init) {
+  size_t i = 0;
+  if (n >= lanes) {
+    vec m = load(x);
+    for (i = lanes; i + lanes <= n; i += lanes) m = max(m, load(x + i));
+    m = max(m, load(x + n - lanes));  // the tail, overlapping: max does not mind a repeat
+    m = max(m, __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3));
+    m = max(m, __builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5));
+    m = max(m, __builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6));
+    return std::max(init, m[0]);
+  }
+  for (; i < n; ++i) init = std::max(init, x[i]);
+  return init;
 }
 
 //! a (n,) . b (n,) in f32, in 2 x `lanes` independent partial sums.

@@ -4,7 +4,8 @@
 // memory as in a real decode step. Reports GB/s of K/V read against the triad ceiling, and FMA
 // throughput against the core's FMA peak: with 4 query heads per kv head, decode attention does
 // 4 multiply-adds per bf16 element read, so on AVX2 it is compute-bound before memory-bound.
-// Then prefill chunks at small's heads, against the FMA peak: a chunk deep in a long prompt.
+// Then prefill chunks at small's heads, against the FMA peak: a chunk deep in a long prompt; where
+// the CPU has vdpbf16ps, also with the bf16 tiles a bf16 model's prefill takes there.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,6 +17,7 @@
 
 #include "bench/kernels/stream_triad.hpp"
 #include "kernels/cpu_ops.hpp"
+#include "kernels/dpbf16_matmul.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 #include "model/tensor_types.hpp"
@@ -70,13 +72,13 @@ kv_pool random_pool(const kv_layout& layout, uint32_t n_blocks, uint32_t seed, s
 
 //! Seconds per paged_attention call over `seqs`, each call on the next layer of the pool.
 double seconds_per_call(const kv_pool& pool, uint32_t n_head, std::span<const ops::seq_rows> seqs,
-                        size_t rows, int calls) {
+                        size_t rows, int calls, const ops::attn_params& params = {}) {
   const uint32_t q_dim = n_head * pool.layout().head_dim;
   std::vector<float> q(rows * q_dim, 0.1f), out(q.size());
   const auto t0 = clock_type::now();
   for (int i = 0; i < calls; ++i) {
     ops::paged_attention(pool, static_cast<uint32_t>(i) % pool.layout().n_layer, n_head, {q.data(), q_dim},
-                         {out.data(), q_dim}, seqs);
+                         {out.data(), q_dim}, seqs, params);
   }
   return seconds_since(t0) / calls;
 }
@@ -127,10 +129,16 @@ void bench_prefill(uint32_t start_pos, uint32_t rows, double fma_peak) {
   double keys = 0;
   for (uint32_t r = 0; r < rows; ++r) keys += start_pos + r + 1;
   const double fma = 2.0 * keys * n_head * hd;  // q.k and p * v
-  const double per_call =
-      seconds_per_call(pool, n_head, seqs, rows, std::max(8, static_cast<int>(2e9 / fma)));
-  std::printf("prefill %3u rows at %5u: %8.1f us/layer, %5.1f GFMA/s = %3.0f%% of peak\n", rows, start_pos,
+  const int calls = std::max(8, static_cast<int>(2e9 / fma));
+  const double per_call = seconds_per_call(pool, n_head, seqs, rows, calls);
+  std::printf("prefill %3u rows at %5u: %8.1f us/layer, %5.1f GFMA/s = %3.0f%% of peak", rows, start_pos,
               per_call * 1e6, fma / per_call / 1e9, 100.0 * fma / per_call / 1e9 / fma_peak);
+  if (dpbf16_available()) {  // what a bf16 model runs here
+    const double bf16 = seconds_per_call(pool, n_head, seqs, rows, calls, {.bf16_tiles = true});
+    std::printf("; bf16 tiles %8.1f us/layer, %5.1f GFMA/s, %.2f x", bf16 * 1e6, fma / bf16 / 1e9,
+                per_call / bf16);
+  }
+  std::printf("\n");
 }
 
 }  // namespace

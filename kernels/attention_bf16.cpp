@@ -1,0 +1,267 @@
+#include "kernels/attention_bf16.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/attention_tile.hpp"
+#include "kernels/avx512_bf16.hpp"
+#include "kernels/dpbf16_matmul.hpp"
+
+// Built for any x86-64: only these functions carry the AVX-512 BF16 target (avx512_bf16.hpp), and
+// paged_attention calls them only where usable().
+
+// GCC 12's bug 105593 (avx512_bf16.hpp) in many of the intrinsics used here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace hearth::ops::attention_bf16 {
+namespace {
+
+using namespace avx512_bf16;
+
+//! Queries folded together: 4 x 4 accumulators of 16 lanes, 4 operand vectors and a broadcast
+//! take 21 of AVX-512's 32 registers.
+constexpr uint32_t queries_per_fold = 4;
+
+HEARTH_BF16_TARGET inline __m512bh broadcast_pair(const uint16_t* at) {
+  uint32_t pair;
+  std::memcpy(&pair, at, sizeof pair);
+  return as_bf16(_mm512_set1_epi32(static_cast<int>(pair)));
+}
+
+//! s (NQ, lds) columns [16 k0, 16 (k0 + NK)) = qb (NQ, hd) . the keys of kp there: one
+//! vdpbf16ps per query, key vector and element pair.
+template <uint32_t NQ, uint32_t NK>
+HEARTH_BF16_TARGET void key_vectors(const uint16_t* qb, uint32_t hd, const uint32_t* kp, uint32_t ldk,
+                                    uint32_t k0, float* s, uint32_t lds) {
+  __m512 acc[NQ][NK];
+  for (auto& row : acc)
+    for (auto& a : row) a = _mm512_setzero_ps();
+  for (uint32_t p = 0; p < hd / 2; ++p) {
+    __m512bh k[NK];
+    for (uint32_t x = 0; x < NK; ++x)
+      k[x] = as_bf16(_mm512_loadu_si512(kp + size_t{p} * ldk + 16 * (k0 + x)));
+    for (uint32_t g = 0; g < NQ; ++g) {
+      const __m512bh q = broadcast_pair(qb + size_t{g} * hd + 2 * p);
+      for (uint32_t x = 0; x < NK; ++x) acc[g][x] = _mm512_dpbf16_ps(acc[g][x], q, k[x]);
+    }
+  }
+  for (uint32_t g = 0; g < NQ; ++g)
+    for (uint32_t x = 0; x < NK; ++x) _mm512_storeu_ps(s + size_t{g} * lds + 16 * (k0 + x), acc[g][x]);
+}
+
+template <uint32_t NQ>
+HEARTH_BF16_TARGET void scores(const uint16_t* qb, uint32_t hd, const uint32_t* kp, uint32_t ldk, float* s) {
+  for (uint32_t k0 = 0; k0 < ldk / 16; k0 += 4) {
+    switch (std::min(4u, ldk / 16 - k0)) {
+      case 4:
+        key_vectors<NQ, 4>(qb, hd, kp, ldk, k0, s, ldk);
+        break;
+      case 3:
+        key_vectors<NQ, 3>(qb, hd, kp, ldk, k0, s, ldk);
+        break;
+      case 2:
+        key_vectors<NQ, 2>(qb, hd, kp, ldk, k0, s, ldk);
+        break;
+      default:
+        key_vectors<NQ, 1>(qb, hd, kp, ldk, k0, s, ldk);
+        break;
+    }
+  }
+}
+
+//! acc (NQ, hd) columns [d0, d0 + 16 NV) = acc * correction + p (NQ, ldp) @ the values of vp:
+//! one vdpbf16ps per query, column vector and pair of keys.
+template <uint32_t NQ, uint32_t NV>
+HEARTH_BF16_TARGET void value_vectors(const uint16_t* p, uint32_t ldp, const uint32_t* vp, uint32_t n_pairs,
+                                      uint32_t hd, uint32_t d0, const float* correction, float* acc) {
+  __m512 a[NQ][NV];
+  for (uint32_t g = 0; g < NQ; ++g)
+    for (uint32_t x = 0; x < NV; ++x)
+      a[g][x] =
+          _mm512_mul_ps(_mm512_loadu_ps(acc + size_t{g} * hd + d0 + 16 * x), _mm512_set1_ps(correction[g]));
+  for (uint32_t j = 0; j < n_pairs; ++j) {
+    __m512bh v[NV];
+    for (uint32_t x = 0; x < NV; ++x) v[x] = as_bf16(_mm512_loadu_si512(vp + size_t{j} * hd + d0 + 16 * x));
+    for (uint32_t g = 0; g < NQ; ++g) {
+      const __m512bh w = broadcast_pair(p + size_t{g} * ldp + 2 * j);
+      for (uint32_t x = 0; x < NV; ++x) a[g][x] = _mm512_dpbf16_ps(a[g][x], w, v[x]);
+    }
+  }
+  for (uint32_t g = 0; g < NQ; ++g)
+    for (uint32_t x = 0; x < NV; ++x) _mm512_storeu_ps(acc + size_t{g} * hd + d0 + 16 * x, a[g][x]);
+}
+
+template <uint32_t NQ>
+HEARTH_BF16_TARGET void values(const uint16_t* p, uint32_t ldp, const uint32_t* vp, uint32_t n_pairs,
+                               uint32_t hd, const float* correction, float* acc) {
+  for (uint32_t d0 = 0; d0 < hd; d0 += 64) {
+    switch (std::min(4u, (hd - d0) / 16)) {
+      case 4:
+        value_vectors<NQ, 4>(p, ldp, vp, n_pairs, hd, d0, correction, acc);
+        break;
+      case 3:
+        value_vectors<NQ, 3>(p, ldp, vp, n_pairs, hd, d0, correction, acc);
+        break;
+      case 2:
+        value_vectors<NQ, 2>(p, ldp, vp, n_pairs, hd, d0, correction, acc);
+        break;
+      default:
+        value_vectors<NQ, 1>(p, ldp, vp, n_pairs, hd, d0, correction, acc);
+        break;
+    }
+  }
+}
+
+//! e^x, 16 lanes: simd::exp's polynomial, with 2^n by vscalefps (no clamp above: scores here are
+//! at most the running max, so x <= 0; far below, the result goes to zero).
+HEARTH_BF16_TARGET inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));  // -inf - m: a number, whose e^x is 0
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f),
+                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x));
+  __m512 p = _mm512_fmadd_ps(r, _mm512_set1_ps(1.9875691500e-4f), _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(y, n);
+}
+
+//! The lanes of the 16 keys from j that a query seeing keys [from, seen) sees.
+inline __mmask16 seen_lanes(uint32_t j, uint32_t from, uint32_t seen) {
+  const uint32_t lo = std::clamp<int64_t>(int64_t{from} - j, 0, 16),
+                 hi = std::clamp<int64_t>(int64_t{seen} - j, 0, 16);
+  return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+//! One query's scores s (ldk,) -> its weights p (ldk,) in bf16 over the keys [from, seen) it
+//! sees, zero elsewhere, soft-capped first when softcap > 0; updates its max and sum, returns the
+//! factor its acc is to be scaled by. Two passes over the row, 16 keys at a time, the unseen keys
+//! masked off.
+HEARTH_BF16_TARGET float weights(float* s, uint32_t ldk, uint32_t from, uint32_t seen, float softcap,
+                                 float& m, float& l, uint16_t* p) {
+  if (from >= seen) {
+    std::memset(p, 0, size_t{ldk} * sizeof *p);
+    return 1.0f;
+  }
+  if (softcap > 0.0f) simd::softcap(s + from, seen - from, softcap);
+  __m512 top = _mm512_set1_ps(m);
+  for (uint32_t j = 0; j < ldk; j += 16)
+    top = _mm512_mask_max_ps(top, seen_lanes(j, from, seen), top, _mm512_loadu_ps(s + j));
+  const float m_new = _mm512_reduce_max_ps(top);
+  const __m512 shift = _mm512_set1_ps(m_new);
+  __m512 sum = _mm512_setzero_ps();
+  for (uint32_t j = 0; j < ldk; j += 16) {
+    const __m512 e =
+        _mm512_maskz_mov_ps(seen_lanes(j, from, seen), exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), shift)));
+    sum = _mm512_add_ps(sum, e);
+    const __m256bh b = _mm512_cvtneps_pbh(e);
+    std::memcpy(p + j, &b, sizeof b);
+  }
+  const float correction = simd::exp(m - m_new);  // ~1e-38 on the first tile, where l and acc are 0
+  l = l * correction + _mm512_reduce_add_ps(sum);
+  m = m_new;
+  return correction;
+}
+
+template <uint32_t NQ>
+HEARTH_BF16_TARGET void fold_queries(const uint16_t* qb, const uint32_t* kp, const uint32_t* vp, uint32_t n,
+                                     uint32_t hd, const uint32_t* from, const uint32_t* seen, float softcap,
+                                     float* m, float* l, float* acc, fold_scratch w) {
+  const uint32_t ldk = (n + 15) / 16 * 16;
+  scores<NQ>(qb, hd, kp, ldk, w.s);
+  float correction[NQ];
+  for (uint32_t g = 0; g < NQ; ++g)
+    correction[g] =
+        weights(w.s + size_t{g} * ldk, ldk, from[g], seen[g], softcap, m[g], l[g], w.p + size_t{g} * ldk);
+  values<NQ>(w.p, ldk, vp, (n + 1) / 2, hd, correction, acc);
+}
+
+HEARTH_BF16_TARGET void round_rows(const float* q, size_t ldq, uint32_t nq, uint32_t hd, uint16_t* qb) {
+  for (uint32_t i = 0; i < nq; ++i) {
+    const float* src = q + i * ldq;
+    for (uint32_t d = 0; d < hd; d += 32) {
+      // vcvtne2ps2bf16 rounds to nearest even; its second operand fills the low half.
+      const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + d + 16), _mm512_loadu_ps(src + d));
+      _mm512_storeu_si512(qb + size_t{i} * hd + d, as_int(b));
+    }
+  }
+}
+
+HEARTH_BF16_TARGET void pack(const uint16_t* const* k, const uint16_t* const* v, uint32_t block_size,
+                             uint32_t n, uint32_t hd, uint32_t* kp, uint32_t* vp) {
+  const auto row = [&](const uint16_t* const* tiles, uint32_t j) {
+    return tiles[j / block_size] + size_t{j % block_size} * hd;
+  };
+  const uint32_t ldk = (n + 15) / 16 * 16;
+  for (uint32_t j0 = 0; j0 < ldk; j0 += 16) {
+    for (uint32_t p0 = 0; p0 < hd / 2; p0 += 16) {
+      __m512i r[16];
+      for (uint32_t i = 0; i < 16; ++i)
+        r[i] = j0 + i < n ? _mm512_loadu_si512(row(k, j0 + i) + 2 * p0) : _mm512_setzero_si512();
+      transpose_16x16(r);
+      for (uint32_t q = 0; q < 16; ++q) _mm512_storeu_si512(kp + size_t{p0 + q} * ldk + j0, r[q]);
+    }
+  }
+  for (uint32_t j = 0; j < n; j += 2) {
+    const uint16_t* even = row(v, j);
+    const uint16_t* odd = j + 1 < n ? row(v, j + 1) : nullptr;
+    for (uint32_t d = 0; d < hd; d += 16) {
+      const __m512i lo =
+          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(even + d)));
+      const __m512i hi =
+          odd ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(odd + d)))
+              : _mm512_setzero_si512();
+      _mm512_storeu_si512(vp + size_t{j / 2} * hd + d, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+  }
+}
+HEARTH_BF16_TARGET void fold_all(const uint16_t* qb, uint32_t nq, const uint32_t* kp, const uint32_t* vp,
+                                 uint32_t n, uint32_t hd, const uint32_t* from, const uint32_t* seen,
+                                 float softcap, float* m, float* l, float* acc, fold_scratch scratch) {
+  for (uint32_t i = 0; i < nq; i += queries_per_fold) {
+    const uint16_t* q = qb + size_t{i} * hd;
+    float* a = acc + size_t{i} * hd;
+    switch (std::min(queries_per_fold, nq - i)) {
+      case 4:
+        fold_queries<4>(q, kp, vp, n, hd, from + i, seen + i, softcap, m + i, l + i, a, scratch);
+        break;
+      case 3:
+        fold_queries<3>(q, kp, vp, n, hd, from + i, seen + i, softcap, m + i, l + i, a, scratch);
+        break;
+      case 2:
+        fold_queries<2>(q, kp, vp, n, hd, from + i, seen + i, softcap, m + i, l + i, a, scratch);
+        break;
+      default:
+        fold_queries<1>(q, kp, vp, n, hd, from + i, seen + i, softcap, m + i, l + i, a, scratch);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+bool usable(uint32_t head_dim) {
+  return head_dim % 32 == 0 && dpbf16_available();
+}
+
+void round_queries(const float* q, size_t ldq, uint32_t nq, uint32_t hd, uint16_t* qb) {
+  round_rows(q, ldq, nq, hd, qb);
+}
+
+void pack_tile(const uint16_t* const* k, const uint16_t* const* v, uint32_t block_size, uint32_t n,
+               uint32_t hd, uint32_t* kp, uint32_t* vp) {
+  pack(k, v, block_size, n, hd, kp, vp);
+}
+
+void fold(const uint16_t* qb, uint32_t nq, const uint32_t* kp, const uint32_t* vp, uint32_t n, uint32_t hd,
+          const uint32_t* from, const uint32_t* seen, float softcap, float* m, float* l, float* acc,
+          fold_scratch scratch) {
+  fold_all(qb, nq, kp, vp, n, hd, from, seen, softcap, m, l, acc, scratch);
+}
+
+}  // namespace hearth::ops::attention_bf16

@@ -1,0 +1,47 @@
+#pragma once
+// Prefill tiles of paged attention multiplied in bf16 with AVX-512 BF16's vdpbf16ps, internal to
+// kernels/ (paged_attention.cpp walks the blocks and calls these). Each vdpbf16ps is 32
+// multiply-adds where an f32 FMA is 16 (8 in AVX2's registers), and the pool's bf16 K and V are
+// multiplied as stored, paired, instead of widened to f32. The price is two roundings to bf16
+// (nearest even): the scaled queries, once per item, and the softmax weights, per tile; sums,
+// maxima and the running softmax stay f32. A bf16 model's activations are rounded so before every
+// matmul already.
+//
+// Stateless, on raw pointers: no pool, no threads. Only where usable(head_dim).
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hearth::ops::attention_bf16 {
+
+//! Keys a packed tile holds at most, and a multiple of 16 (one vector of scores).
+inline constexpr uint32_t max_tile_keys = 128;
+
+//! Whether this CPU has vdpbf16ps (dpbf16_available) and head_dim suits it (a multiple of 16).
+bool usable(uint32_t head_dim);
+
+//! q (nq, hd) f32, rows ldq apart, rounded to bf16 into qb (nq, hd).
+void round_queries(const float* q, size_t ldq, uint32_t nq, uint32_t hd, uint16_t* qb);
+
+//! One head's K and V of n keys (<= max_tile_keys), from the pool's tiles of consecutive blocks:
+//! k[t], v[t] the (block_size, hd) bf16 tiles of block t, packed for fold: kp (hd / 2, ldk) the
+//! keys' element pairs, a key to a column (ldk = n rounded up to 16, the rest zero); vp (n / 2
+//! rounded up, hd) pairs of consecutive keys' elements (an odd last key paired with zero).
+void pack_tile(const uint16_t* const* k, const uint16_t* const* v, uint32_t block_size, uint32_t n,
+               uint32_t hd, uint32_t* kp, uint32_t* vp);
+
+//! The scratch a fold needs: scores (4, ldk) f32 and weights (4, ldk) bf16.
+struct fold_scratch {
+  float* s;
+  uint16_t* p;
+};
+
+//! Folds a packed tile of n keys into queries [0, nq) of qb (nq, hd): query i sees keys
+//! [from[i], seen[i]) of the tile (none when from >= seen: its state stays), its scores
+//! soft-capped (c tanh(s / c)) when softcap > 0. Its running max m[i], sum l[i] and acc (nq, hd)
+//! row i are updated as in attention_tile.hpp's folds.
+void fold(const uint16_t* qb, uint32_t nq, const uint32_t* kp, const uint32_t* vp, uint32_t n, uint32_t hd,
+          const uint32_t* from, const uint32_t* seen, float softcap, float* m, float* l, float* acc,
+          fold_scratch scratch);
+
+}  // namespace hearth::ops::attention_bf16
