@@ -270,10 +270,11 @@ TEST_CASE("bf16 prefill tiles match dense attention over bf16 queries, on any th
   CAPTURE(seed);
   std::mt19937 rng(seed);
   const int threads_before = kernel_threads();
-  // Heads of 64, 96 and 128 (MHA and GQA), blocks of 1 to 32 keys; and a head of 48, which the
-  // bf16 tiles do not take (f32 tiles instead, at their bound).
+  // Heads of 64, 96, 128 and 256 (gemma's; MHA and GQA), blocks of 1 to 128 keys; and a head of
+  // 48, which the bf16 tiles do not take (f32 tiles instead, at their bound).
   const auto shape = GENERATE(attn_shape{4, 4, 64, 16}, attn_shape{8, 2, 128, 16}, attn_shape{8, 1, 64, 32},
-                              attn_shape{4, 2, 96, 4}, attn_shape{2, 2, 64, 1}, attn_shape{4, 2, 48, 16});
+                              attn_shape{4, 2, 96, 4}, attn_shape{2, 2, 64, 1}, attn_shape{2, 1, 256, 128},
+                              attn_shape{4, 2, 48, 16});
   CAPTURE(shape.n_head, shape.n_head_kv, shape.head_dim, shape.block_size);
   // Prefill chunks from 0 and after cached prefixes (mid-block, across the 64-row items and across
   // two key ranges), beside decode rows (which stay f32).
