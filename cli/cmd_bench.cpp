@@ -45,6 +45,7 @@ nlohmann::json to_json(const kernels_bench_report& r) {
                  {"cpu", r.cpu},
                  {"kv_dtype", to_string(r.kv)},
                  {"block_size", r.block_size},
+                 {"bf16_attention", r.bf16_attention},
                  {"quick", r.quick}};
   for (const auto& g : r.gemm) {
     j["gemm"]["shapes"].push_back(

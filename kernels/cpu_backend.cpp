@@ -202,6 +202,10 @@ std::array<matmul_plan, 5> cpu_backend::plans() const {
   return {l.qkv.plan(), l.wo.plan(), l.gate_up.plan(), l.down.plan(), w_->head->plan()};
 }
 
+bool cpu_backend::prefill_attention_in_bf16() const {
+  return ops::prefill_in_bf16(kv_->layout(), {.bf16_tiles = w_->bf16_tiles});
+}
+
 size_t cpu_backend::weight_bytes() const {
   size_t n = w_->embd.size() + w_->output_norm.size() * 4 + w_->head->weight_bytes();
   for (const layer& l : w_->layers) {

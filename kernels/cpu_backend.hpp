@@ -59,6 +59,8 @@ class cpu_backend final : public backend {
   size_t weight_bytes() const;
   //! The first layer's linears' plans (qkv, wo, gate_up, down) and the head's: what the bench shows.
   std::array<matmul_plan, 5> plans() const;
+  //! Whether prefill attention multiplies in bf16 here (ops::prefill_in_bf16): the bench shows it.
+  bool prefill_attention_in_bf16() const;
 
  public:
   struct layer {

@@ -89,4 +89,8 @@ struct attn_params {
 void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_view<const float> q,
                      row_view<float> out, std::span<const seq_rows> seqs, const attn_params& params = {});
 
+//! Whether paged_attention folds prefill chunks over this layout in bf16 (attention_bf16.hpp):
+//! params allow it, the pool is bf16, the CPU has vdpbf16ps, and the heads and blocks suit it.
+bool prefill_in_bf16(const kv_layout& layout, const attn_params& params);
+
 }  // namespace hearth::ops

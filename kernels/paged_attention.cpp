@@ -511,6 +511,12 @@ attn_plan make_plan(const kv_layout& lay, uint32_t group, uint32_t window, std::
 
 }  // namespace
 
+bool prefill_in_bf16(const kv_layout& layout, const attn_params& params) {
+  return params.bf16_tiles && layout.dtype == kv_dtype::bf16 &&
+         prefill_tile_keys(layout.block_size) <= attention_bf16::max_tile_keys &&
+         attention_bf16::usable(layout.head_dim);
+}
+
 void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_view<const float> q,
                      row_view<float> out, std::span<const seq_rows> seqs, const attn_params& params) {
   const kv_layout& lay = pool.layout();
@@ -523,9 +529,7 @@ void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_v
   const float scale = params.scale > 0.0f
                           ? params.scale
                           : static_cast<float>(1.0 / std::sqrt(static_cast<double>(lay.head_dim)));
-  const bool bf16_tiles = params.bf16_tiles && lay.dtype == kv_dtype::bf16 &&
-                          prefill_tile_keys(lay.block_size) <= attention_bf16::max_tile_keys &&
-                          attention_bf16::usable(lay.head_dim);
+  const bool bf16_tiles = prefill_in_bf16(lay, params);
   const attn_call call{pool, layer, group, scale,           params.softcap, params.window,
                        q,    out,   seqs,  partials.data(), bf16_tiles};
   parallel_for(plan.items.size(), [&](size_t i) { attend_item(call, plan.items[i]); });
