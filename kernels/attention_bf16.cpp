@@ -13,6 +13,7 @@
 // GCC 12's bug 105593 (avx512_bf16.hpp) in many of the intrinsics used here.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace hearth::ops::attention_bf16 {
@@ -243,6 +244,123 @@ HEARTH_BF16_TARGET void fold_all(const uint16_t* qb, uint32_t nq, const uint32_t
   }
 }
 
+//! 16 vectors, one a key's 16 partial sums, -> the 16 keys' sums in one vector, in key order: the
+//! halves of pairs added across 256-bit, then 128-bit lanes, then within them (45 operations,
+//! where a reduction per key takes 8), and the keys' order restored by one permute.
+HEARTH_BF16_TARGET inline __m512 sum_lanes(const __m512 (&x)[16]) {
+  __m512 a[8], b[4], c[2];
+  for (int i = 0; i < 8; ++i)  // [key 2i's 8 partials | key 2i + 1's]
+    a[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  for (int i = 0; i < 4; ++i)  // 128-bit lane L: key 4i + L's 4 partials
+    b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  for (int i = 0; i < 2; ++i)  // lane L: keys 8i + L, 8i + 4 + L, 2 partials each, interleaved
+    c[i] =
+        _mm512_add_ps(_mm512_unpacklo_ps(b[2 * i], b[2 * i + 1]), _mm512_unpackhi_ps(b[2 * i], b[2 * i + 1]));
+  const __m512d c0 = _mm512_castps_pd(c[0]), c1 = _mm512_castps_pd(c[1]);
+  // Element 4 L + e holds key 4 e + L.
+  const __m512 d = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(c0, c1)),
+                                 _mm512_castpd_ps(_mm512_unpackhi_pd(c0, c1)));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, d);
+}
+
+//! s (ldk,) = query q (hd,) . keys [0, n) of k (n, hd), read in place; zero beyond n, up to ldk (n
+//! rounded up to 16). One vdpbf16ps per key and 32 elements.
+HEARTH_BF16_TARGET void row_scores(const uint16_t* q, const uint16_t* k, uint32_t n, uint32_t hd, float* s) {
+  for (uint32_t j0 = 0; j0 < n; j0 += 16) {
+    __m512 x[16];
+#pragma GCC unroll 16
+    for (uint32_t j = 0; j < 16; ++j) {
+      x[j] = _mm512_setzero_ps();
+      if (j0 + j >= n) continue;
+      const uint16_t* row = k + size_t{j0 + j} * hd;
+      for (uint32_t d = 0; d < hd; d += 32)
+        x[j] =
+            _mm512_dpbf16_ps(x[j], as_bf16(_mm512_loadu_si512(row + d)), as_bf16(_mm512_loadu_si512(q + d)));
+    }
+    _mm512_storeu_ps(s + j0, sum_lanes(x));
+  }
+}
+
+//! acc (NQ, hd) columns [d0, d0 + 16 NV) = acc * correction + p (NQ, ldp) @ v (n, hd): the rows
+//! of consecutive keys interleaved into pairs in registers (vpermt2w), one vdpbf16ps per query,
+//! pair of keys and 16 columns. An odd last key is paired with zero.
+template <uint32_t NQ, uint32_t NV>
+HEARTH_BF16_TARGET void row_value_vectors(const uint16_t* p, uint32_t ldp, const uint16_t* v, uint32_t n,
+                                          uint32_t hd, uint32_t d0, const float* correction, float* acc) {
+  static_assert(NV % 2 == 0, "columns come in pairs of vectors: 32 elements of a row");
+  // Word 2i of a pair vector is element i of the even key's row, word 2i + 1 the odd key's (32 + i).
+  alignas(64) static constexpr uint16_t interleave[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                                          37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                                          11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  const __m512i lo = _mm512_load_si512(interleave);
+  const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+  __m512 a[NQ][NV];
+  for (uint32_t g = 0; g < NQ; ++g)
+    for (uint32_t x = 0; x < NV; ++x)
+      a[g][x] =
+          _mm512_mul_ps(_mm512_loadu_ps(acc + size_t{g} * hd + d0 + 16 * x), _mm512_set1_ps(correction[g]));
+  for (uint32_t j = 0; j < n; j += 2) {
+    const uint16_t* even = v + size_t{j} * hd;
+    const uint16_t* odd = j + 1 < n ? even + hd : nullptr;
+    __m512bh pairs[NV];
+    for (uint32_t x = 0; x < NV / 2; ++x) {
+      const __m512i e = _mm512_loadu_si512(even + d0 + 32 * x);
+      const __m512i o = odd ? _mm512_loadu_si512(odd + d0 + 32 * x) : _mm512_setzero_si512();
+      pairs[2 * x] = as_bf16(_mm512_permutex2var_epi16(e, lo, o));
+      pairs[2 * x + 1] = as_bf16(_mm512_permutex2var_epi16(e, hi, o));
+    }
+    for (uint32_t g = 0; g < NQ; ++g) {
+      const __m512bh w = broadcast_pair(p + size_t{g} * ldp + j);
+      for (uint32_t x = 0; x < NV; ++x) a[g][x] = _mm512_dpbf16_ps(a[g][x], pairs[x], w);
+    }
+  }
+  for (uint32_t g = 0; g < NQ; ++g)
+    for (uint32_t x = 0; x < NV; ++x) _mm512_storeu_ps(acc + size_t{g} * hd + d0 + 16 * x, a[g][x]);
+}
+
+//! Keys [from, n) of k, v (n, hd), n <= max_tile_keys, folded into queries [0, NQ) of qb.
+template <uint32_t NQ>
+HEARTH_BF16_TARGET void fold_rows(const uint16_t* qb, const uint16_t* k, const uint16_t* v, uint32_t n,
+                                  uint32_t from, uint32_t hd, float softcap, float* m, float* l, float* acc) {
+  const uint32_t ldk = (n + 15) / 16 * 16;
+  alignas(64) float s[max_tile_keys];
+  alignas(64) uint16_t p[NQ * max_tile_keys];
+  float correction[NQ];
+  for (uint32_t g = 0; g < NQ; ++g) {
+    row_scores(qb + size_t{g} * hd, k, n, hd, s);
+    correction[g] = weights(s, ldk, from, n, softcap, m[g], l[g], p + g * ldk);
+  }
+  uint32_t d0 = 0;
+  for (; d0 + 64 <= hd; d0 += 64) row_value_vectors<NQ, 4>(p, ldk, v, n, hd, d0, correction, acc);
+  if (d0 < hd) row_value_vectors<NQ, 2>(p, ldk, v, n, hd, d0, correction, acc);
+}
+
+HEARTH_BF16_TARGET void fold_all_rows(const uint16_t* qb, uint32_t nq, const uint16_t* k, const uint16_t* v,
+                                      uint32_t n, uint32_t from, uint32_t hd, float softcap, float* m,
+                                      float* l, float* acc) {
+  for (uint32_t i = 0; i < nq; i += queries_per_fold) {
+    const uint16_t* q = qb + size_t{i} * hd;
+    float* a = acc + size_t{i} * hd;
+    switch (std::min(queries_per_fold, nq - i)) {
+      case 4:
+        fold_rows<4>(q, k, v, n, from, hd, softcap, m + i, l + i, a);
+        break;
+      case 3:
+        fold_rows<3>(q, k, v, n, from, hd, softcap, m + i, l + i, a);
+        break;
+      case 2:
+        fold_rows<2>(q, k, v, n, from, hd, softcap, m + i, l + i, a);
+        break;
+      default:
+        fold_rows<1>(q, k, v, n, from, hd, softcap, m + i, l + i, a);
+        break;
+    }
+  }
+}
+
 }  // namespace
 
 bool usable(uint32_t head_dim) {
@@ -262,6 +380,15 @@ void fold(const uint16_t* qb, uint32_t nq, const uint32_t* kp, const uint32_t* v
           const uint32_t* from, const uint32_t* seen, float softcap, float* m, float* l, float* acc,
           fold_scratch scratch) {
   fold_all(qb, nq, kp, vp, n, hd, from, seen, softcap, m, l, acc, scratch);
+}
+
+void fold_in_place(const uint16_t* qb, uint32_t nq, const uint16_t* k, const uint16_t* v, uint32_t n,
+                   uint32_t from, uint32_t hd, float softcap, float* m, float* l, float* acc) {
+  // A block of more than max_tile_keys keys (block_size up to 1024) in runs of that many.
+  for (uint32_t j0 = from / max_tile_keys * max_tile_keys; j0 < n; j0 += max_tile_keys) {
+    const uint32_t keys = std::min(max_tile_keys, n - j0), first = from > j0 ? from - j0 : 0;
+    fold_all_rows(qb, nq, k + size_t{j0} * hd, v + size_t{j0} * hd, keys, first, hd, softcap, m, l, acc);
+  }
 }
 
 }  // namespace hearth::ops::attention_bf16

@@ -44,4 +44,10 @@ void fold(const uint16_t* qb, uint32_t nq, const uint32_t* kp, const uint32_t* v
           const uint32_t* from, const uint32_t* seen, float softcap, float* m, float* l, float* acc,
           fold_scratch scratch);
 
+//! Folds keys [from, n) of one block, its bf16 K and V tiles k, v (n, hd) read in place, into
+//! queries [0, nq) of qb (nq, hd), each seeing them all: decode rows, where a tile meets too few
+//! queries to pay for packing it. acc (nq, hd) in order; the same roundings as fold.
+void fold_in_place(const uint16_t* qb, uint32_t nq, const uint16_t* k, const uint16_t* v, uint32_t n,
+                   uint32_t from, uint32_t hd, float softcap, float* m, float* l, float* acc);
+
 }  // namespace hearth::ops::attention_bf16

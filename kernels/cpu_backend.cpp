@@ -176,7 +176,7 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
     if (opt.progress) opt.progress(l + 1, hp->n_layer + 1);
   }
   w->output_norm = ix->floats(weight_kind::output_norm);
-  w->bf16_tiles = opt.compute == compute_type::bf16;
+  w->bf16_attention = opt.compute == compute_type::bf16;
   const weight_kind head_kind = hp->tied_output ? weight_kind::token_embd : weight_kind::output;
   const weight_part head[] = {part(*ix, head_kind, 0)};
   auto lh = make_linear(head, d, opt);
@@ -202,8 +202,8 @@ std::array<matmul_plan, 5> cpu_backend::plans() const {
   return {l.qkv.plan(), l.wo.plan(), l.gate_up.plan(), l.down.plan(), w_->head->plan()};
 }
 
-bool cpu_backend::prefill_attention_in_bf16() const {
-  return ops::prefill_in_bf16(kv_->layout(), {.bf16_tiles = w_->bf16_tiles});
+bool cpu_backend::attention_in_bf16() const {
+  return ops::decode_in_bf16(kv_->layout(), {.in_bf16 = w_->bf16_attention});
 }
 
 size_t cpu_backend::weight_bytes() const {
@@ -273,7 +273,7 @@ void cpu_backend::run_layer(const layer& l, uint32_t index, uint32_t n_rows, con
   // q and k heads lie side by side at the start of each fused row: one rotation covers both.
   ops::rope({qkv_.data(), qkv_dim}, n_rows, hp_.n_head + hp_.n_head_kv, hp_.head_dim, rope);
   ops::store_kv(*kv_, index, {qkv_.data() + q_dim, qkv_dim}, {qkv_.data() + q_dim + kv_dim, qkv_dim}, seqs_);
-  const ops::attn_params attn{hp_.kq_scale(), hp_.attn_softcap, hp_.window(index), w_->bf16_tiles};
+  const ops::attn_params attn{hp_.kq_scale(), hp_.attn_softcap, hp_.window(index), w_->bf16_attention};
   ops::paged_attention(*kv_, index, hp_.n_head, {qkv_.data(), qkv_dim}, {att_.data(), q_dim}, seqs_, attn);
   l.wo.forward(att_.data(), h_.data(), n_rows);
   if (hp_.has_post_norms) ops::rmsnorm({h_.data(), d}, l.attn_post_norm, hp_.rms_eps, {h_.data(), d}, n_rows);

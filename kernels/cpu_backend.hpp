@@ -59,8 +59,9 @@ class cpu_backend final : public backend {
   size_t weight_bytes() const;
   //! The first layer's linears' plans (qkv, wo, gate_up, down) and the head's: what the bench shows.
   std::array<matmul_plan, 5> plans() const;
-  //! Whether prefill attention multiplies in bf16 here (ops::prefill_in_bf16): the bench shows it.
-  bool prefill_attention_in_bf16() const;
+  //! Whether attention multiplies in bf16 here (ops::decode_in_bf16; prefill too unless its
+  //! blocks are too long): the bench shows it.
+  bool attention_in_bf16() const;
 
  public:
   struct layer {
@@ -86,7 +87,7 @@ class cpu_backend final : public backend {
     std::vector<layer> layers;
     std::vector<float> output_norm;  // (d,)
     std::optional<linear> head;      // (vocab, d)
-    bool bf16_tiles = false;         // compute bf16: prefill attention may multiply in bf16
+    bool bf16_attention = false;     // compute bf16: attention may multiply in bf16
   };
 
   cpu_backend(hparams hp, std::shared_ptr<const weights> w, std::shared_ptr<kv_pool> kv);

@@ -75,10 +75,11 @@ struct attn_params {
   float scale = 0.0f;    //!< multiplies q.k; 0: 1 / sqrt(head_dim)
   float softcap = 0.0f;  //!< scores c tanh(s / c) before the softmax (gemma2); 0: none
   uint32_t window = 0;   //!< a row at p sees keys p - window < t <= p (sliding layers); 0: 0..p
-  //! Prefill chunks of a bf16 pool may multiply in bf16 where the CPU has vdpbf16ps
+  //! A bf16 pool's attention may multiply in bf16 where the CPU has vdpbf16ps
   //! (attention_bf16.hpp): queries and softmax weights rounded to bf16, twice the multiply-adds
-  //! a cycle. Decode rows and f32 pools are unchanged.
-  bool bf16_tiles = false;
+  //! a cycle; prefill chunks fold packed tiles, decode rows the blocks in place. f32 pools are
+  //! unchanged.
+  bool in_bf16 = false;
 };
 
 //! Causal attention over the paged cache: for each row at position p, per head h,
@@ -89,8 +90,10 @@ struct attn_params {
 void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_view<const float> q,
                      row_view<float> out, std::span<const seq_rows> seqs, const attn_params& params = {});
 
-//! Whether paged_attention folds prefill chunks over this layout in bf16 (attention_bf16.hpp):
-//! params allow it, the pool is bf16, the CPU has vdpbf16ps, and the heads and blocks suit it.
+//! Whether paged_attention folds decode rows over this layout in bf16 (attention_bf16.hpp):
+//! params allow it, the pool is bf16, the CPU has vdpbf16ps, and the heads suit it.
+bool decode_in_bf16(const kv_layout& layout, const attn_params& params);
+//! The same for prefill chunks, whose packed tiles also ask blocks of at most 32 keys.
 bool prefill_in_bf16(const kv_layout& layout, const attn_params& params);
 
 }  // namespace hearth::ops

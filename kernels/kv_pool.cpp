@@ -78,19 +78,6 @@ uint32_t kv_pool::blocks_for_tokens(const kv_layout& layout, uint64_t tokens) {
                                                   : static_cast<uint32_t>(n);
 }
 
-const std::byte* kv_pool::tile(uint32_t block, uint32_t layer, uint32_t kv, uint32_t head) const {
-  assert(block < n_blocks_ && "kv_pool::tile: block id out of range");
-  assert(layer < layout_.n_layer && kv < 2 && head < layout_.n_head_kv &&
-         "kv_pool::tile: index out of range");
-  // block (n_layer, 2 [k, v], n_head_kv, block_size, head_dim)
-  const size_t tile_index = (size_t{layer} * 2 + kv) * layout_.n_head_kv + head;
-  return mem_.get() + size_t{block} * layout_.block_bytes() + tile_index * layout_.tile_bytes();
-}
-
-std::byte* kv_pool::tile(uint32_t block, uint32_t layer, uint32_t kv, uint32_t head) {
-  return const_cast<std::byte*>(std::as_const(*this).tile(block, layer, kv, head));
-}
-
 std::span<const std::byte> kv_pool::block(uint32_t block) const {
   assert(block < n_blocks_ && "kv_pool::block: block id out of range");
   return {mem_.get() + size_t{block} * layout_.block_bytes(), layout_.block_bytes()};

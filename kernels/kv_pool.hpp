@@ -2,11 +2,13 @@
 // The paged KV cache in host memory (kernels/kv_store.hpp gives the block layout): the CPU
 // backends' pool, read and written in place by their kernels.
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "common/result.hpp"
 #include "kernels/kv_store.hpp"
@@ -42,6 +44,21 @@ class kv_pool final : public kv_store {
   uint32_t n_blocks_;
   std::unique_ptr<std::byte[], void (*)(std::byte*)> mem_;
 };
+
+// Inline: the attention kernels ask for a tile per (block, head) they fold, where the call was 7 %
+// of a decode step's attention.
+inline const std::byte* kv_pool::tile(uint32_t block, uint32_t layer, uint32_t kv, uint32_t head) const {
+  assert(block < n_blocks_ && "kv_pool::tile: block id out of range");
+  assert(layer < layout_.n_layer && kv < 2 && head < layout_.n_head_kv &&
+         "kv_pool::tile: index out of range");
+  // block (n_layer, 2 [k, v], n_head_kv, block_size, head_dim)
+  const size_t tile_index = (size_t{layer} * 2 + kv) * layout_.n_head_kv + head;
+  return mem_.get() + size_t{block} * layout_.block_bytes() + tile_index * layout_.tile_bytes();
+}
+
+inline std::byte* kv_pool::tile(uint32_t block, uint32_t layer, uint32_t kv, uint32_t head) {
+  return const_cast<std::byte*>(std::as_const(*this).tile(block, layer, kv, head));
+}
 
 //! The block count of a backend's pool: `tokens` positions, else `bytes`, else one sequence of
 //! n_ctx positions. errc::invalid_argument naming `who` for a block size outside [1, 1024] or a

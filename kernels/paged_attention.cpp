@@ -21,11 +21,15 @@
 // 256 at 0, 1.47 x for 256 at 3072 on one. Decode rows read bf16 tiles in place, in tile order;
 // the output is put back in order once per item.
 //
-// Where the CPU has vdpbf16ps and the caller allows it (attn_params::bf16_tiles), a prefill
+// Where the CPU has vdpbf16ps and the caller allows it (attn_params::in_bf16), a prefill
 // item's tiles of a bf16 pool fold in bf16 instead (attention_bf16.hpp), and it asks for the next
 // tile's blocks into L2 as it folds one (which did nothing for the f32 folds, bound by their
 // FMAs). attention_bench's prefill lines, small's heads, AMD EPYC Zen 4, two threads: 1.6-2.1 x
-// the f32 folds.
+// the f32 folds. A decode row's blocks fold in bf16 too, read in place, a block at a time (in
+// runs of 4 blocks, one softmax update a run, each head's walk left the blocks' contiguous runs of
+// tiles and read memory 5-10 % slower): one vdpbf16ps per key and 32 elements for the scores, the
+// values' rows paired in registers. attention_bench's decode lines, same machine: Llama-3-8B's
+// heads 1.5-1.6 x (compute-bound, 33 -> 53 % of the triad), small's 16 rows at 256 1.4 x.
 
 #include <algorithm>
 #include <cassert>
@@ -105,8 +109,9 @@ struct attn_call {
   row_view<const float> q;
   row_view<float> out;
   std::span<const seq_rows> seqs;
-  float* partials;  // per split item: acc (nq, head_dim), m (nq,), l (nq,)
-  bool bf16_tiles;  // prefill tiles fold in bf16 (attention_bf16.hpp)
+  float* partials;   // per split item: acc (nq, head_dim), m (nq,), l (nq,)
+  bool bf16_tiles;   // prefill tiles fold in bf16 (attention_bf16.hpp)
+  bool bf16_blocks;  // so do decode rows' blocks, read in place (attention_bf16::fold_in_place)
 };
 
 //! One thread's buffers, kept across calls so that a decode step allocates nothing.
@@ -352,8 +357,10 @@ HEARTH_SIMD_INLINE void fold_block(const attn_call& c, const attn_item& it, attn
                                    const head_blocks& hb, uint64_t first_pos) {
   const uint32_t hd = c.pool.layout().head_dim, bs = c.pool.layout().block_size;
   const uint32_t block = c.seqs[it.seq].blocks[hb.b];
-  const auto* k = tile_as<E>(c.pool, block, c.layer, 0, hb.kv_head, hb.n_keys, w.k);
-  const auto* v = tile_as<E>(c.pool, block, c.layer, 1, hb.kv_head, hb.n_keys, w.v);
+  // In bf16 (attn_call::bf16_blocks) the tiles are read in place; else as E reads them.
+  const bool bf16 = c.bf16_blocks;
+  const auto* k = bf16 ? nullptr : tile_as<E>(c.pool, block, c.layer, 0, hb.kv_head, hb.n_keys, w.k);
+  const auto* v = bf16 ? nullptr : tile_as<E>(c.pool, block, c.layer, 1, hb.kv_head, hb.n_keys, w.v);
   for (uint32_t i = 0; i < it.n_rows; ++i) {
     const uint64_t pos = first_pos + i;
     if (pos < hb.base) continue;  // this row sees none of the tile
@@ -363,6 +370,14 @@ HEARTH_SIMD_INLINE void fold_block(const attn_call& c, const attn_item& it, attn
     const auto off = static_cast<uint32_t>(lo > hb.base ? std::min<uint64_t>(n, lo - hb.base) : 0);
     if (off == n) continue;
     const uint32_t q0 = hb.q0 + i * c.group;
+    if (bf16) {
+      attention_bf16::fold_in_place(
+          w.qb.data() + size_t{q0} * hd, c.group,
+          reinterpret_cast<const uint16_t*>(c.pool.tile(block, c.layer, 0, hb.kv_head)),
+          reinterpret_cast<const uint16_t*>(c.pool.tile(block, c.layer, 1, hb.kv_head)), n, off, hd,
+          c.softcap, w.m.data() + q0, w.l.data() + q0, w.acc.data() + size_t{q0} * hd);
+      continue;
+    }
     fold_queries<E>(w, q0, q0 + c.group, k + size_t{off} * hd, v + size_t{off} * hd, n - off, hd, bs,
                     c.softcap);
   }
@@ -382,7 +397,8 @@ HEARTH_SIMD_INLINE void attend(const attn_call& c, const attn_item& it) {
   // Prefill (f32_elems: see in_place) folds tiles of several blocks into 4 queries at a time.
   const bool by_tiles = it.n_rows > 1 && per_head > max_queries_per_fold;
   const bool bf16_tiles = by_tiles && c.bf16_tiles;
-  if (bf16_tiles) {
+  const bool in_bf16 = !by_tiles && c.bf16_blocks;  // decode rows (fold_block)
+  if (bf16_tiles || in_bf16) {
     w.prepare_bf16(nq, hd, bs);
     attention_bf16::round_queries(w.q.data(), hd, nq, hd, w.qb.data());
   }
@@ -437,9 +453,11 @@ HEARTH_SIMD_INLINE void merge(const attn_call& c, const attn_item* first, uint32
 
 //! Whether an item reads a bf16 pool's tiles in place. Only when one fold covers all the item's
 //! queries (a decode row with at most 4 query heads per kv head): each further fold would widen
-//! the tile again, where converting it once to f32 is cheaper.
+//! the tile again, where converting it once to f32 is cheaper. Not where blocks fold in bf16,
+//! whose queries and accumulators are in order (f32_elems').
 bool in_place(const attn_call& c, uint32_t n_rows) {
-  return c.pool.layout().dtype == kv_dtype::bf16 && n_rows * c.group <= max_queries_per_fold;
+  return !c.bf16_blocks && c.pool.layout().dtype == kv_dtype::bf16 &&
+         n_rows * c.group <= max_queries_per_fold;
 }
 
 HEARTH_SIMD_CLONES
@@ -512,10 +530,13 @@ attn_plan make_plan(const kv_layout& lay, uint32_t group, uint32_t window, std::
 
 }  // namespace
 
+bool decode_in_bf16(const kv_layout& layout, const attn_params& params) {
+  return params.in_bf16 && layout.dtype == kv_dtype::bf16 && attention_bf16::usable(layout.head_dim);
+}
+
 bool prefill_in_bf16(const kv_layout& layout, const attn_params& params) {
-  return params.bf16_tiles && layout.dtype == kv_dtype::bf16 &&
-         prefill_tile_keys(layout.block_size) <= attention_bf16::max_tile_keys &&
-         attention_bf16::usable(layout.head_dim);
+  return decode_in_bf16(layout, params) &&
+         prefill_tile_keys(layout.block_size) <= attention_bf16::max_tile_keys;
 }
 
 void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_view<const float> q,
@@ -530,9 +551,9 @@ void paged_attention(const kv_pool& pool, uint32_t layer, uint32_t n_head, row_v
   const float scale = params.scale > 0.0f
                           ? params.scale
                           : static_cast<float>(1.0 / std::sqrt(static_cast<double>(lay.head_dim)));
-  const bool bf16_tiles = prefill_in_bf16(lay, params);
+  const bool tiles = prefill_in_bf16(lay, params), blocks = decode_in_bf16(lay, params);
   const attn_call call{pool, layer, group, scale,           params.softcap, params.window,
-                       q,    out,   seqs,  partials.data(), bf16_tiles};
+                       q,    out,   seqs,  partials.data(), tiles,          blocks};
   parallel_for(plan.items.size(), [&](size_t i) { attend_item(call, plan.items[i]); });
   parallel_for(plan.merges.size(), [&](size_t i) {
     merge_items(call, &plan.items[plan.merges[i].first], plan.merges[i].second);

@@ -3,7 +3,8 @@
 // in the same run. Each call reads a different layer of a pool larger than the caches, so K/V come from
 // memory as in a real decode step. Reports GB/s of K/V read against the triad ceiling, and FMA
 // throughput against the core's FMA peak: with 4 query heads per kv head, decode attention does
-// 4 multiply-adds per bf16 element read, so on AVX2 it is compute-bound before memory-bound.
+// 4 multiply-adds per bf16 element read, so on AVX2 it is compute-bound before memory-bound. Where
+// the CPU has vdpbf16ps, also the bf16 folds a bf16 model's decode rows take there.
 // Then prefill chunks at small's heads, against the FMA peak: a chunk deep in a long prompt; where
 // the CPU has vdpbf16ps, also with the bf16 tiles a bf16 model's prefill takes there.
 #include <algorithm>
@@ -111,10 +112,16 @@ void bench_decode(const heads& h, uint32_t ctx, uint32_t n_seqs, double ceiling,
   const double gbps = bytes / per_call / 1e9;
   const double gfma = 2.0 * ctx * n_head * hd * n_seqs / per_call / 1e9;  // q.k and p * v
   std::printf(
-      "decode %-9s ctx %5u x %u seq: %8.1f us/layer, K/V %5.1f GB/s = %3.0f%% of triad, %5.1f GFMA/s = "
-      "%3.0f%% "
-      "of peak\n",
+      "decode %-9s ctx %5u x %2u seq: %8.1f us/layer, K/V %5.1f GB/s = %3.0f%% of triad, %5.1f GFMA/s = "
+      "%3.0f%% of peak",
       h.name, ctx, n_seqs, per_call * 1e6, gbps, 100.0 * gbps / ceiling, gfma, 100.0 * gfma / fma_peak);
+  if (dpbf16_available()) {  // what a bf16 model runs here: the tiles read in place, in bf16
+    const double bf16 = seconds_per_call(pool, n_head, seqs, n_seqs,
+                                         std::max(16, static_cast<int>(4e9 / bytes)), {.in_bf16 = true});
+    std::printf("; bf16 %8.1f us/layer, %3.0f%% of triad, %.2f x", bf16 * 1e6,
+                100.0 * bytes / bf16 / 1e9 / ceiling, per_call / bf16);
+  }
+  std::printf("\n");
 }
 
 //! A prefill chunk of `rows` rows of one sequence at start_pos, small's heads (12 of 64, MHA):
@@ -134,7 +141,7 @@ void bench_prefill(uint32_t start_pos, uint32_t rows, double fma_peak) {
   std::printf("prefill %3u rows at %5u: %8.1f us/layer, %5.1f GFMA/s = %3.0f%% of peak", rows, start_pos,
               per_call * 1e6, fma / per_call / 1e9, 100.0 * fma / per_call / 1e9 / fma_peak);
   if (dpbf16_available()) {  // what a bf16 model runs here
-    const double bf16 = seconds_per_call(pool, n_head, seqs, rows, calls, {.bf16_tiles = true});
+    const double bf16 = seconds_per_call(pool, n_head, seqs, rows, calls, {.in_bf16 = true});
     std::printf("; bf16 tiles %8.1f us/layer, %5.1f GFMA/s, %.2f x", bf16 * 1e6, fma / bf16 / 1e9,
                 per_call / bf16);
   }

@@ -281,7 +281,7 @@ result<std::unique_ptr<cpu_backend>> load_backend(kernels_bench_report& r, const
   r.file_bytes = static_cast<double>(f->size_bytes());
   r.weight_bytes = static_cast<double>((*be)->weight_bytes());
   r.kv_pool_bytes = static_cast<double>((*be)->kv().size_bytes());
-  r.bf16_attention = (*be)->prefill_attention_in_bf16();
+  r.bf16_attention = (*be)->attention_in_bf16();
   return be;
 }
 
@@ -344,7 +344,7 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
   const hparams& hp = r.hp;
   std::fprintf(out, "model %s: d %u, %u layers, %u/%u heads of %u, ff %u, vocab %u\n", r.model_path.c_str(),
                hp.n_embd, hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_vocab);
-  std::fprintf(out, "threads %d, compute %s, kv %s, block %u, prefill attention in %s%s\n\n", r.threads,
+  std::fprintf(out, "threads %d, compute %s, kv %s, block %u, attention in %s%s\n\n", r.threads,
                to_string(r.compute), to_string(r.kv), r.block_size,
                r.bf16_attention ? "bf16 (vdpbf16ps)" : "f32", r.quick ? ", quick" : "");
   print_plans(r, out);

@@ -71,7 +71,7 @@ struct kernels_bench_report {
   std::vector<shape_plan_result> plans;
   kv_dtype kv = kv_dtype::bf16;
   uint32_t block_size = 0;
-  bool bf16_attention = false;  //!< prefill attention multiplies in bf16 (vdpbf16ps)
+  bool bf16_attention = false;  //!< attention multiplies in bf16 (vdpbf16ps)
   bool quick = false;
   // Ceilings
   std::vector<gemm_shape_result> gemm;
