@@ -139,34 +139,44 @@ inline __mmask16 seen_lanes(uint32_t j, uint32_t from, uint32_t seen) {
   return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
 }
 
-//! One query's scores s (ldk,) -> its weights p (ldk,) in bf16 over the keys [from, seen) it
-//! sees, zero elsewhere, soft-capped first when softcap > 0; updates its max and sum, returns the
-//! factor its acc is to be scaled by. Two passes over the row, 16 keys at a time, the unseen keys
-//! masked off.
-HEARTH_BF16_TARGET float weights(float* s, uint32_t ldk, uint32_t from, uint32_t seen, float softcap,
-                                 float& m, float& l, uint16_t* p) {
-  if (from >= seen) {
-    std::memset(p, 0, size_t{ldk} * sizeof *p);
-    return 1.0f;
+//! NQ queries' scores s (NQ, ldk) -> their weights p (NQ, ldk) in bf16 over the keys [from[g],
+//! seen[g]) each sees, zero elsewhere, soft-capped first when softcap > 0; updates their maxima
+//! and sums, and sets the factors their acc rows are to be scaled by. Two passes over the rows,
+//! 16 keys at a time, the unseen keys masked off, each step taken for all NQ queries in turn so
+//! that their chains of reductions and exponentials overlap (a query at a time, a decode fold
+//! spent a quarter of its time waiting on them).
+template <uint32_t NQ>
+HEARTH_BF16_TARGET void weights(float* s, uint32_t ldk, const uint32_t* from, const uint32_t* seen,
+                                float softcap, float* m, float* l, uint16_t* p, float* correction) {
+  __m512 top[NQ], sum[NQ];
+  for (uint32_t g = 0; g < NQ; ++g) {
+    if (softcap > 0.0f && from[g] < seen[g]) simd::softcap(s + g * ldk + from[g], seen[g] - from[g], softcap);
+    top[g] = _mm512_set1_ps(m[g]);
+    sum[g] = _mm512_setzero_ps();
   }
-  if (softcap > 0.0f) simd::softcap(s + from, seen - from, softcap);
-  __m512 top = _mm512_set1_ps(m);
   for (uint32_t j = 0; j < ldk; j += 16)
-    top = _mm512_mask_max_ps(top, seen_lanes(j, from, seen), top, _mm512_loadu_ps(s + j));
-  const float m_new = _mm512_reduce_max_ps(top);
-  const __m512 shift = _mm512_set1_ps(m_new);
-  __m512 sum = _mm512_setzero_ps();
+    for (uint32_t g = 0; g < NQ; ++g)
+      top[g] = _mm512_mask_max_ps(top[g], seen_lanes(j, from[g], seen[g]), top[g],
+                                  _mm512_loadu_ps(s + g * ldk + j));
+  __m512 shift[NQ];
+  for (uint32_t g = 0; g < NQ; ++g) shift[g] = _mm512_set1_ps(_mm512_reduce_max_ps(top[g]));
   for (uint32_t j = 0; j < ldk; j += 16) {
-    const __m512 e =
-        _mm512_maskz_mov_ps(seen_lanes(j, from, seen), exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), shift)));
-    sum = _mm512_add_ps(sum, e);
-    const __m256bh b = _mm512_cvtneps_pbh(e);
-    std::memcpy(p + j, &b, sizeof b);
+    for (uint32_t g = 0; g < NQ; ++g) {
+      // A query that sees none of these keys: every lane masked, whatever its shift (-inf at first).
+      const __m512 e = _mm512_maskz_mov_ps(seen_lanes(j, from[g], seen[g]),
+                                           exp16(_mm512_sub_ps(_mm512_loadu_ps(s + g * ldk + j), shift[g])));
+      sum[g] = _mm512_add_ps(sum[g], e);
+      const __m256bh b = _mm512_cvtneps_pbh(e);
+      std::memcpy(p + g * ldk + j, &b, sizeof b);
+    }
   }
-  const float correction = simd::exp(m - m_new);  // ~1e-38 on the first tile, where l and acc are 0
-  l = l * correction + _mm512_reduce_add_ps(sum);
-  m = m_new;
-  return correction;
+  for (uint32_t g = 0; g < NQ; ++g) {
+    const float m_new = _mm512_cvtss_f32(shift[g]);
+    // ~1e-38 on the first tile, where l and acc are 0; 1 where the query saw nothing new.
+    correction[g] = from[g] < seen[g] ? simd::exp(m[g] - m_new) : 1.0f;
+    l[g] = l[g] * correction[g] + _mm512_reduce_add_ps(sum[g]);
+    m[g] = m_new;
+  }
 }
 
 template <uint32_t NQ>
@@ -176,9 +186,7 @@ HEARTH_BF16_TARGET void fold_queries(const uint16_t* qb, const uint32_t* kp, con
   const uint32_t ldk = (n + 15) / 16 * 16;
   scores<NQ>(qb, hd, kp, ldk, w.s);
   float correction[NQ];
-  for (uint32_t g = 0; g < NQ; ++g)
-    correction[g] =
-        weights(w.s + size_t{g} * ldk, ldk, from[g], seen[g], softcap, m[g], l[g], w.p + size_t{g} * ldk);
+  weights<NQ>(w.s, ldk, from, seen, softcap, m, l, w.p, correction);
   values<NQ>(w.p, ldk, vp, (n + 1) / 2, hd, correction, acc);
 }
 
@@ -266,21 +274,39 @@ HEARTH_BF16_TARGET inline __m512 sum_lanes(const __m512 (&x)[16]) {
   return _mm512_permutexvar_ps(order, d);
 }
 
-//! s (ldk,) = query q (hd,) . keys [0, n) of k (n, hd), read in place; zero beyond n, up to ldk (n
-//! rounded up to 16). One vdpbf16ps per key and 32 elements.
+//! s (ldk,) = query q (hd,) . keys [0, n) of k (n, hd), read in place, up to ldk (n rounded up to
+//! 16): one vdpbf16ps per key and 32 elements, 16 keys' sums at a time. C = hd / 32 where the
+//! head is one of the common widths, so that the query stays in registers and the rows' offsets
+//! are constants (with hd at run time the row pointers spilled); 0 for any.
+template <uint32_t C>
 HEARTH_BF16_TARGET void row_scores(const uint16_t* q, const uint16_t* k, uint32_t n, uint32_t hd, float* s) {
+  const uint32_t chunks = C != 0 ? C : hd / 32;
+  const size_t stride = C != 0 ? 32 * C : hd;
   for (uint32_t j0 = 0; j0 < n; j0 += 16) {
     __m512 x[16];
 #pragma GCC unroll 16
     for (uint32_t j = 0; j < 16; ++j) {
+      // Keys past n repeat the last (in the tile, finite): their lanes are masked in weights.
+      const uint16_t* row = k + std::min(j0 + j, n - 1) * stride;
       x[j] = _mm512_setzero_ps();
-      if (j0 + j >= n) continue;
-      const uint16_t* row = k + size_t{j0 + j} * hd;
-      for (uint32_t d = 0; d < hd; d += 32)
-        x[j] =
-            _mm512_dpbf16_ps(x[j], as_bf16(_mm512_loadu_si512(row + d)), as_bf16(_mm512_loadu_si512(q + d)));
+      for (uint32_t c = 0; c < chunks; ++c)
+        x[j] = _mm512_dpbf16_ps(x[j], as_bf16(_mm512_loadu_si512(row + 32 * c)),
+                                as_bf16(_mm512_loadu_si512(q + 32 * c)));
     }
     _mm512_storeu_ps(s + j0, sum_lanes(x));
+  }
+}
+
+HEARTH_BF16_TARGET void head_scores(const uint16_t* q, const uint16_t* k, uint32_t n, uint32_t hd, float* s) {
+  switch (hd) {
+    case 64:
+      return row_scores<2>(q, k, n, hd, s);
+    case 128:
+      return row_scores<4>(q, k, n, hd, s);
+    case 256:
+      return row_scores<8>(q, k, n, hd, s);
+    default:
+      return row_scores<0>(q, k, n, hd, s);
   }
 }
 
@@ -326,13 +352,16 @@ template <uint32_t NQ>
 HEARTH_BF16_TARGET void fold_rows(const uint16_t* qb, const uint16_t* k, const uint16_t* v, uint32_t n,
                                   uint32_t from, uint32_t hd, float softcap, float* m, float* l, float* acc) {
   const uint32_t ldk = (n + 15) / 16 * 16;
-  alignas(64) float s[max_tile_keys];
+  alignas(64) float s[NQ * max_tile_keys];
   alignas(64) uint16_t p[NQ * max_tile_keys];
+  uint32_t first[NQ], seen[NQ];
   float correction[NQ];
   for (uint32_t g = 0; g < NQ; ++g) {
-    row_scores(qb + size_t{g} * hd, k, n, hd, s);
-    correction[g] = weights(s, ldk, from, n, softcap, m[g], l[g], p + g * ldk);
+    head_scores(qb + size_t{g} * hd, k, n, hd, s + g * ldk);
+    first[g] = from;
+    seen[g] = n;
   }
+  weights<NQ>(s, ldk, first, seen, softcap, m, l, p, correction);
   uint32_t d0 = 0;
   for (; d0 + 64 <= hd; d0 += 64) row_value_vectors<NQ, 4>(p, ldk, v, n, hd, d0, correction, acc);
   if (d0 < hd) row_value_vectors<NQ, 2>(p, ldk, v, n, hd, d0, correction, acc);
