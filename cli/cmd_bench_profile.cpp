@@ -2,12 +2,14 @@
 // measured on this machine's backend for one model, thread count and compute type. Its overhead
 // and scale are what serving costs beyond the backend's time alone: the runtime's messages, and
 // the gateway's and the client's threads on the same cores, which slow the compute too. Both are
-// calibrated on a short run of the household mix (at 1.7 times its rate, so its arrivals are
-// not those of a default run) through the bench's own server, as `bench serve` runs it: the
-// steps it runs, each shape with its round trip, refit the overhead and scale each group of
-// terms (sim::calibrated).
+// calibrated on two short runs of the household mix through the bench's own server, as `bench
+// serve` runs it: at 1.7 times its rate (so its arrivals are not those of a default run), and at
+// half its rate, where most requests arrive at an idle server. The steps they run, each shape
+// with its round trip and the idle time before it, refit the overhead, scale each group of
+// terms and set what a step after idle time adds (sim::calibrated).
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <mutex>
 
@@ -46,7 +48,8 @@ std::string agreement(const sim::step_profile& p, const std::vector<sim::profile
       {"decodes of 1", [](const auto& s) { return s.prefill_kpairs == 0 && s.seqs == 1; }},
       {"2-4", [](const auto& s) { return s.prefill_kpairs == 0 && s.seqs >= 2 && s.seqs <= 4; }},
       {"5+", [](const auto& s) { return s.prefill_kpairs == 0 && s.seqs >= 5; }},
-      {"steps with a prompt", [](const auto& s) { return s.prefill_kpairs > 0; }}};
+      {"steps with a prompt", [](const auto& s) { return s.prefill_kpairs > 0; }},
+      {"after idle", [&p](const auto& s) { return s.idle_ms >= p.idle_gap_ms; }}};
   std::string out;
   for (const kind& k : kinds) {
     std::vector<double> ratio;
@@ -63,9 +66,10 @@ std::string agreement(const sim::step_profile& p, const std::vector<sim::profile
   return out;
 }
 
-// The profile calibrated on the steps of a real run of the household mix.
-result<sim::step_profile> calibrated(const bench_profile_args& a, const model_file& m,
-                                     const sim::step_profile& p) {
+// The steps a run of the household mix at `rate` times its own serves, each with the idle time
+// before it (the bench's engine runs one lane: each step follows the last one's end).
+result<std::vector<sim::profile_point>> served_steps(const bench_profile_args& a, const model_file& m,
+                                                     double rate) {
   household_args h;
   h.model = a.model;
   h.compute = a.compute;
@@ -77,27 +81,46 @@ result<sim::step_profile> calibrated(const bench_profile_args& a, const model_fi
   household_model real{m, nullptr};
   if (auto st = real.load_backend(h); !st) return st.error();
   household::schedule_builder builder(*w, real.tok(), real.n_ctx());
-  auto s = builder.generate(1.7, w->duration_s);
+  auto s = builder.generate(rate, w->duration_s);
   if (!s) return s.error();
   std::mutex mutex;  // the steps are heard on the scheduler's thread
   std::vector<sim::profile_point> steps;
-  auto measured =
-      run_household(h, household_engine(h), *w, real, *s, {.step_end = [&](const step& st, double ms) {
-                      sim::profile_point pt = sim::shape_of(st);
-                      pt.ms = ms;
-                      const std::lock_guard lock(mutex);
-                      steps.push_back(pt);
-                    }});
+  auto last_end = std::chrono::steady_clock::time_point::min();
+  auto measured = run_household(
+      h, household_engine(h), *w, real, *s, {.step_end = [&](const step& st, double ms) {
+        const auto now = std::chrono::steady_clock::now();
+        sim::profile_point pt = sim::shape_of(st);
+        pt.ms = ms;
+        const std::lock_guard lock(mutex);
+        pt.idle_ms =
+            last_end == std::chrono::steady_clock::time_point::min()
+                ? 1e9
+                : std::max(0.0, std::chrono::duration<double, std::milli>(now - last_end).count() - ms);
+        last_end = now;
+        steps.push_back(pt);
+      }});
   if (!measured) return measured.error();
+  return steps;
+}
+
+// The profile calibrated on the steps of two real runs of the household mix.
+result<sim::step_profile> calibrated(const bench_profile_args& a, const model_file& m,
+                                     const sim::step_profile& p) {
+  std::vector<sim::profile_point> steps;
+  for (const double rate : {1.7, 0.5}) {
+    auto served = served_steps(a, m, rate);
+    if (!served) return served.error();
+    steps.insert(steps.end(), served->begin(), served->end());
+  }
   auto c = sim::calibrated(p, steps);
   if (!c) return c.error();
   auto times = [](double now, double was) { return was != 0 ? now / was : 1.0; };
   std::printf(
-      "hearth bench profile: calibrated on %zu steps of %zu requests: %+.2f ms a step; the tokens' "
-      "terms %.2f x, the sequences' %.2f x, decode attention %.2f x, prompt attention %.2f x\n"
+      "hearth bench profile: calibrated on %zu steps: %+.2f ms a step, %+.2f ms after idle time; the "
+      "tokens' terms %.2f x, the sequences' %.2f x, decode attention %.2f x, prompt attention %.2f x\n"
       "  measured / predicted, median: profiled alone: %s\n"
       "                                calibrated:     %s\n",
-      steps.size(), s->requests.size(), c->overhead_ms + c->base_ms - p.overhead_ms - p.base_ms,
+      steps.size(), c->overhead_ms + c->base_ms - p.overhead_ms - p.base_ms, c->after_idle_ms,
       times(c->per_token_ms, p.per_token_ms), times(c->per_seq_ms, p.per_seq_ms),
       times(c->per_decode_kpair_ms, p.per_decode_kpair_ms),
       times(c->per_prefill_kpair_ms, p.per_prefill_kpair_ms), agreement(p, steps).c_str(),

@@ -105,9 +105,11 @@ class simulation {
       const step& s = *lanes_.in_flight(lane);
       if (e_.on_step) e_.on_step(now, s);
       const step_profile& p = profile_of(lane);
+      profile_point shape = shape_of(s);
+      shape.idle_ms = (now - lane_free_since_[lane]) * 1e3;
       // Around the prediction, mean-preserving lognormal: what a machine's steps do run to run.
       const double ms =
-          p.predict_ms(s) * std::exp(p.noise * household::draw_normal(noise_) - p.noise * p.noise / 2);
+          p.predict_ms(shape) * std::exp(p.noise * household::draw_normal(noise_) - p.noise * p.noise / 2);
       lane_ms_[lane] = ms - p.overhead_ms;
       push(now + ms / 1e3, false, lane);
       step_ms_.push_back(ms);
@@ -119,6 +121,7 @@ class simulation {
 
   void complete(size_t lane, double now) {
     const step& s = *lanes_.in_flight(lane);
+    lane_free_since_[lane] = now;
     step_result r{.number = s.number, .sampled = {}, .compute_ms = 0, .error = {}};
     for (const step_seq& q : s.seqs) r.sampled.push_back(q.sample ? filler_ : no_token);
     // The step's backend time, as a worker reports it (what the SLO policy's step-time fit learns).
@@ -171,6 +174,9 @@ class simulation {
   token_id filler_ = 0;
   rng noise_{e_.seed};
   std::vector<double> lane_ms_ = std::vector<double>(2, 0.0);  // each lane's step in flight, backend time
+  // When each lane's last step completed: the idle time before its next (the first follows the
+  // idle server's start, as a served run's does).
+  std::vector<double> lane_free_since_ = std::vector<double>(2, -1e9);
   std::priority_queue<event, std::vector<event>, std::greater<>> queue_;
   uint64_t next_order_ = 0;
   double next_gauge_s_ = 0;

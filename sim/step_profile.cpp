@@ -78,7 +78,7 @@ double step_profile::predict_ms(const profile_point& s) const {
               per_decode_kpair_ms * s.decode_kpairs + per_prefill_kpair_ms * s.prefill_kpairs;
   for (size_t i = 0; i < knots.size() && i < bend_ms.size(); ++i)
     ms += bend_ms[i] * std::max(0.0, s.tokens - knots[i]);
-  return overhead_ms + std::max(0.0, ms);
+  return overhead_ms + std::max(0.0, ms) + (s.idle_ms >= idle_gap_ms ? after_idle_ms : 0.0);
 }
 
 step_profile step_profile::scaled(double compute_x, double bandwidth_x) const {
@@ -134,14 +134,17 @@ status<> fit(step_profile& p, std::vector<profile_point> points) {
 namespace {
 
 constexpr size_t n_groups = 4;
+// The coefficients calibrated() fits: the added constant, each group's scale less 1, and the
+// steps after idle time's added ms.
+constexpr size_t n_coefficients = 2 + n_groups;
 constexpr double min_scale = 0.25, max_scale = 4;
 
-// The added constant, then each group's scale less 1, fitted to what the profile leaves
-// unexplained (each step weighted by 1 / ms^2 as in fit()); `fixed` groups keep the value given.
-std::optional<std::array<double, 1 + n_groups>> fit_scales(
+// The coefficients, fitted to what the profile leaves unexplained (each step weighted by 1 / ms^2
+// as in fit()); `fixed` groups keep the value given.
+std::optional<std::array<double, n_coefficients>> fit_scales(
     const step_profile& p, const std::vector<profile_point>& serving,
     const std::array<std::optional<double>, n_groups>& fixed) {
-  constexpr size_t n = 1 + n_groups;
+  constexpr size_t n = n_coefficients;
   std::vector<double> xtx(n * n, 0.0), xty(n, 0.0);
   std::array<size_t, n> seen{};
   for (const auto& pt : serving) {
@@ -153,16 +156,19 @@ std::optional<std::array<double, 1 + n_groups>> fit_scales(
       x[k + 1] = fixed[k] ? 0.0 : g[k];
       seen[k + 1] += x[k + 1] != 0;
     }
+    x[n - 1] = pt.idle_ms >= p.idle_gap_ms ? 1.0 : 0.0;
+    seen[n - 1] += x[n - 1] != 0;
     const double w = 1.0 / std::max(pt.ms * pt.ms, 1e-6);
     for (size_t i = 0; i < n; ++i) {
       xty[i] += w * x[i] * residual;
       for (size_t j = 0; j < n; ++j) xtx[i * n + j] += w * x[i] * x[j];
     }
   }
-  // The ridge: each scale starts at 1 as if five steps that exercise its group had said so. It
-  // settles what the steps cannot tell apart (a decode of s sequences is s tokens and s
-  // sequences) by the profile's split, holds a group that few steps exercise near its profiled
-  // value and one that none do at it, and barely moves a scale hundreds of steps measure.
+  // The ridge: each scale starts at 1 (the idle steps' ms at 0) as if five steps that exercise
+  // its group had said so. It settles what the steps cannot tell apart (a decode of s sequences
+  // is s tokens and s sequences) by the profile's split, holds a group that few steps exercise
+  // near its profiled value and one that none do at it, and barely moves a scale hundreds of
+  // steps measure.
   for (size_t i = 1; i < n; ++i) {
     double& d = xtx[i * n + i];
     d = seen[i] ? d * (1 + 5.0 / static_cast<double>(seen[i])) : 1.0;
@@ -170,7 +176,7 @@ std::optional<std::array<double, 1 + n_groups>> fit_scales(
   const auto c = solve(std::move(xtx), std::move(xty));
   if (!c) return std::nullopt;
   std::array<double, n> out{};
-  for (size_t i = 0; i < n; ++i) out[i] = i > 0 && fixed[i - 1] ? *fixed[i - 1] : (*c)[i];
+  for (size_t i = 0; i < n; ++i) out[i] = i > 0 && i <= n_groups && fixed[i - 1] ? *fixed[i - 1] : (*c)[i];
   return out;
 }
 
@@ -183,7 +189,7 @@ result<step_profile> calibrated(const step_profile& p, const std::vector<profile
   // A scale past its bounds is held at the bound and the rest refitted without it, so that the
   // constant and the other scales still explain the steps.
   std::array<std::optional<double>, n_groups> fixed{};
-  std::optional<std::array<double, 1 + n_groups>> c;
+  std::optional<std::array<double, n_coefficients>> c;
   for (size_t round = 0; round <= n_groups; ++round) {
     c = fit_scales(p, serving, fixed);
     if (!c) return error{errc::invalid_argument, "step profile: the served steps cannot be told apart"};
@@ -208,6 +214,7 @@ result<step_profile> calibrated(const step_profile& p, const std::vector<profile
   q.per_seq_ms *= 1 + d[2];
   q.per_decode_kpair_ms *= 1 + d[3];
   q.per_prefill_kpair_ms *= 1 + d[4];
+  q.after_idle_ms = p.after_idle_ms + std::max(0.0, d[5]);
   return q;
 }
 
@@ -227,6 +234,8 @@ std::string to_json(const step_profile& p) {
                   {"per_decode_kpair_ms", p.per_decode_kpair_ms},
                   {"per_prefill_kpair_ms", p.per_prefill_kpair_ms},
                   {"overhead_ms", p.overhead_ms},
+                  {"idle_gap_ms", p.idle_gap_ms},
+                  {"after_idle_ms", p.after_idle_ms},
                   {"noise", p.noise},
                   {"rms_error", p.rms_error},
                   {"points", pts}};
@@ -251,6 +260,8 @@ result<step_profile> profile_from_json(std::string_view text, std::string_view s
     p.per_decode_kpair_ms = j.at("per_decode_kpair_ms").get<double>();
     p.per_prefill_kpair_ms = j.at("per_prefill_kpair_ms").get<double>();
     p.overhead_ms = j.at("overhead_ms").get<double>();
+    p.idle_gap_ms = j.value("idle_gap_ms", p.idle_gap_ms);
+    p.after_idle_ms = j.value("after_idle_ms", 0.0);
     p.noise = j.value("noise", 0.0);
     p.rms_error = j.value("rms_error", 0.0);
     for (const auto& pt : j.value("points", json::array()))

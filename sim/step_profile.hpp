@@ -26,6 +26,7 @@ struct profile_point {
   uint32_t tokens = 0, seqs = 0;
   double decode_kpairs = 0, prefill_kpairs = 0;  //!< thousands of (query, key) pairs
   double ms = 0;
+  double idle_ms = 0;  //!< how long its lane had been idle before it began (0: back to back)
 };
 
 //! A step's shape as the model sees it (its time left 0).
@@ -41,6 +42,10 @@ struct step_profile {
   std::vector<double> bend_ms = {};  //!< one per knot
   double per_seq_ms = 0, per_decode_kpair_ms = 0, per_prefill_kpair_ms = 0;
   double overhead_ms = 0;
+  //! A served step that begins after its lane idled at least idle_gap_ms takes after_idle_ms
+  //! more: at low load a request's first step follows a pause, after which the cores' caches,
+  //! clocks and threads are cold (calibrated() fits it; 0 in a profile measured back to back).
+  double idle_gap_ms = 2, after_idle_ms = 0;
   //! How much the same step's time varies run to run (relative standard deviation): the
   //! simulator draws each step's time around the prediction with it, as the engine's online
   //! step-time fit, and the stream guard that plans by its error, see on a real machine.
@@ -61,14 +66,15 @@ struct step_profile {
   double predict_ms(const step& s) const { return predict_ms(shape_of(s)); }
 };
 
-//! The profile as a server runs it, from `serving`: steps measured while serving (each shape and
-//! its round trip, engine_hooks::step_end). Serving adds the runtime's own time to a step and
-//! slows its compute (the gateway's and the clients' threads share the cores), and not alike
-//! for every term: fitted by relative least squares, the overhead takes an added constant and
-//! each group of terms (the tokens', the sequences', decode and prompt attention) a scale of
-//! its own (within 0.25 and 4), held towards 1 as if five steps had said so (ridge), so that
-//! what the steps cannot tell apart keeps the profile's split. errc::invalid_argument with
-//! fewer than 20 steps.
+//! The profile as a server runs it, from `serving`: steps measured while serving (each shape, its
+//! round trip and the idle time before it, engine_hooks::step_end). Serving adds the runtime's
+//! own time to a step and slows its compute (the gateway's and the clients' threads share the
+//! cores), and not alike for every term: fitted by relative least squares, the overhead takes an
+//! added constant, each group of terms (the tokens', the sequences', decode and prompt
+//! attention) a scale of its own (within 0.25 and 4), held towards 1 as if five steps had said
+//! so (ridge), so that what the steps cannot tell apart keeps the profile's split, and the steps
+//! after idle time their after_idle_ms (held towards 0 so, and never below it).
+//! errc::invalid_argument with fewer than 20 steps.
 result<step_profile> calibrated(const step_profile& p, const std::vector<profile_point>& serving);
 
 //! Least squares over the points (at least as many as terms, spread over the knots' segments),

@@ -158,6 +158,23 @@ TEST_CASE("a profile calibrated on served steps predicts them, each group of ter
     REQUIRE(d.ok());
     CHECK(d->per_decode_kpair_ms == Approx(4 * alone.per_decode_kpair_ms));
   }
+  SECTION("steps after idle time add their own ms, the others keep their fit") {
+    // Every fourth step began after its lane idled (a pause of 2 ms or more) and took 6 ms more.
+    for (size_t i = 0; i < steps.size(); ++i) {
+      steps[i].idle_ms = i % 4 == 0 ? 40.0 + static_cast<double>(i) : 0.5;
+      steps[i].ms = serving.predict_ms(steps[i]) + (i % 4 == 0 ? 6.0 : 0.0);
+    }
+    auto d = calibrated(alone, steps);
+    REQUIRE(d.ok());
+    // The prior holds it towards 0 as five steps would: of ~80 such steps, 6 * 80 / 85.
+    CHECK(d->after_idle_ms == Approx(6).margin(0.5));
+    for (const auto& p : steps) CHECK(d->predict_ms(p) == Approx(p.ms).epsilon(0.04));
+    // Faster after idle time is noise, not a cause: never below 0.
+    for (auto& p : steps) p.ms = serving.predict_ms(p) - (p.idle_ms >= 2 ? 1.0 : 0.0);
+    auto e = calibrated(alone, steps);
+    REQUIRE(e.ok());
+    CHECK(e->after_idle_ms == 0);
+  }
   SECTION("too few steps are refused") {
     decodes.resize(19);
     CHECK(calibrated(alone, decodes).error().code == errc::invalid_argument);
@@ -171,8 +188,11 @@ TEST_CASE("a step profile's file reads back as written, and a bad one is named",
   p.compute = "bf16";
   p.threads = 2;
   p.points = {{8, 1, 0, 0.5, 12.5}};
+  p.after_idle_ms = 3.5;
   auto back = profile_from_json(to_json(p), "p.json");
   REQUIRE(back.ok());
+  CHECK(back->after_idle_ms == 3.5);
+  CHECK(back->idle_gap_ms == p.idle_gap_ms);
   CHECK(back->cpu == "AMD EPYC");
   CHECK(back->threads == 2);
   CHECK(back->base_ms == 5);
@@ -212,6 +232,20 @@ TEST_CASE("on a profile of 10 ms steps the simulator's times are the hand-comput
     const auto slow = simulate(engine_on(*m, constant_profile(10, 2)), requests, {0, 0}, 10);
     CHECK(slow.records[0].ttft_ms() == Approx(12));
     CHECK(slow.records[0].end_s == Approx(0.036));
+  }
+  SECTION("a step after idle time takes the profile's after_idle_ms more") {
+    step_profile cold = constant_profile(10);
+    cold.after_idle_ms = 3;
+    // The first step follows the server's idle start (13 ms), the next ones their predecessors
+    // (10 ms each); the third request arrives after 1 s of idle time and pays it again.
+    auto more = requests;
+    more.push_back(req(2, 1.0, 10, 2));
+    const auto after = simulate(engine_on(*m, cold), more, {0, 0, 0}, 10);
+    CHECK(after.records[0].ttft_ms() == Approx(13));
+    CHECK(after.records[0].end_s == Approx(0.033));
+    CHECK(after.records[1].ttft_ms() == Approx(18));
+    CHECK(after.records[2].ttft_ms() == Approx(13));
+    CHECK(after.records[2].end_s == Approx(1.023));
   }
   SECTION("past the drain, requests still running are left unfinished") {
     const auto cut = simulate(e, {req(0, 0.0, 10, 100)}, {0}, 0.505);
