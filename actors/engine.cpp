@@ -31,10 +31,10 @@ struct engine::actors {
 
   caf::actor_system_config cfg;
   caf::actor_system system;
-  worker_actor worker, decode_worker;            // this process's, when the model is loaded here
-  std::vector<scheduler_worker> workers;         // every worker the scheduler drives
-  std::optional<scheduler_worker> decode;        // disaggregated: the decode side, here or remote
-  std::shared_ptr<const kv_store> prefill_pool;  // disaggregated, prefill here, decode remote
+  worker_actor worker, decode_worker;          // this process's, when the model is loaded here
+  std::vector<scheduler_worker> workers;       // every worker the scheduler drives
+  std::optional<scheduler_worker> decode;      // disaggregated: the decode side, here or remote
+  std::weak_ptr<const kv_store> prefill_pool;  // disaggregated, prefill here, decode remote
   metrics_actor metrics;
   admission_actor admission;
   scheduler_actor scheduler;
@@ -180,7 +180,7 @@ status<> engine::start_split(engine_config& cfg, backend_factory make_backend,
   };
   // The side here loads first: a join reserves a remote worker for 10 s only until it is attached.
   if (!remote[0]) {
-    auto pool = std::make_shared<std::shared_ptr<const kv_store>>();
+    auto pool = std::make_shared<std::weak_ptr<const kv_store>>();
     auto st = start_here(0, a.worker,
                          {cfg.worker_cpus, cfg.threads_per_worker, std::move(make_backend), nullptr, pool});
     if (!st) return st;

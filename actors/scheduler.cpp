@@ -186,7 +186,7 @@ void ship_then_send(self_ptr self, size_t gi, uint64_t gen, size_t i) {
   };
   const lane& prefill = g.lanes.front();
   if (!prefill.remote) {
-    auto bytes = read_kv_blocks(*self->state.opt.prefill_pool, ids);
+    auto bytes = read_kv_blocks(self->state.opt.prefill_pool, ids);
     bytes ? go(*bytes) : failed(bytes.error().message);
     return;
   }

@@ -40,7 +40,7 @@ struct scheduler_options {
   std::optional<scheduler_worker> decode = std::nullopt;
   //! Disaggregated with the decode side on another node and prefill here: the prefill worker's
   //! pool, whose blocks the scheduler reads into the decode steps (kv_blocks).
-  std::shared_ptr<const kv_store> prefill_pool = nullptr;
+  std::weak_ptr<const kv_store> prefill_pool = {};
   join_hello hello;  //!< what a lost remote worker is joined again with
   admission_actor admission;
   metrics_actor metrics;

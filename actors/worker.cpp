@@ -10,7 +10,7 @@ namespace hearth {
 namespace {
 
 struct worker_state {
-  std::shared_ptr<backend> be;  // shared with a reader of its pool (worker_options::pool_out)
+  std::shared_ptr<backend> be;  // observed (weakly) by readers of its pool (worker_options::pool_out)
   std::unique_ptr<step_runner> runner;
   worker_info info;
   std::string failure;  // why the worker cannot run steps, or ""
@@ -38,7 +38,7 @@ void start(worker_state& st, const worker_options& opt) {
   }
   st.be = std::move(*be);
   st.runner = std::make_unique<step_runner>(*st.be, opt.copy_from);
-  if (opt.pool_out) *opt.pool_out = std::shared_ptr<const kv_store>(st.be, &st.be->kv());
+  if (opt.pool_out) *opt.pool_out = std::shared_ptr<const kv_store>(st.be, &st.be->kv());  // aliasing
   const auto& layout = st.be->kv().layout();
   st.info.block_bytes = layout.block_bytes();
   st.info.n_ctx = st.be->params().n_ctx_train;
@@ -93,6 +93,12 @@ result<kv_bytes> read_kv_blocks(const kv_store& pool, const std::vector<uint32_t
   if (auto st = pool.read_blocks(ids, std::as_writable_bytes(std::span(out))); !st)
     return error{st.error().code, "worker: KV blocks to ship: " + st.error().message};
   return out;
+}
+
+result<kv_bytes> read_kv_blocks(const std::weak_ptr<const kv_store>& pool, const std::vector<uint32_t>& ids) {
+  const auto held = pool.lock();  // for the read's length only: the worker frees its backend itself
+  if (!held) return error{errc::io, "worker: stopped, its KV blocks are gone"};
+  return read_kv_blocks(*held, ids);
 }
 
 worker_actor spawn_worker(caf::actor_system& sys, worker_options opt) {

@@ -35,7 +35,7 @@ constexpr std::string_view busy = "busy: ";
 // detached worker's thread). A local hop more per step.
 struct gate_state {
   worker_actor worker;
-  std::shared_ptr<const kv_store> pool;  // the worker's, read here beside its steps (kv_read)
+  std::weak_ptr<const kv_store> pool;  // the worker's, read here beside its steps (kv_read)
   worker_info info;
   join_hello hello;
   std::function<void(const std::string&)> log;
@@ -91,12 +91,12 @@ bool from_server(gate_ptr self) {
 caf::result<kv_bytes> on_kv_read(gate_ptr self, const std::vector<uint32_t>& ids) {
   if (!from_server(self))
     return caf::make_error(caf::sec::runtime_error, "worker: this server has not joined");
-  auto bytes = read_kv_blocks(*self->state.pool, ids);
+  auto bytes = read_kv_blocks(self->state.pool, ids);
   if (!bytes) return caf::make_error(caf::sec::runtime_error, bytes.error().message);
   return std::move(*bytes);
 }
 
-caf::behavior gate(gate_ptr self, worker_actor worker, std::shared_ptr<const kv_store> pool, worker_info info,
+caf::behavior gate(gate_ptr self, worker_actor worker, std::weak_ptr<const kv_store> pool, worker_info info,
                    join_hello hello, std::function<void(const std::string&)> log) {
   auto& st = self->state;
   st.worker = std::move(worker), st.pool = std::move(pool), st.info = std::move(info),
@@ -172,7 +172,7 @@ result<std::unique_ptr<worker_node>> worker_node::start(worker_node_options opt)
   }
   std::unique_ptr<worker_node> n(new worker_node(creds));
   auto& a = *n->actors_;
-  auto pool = std::make_shared<std::shared_ptr<const kv_store>>();
+  auto pool = std::make_shared<std::weak_ptr<const kv_store>>();
   a.worker = spawn_worker(a.system, {opt.cpus, opt.threads, std::move(opt.make_backend), nullptr, pool});
   auto info = await_worker(a.system, a.worker);
   if (!info) return info.error();

@@ -89,11 +89,12 @@ class worker_process {
 
 struct remote_fixture {
   scratch_dir dir{"hearth_worker"};
-  std::unique_ptr<engine_model> model = engine_model::make();
+  std::unique_ptr<engine_model> model;
   std::string path = dir.path + "/micro.gguf";
   join_hello hello;
 
-  remote_fixture() {
+  //! `m`: another model than the micro one (written to the same file name).
+  explicit remote_fixture(std::unique_ptr<engine_model> m = engine_model::make()) : model(std::move(m)) {
     std::ofstream(path, std::ios::binary)
         .write(reinterpret_cast<const char*>(model->bytes.data()),
                static_cast<std::streamsize>(model->bytes.size()));

@@ -180,3 +180,61 @@ TEST_CASE("a remote side of a disaggregated pair killed mid-request: each reques
     CHECK(std::chrono::steady_clock::now() - t1 < std::chrono::seconds(3));
   }
 }
+
+// Not run by CTest (hidden tag): what shipping costs on the `small` preset in bf16, over
+// loopback, one kernel thread a side. `test_remote_worker "[.measure]"` prints, per layout, the
+// bytes shipped, the time getting them, and the requests' mean TTFT and the batch's wall time.
+TEST_CASE("measure: KV shipping on the small preset", "[.measure]") {
+  make_options opt{*find_preset("small"), tensor_type::bf16, 1, tokenizer_kind::bpe, 2048};
+  remote_fixture f(engine_model::make(opt));
+  auto make = [&f]() -> result<std::unique_ptr<backend>> {
+    auto b = cpu_backend::load(f.model->file, {.compute = compute_type::bf16, .kv_tokens = 16384});
+    if (!b) return b.error();
+    return std::unique_ptr<backend>(std::move(*b));
+  };
+  std::mt19937_64 rng(1);
+  std::vector<request> rs;
+  for (int i = 0; i < 4; ++i) {
+    request r = greedy(random_prompt(1024, 32000, rng), 16);
+    r.ignore_eos = true;
+    rs.push_back(std::move(r));
+  }
+  auto run = [&](const char* what, engine_config cfg) {
+    cfg.threads_per_worker = 1;
+    auto e = engine::start(cfg, f.model->tok, make, {}, {}, f.hello);
+    REQUIRE(e.ok());
+    std::optional<event_queue> events(std::in_place, **e);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const auto& r : rs) (*e)->submit(r, events->sink());
+    outcome o;
+    collect(*events, rs.size(), o);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    events.reset();
+    double ttft = 0;
+    for (const auto& [id, end] : o.terminal) ttft += end.time.ttft_ms / static_cast<double>(rs.size());
+    const auto g = (*e)->gauges().value();
+    const double mb = static_cast<double>(g.kv_shipped_bytes) / 1e6;
+    std::printf(
+        "%-34s shipped %7.1f MB in %8.1f ms (%7.1f MB/s, %6.2f ms per 1k prompt tokens); mean TTFT %7.0f ms, "
+        "wall %6.2f s\n",
+        what, mb, g.kv_ship_ms, g.kv_ship_ms > 0 ? mb / (g.kv_ship_ms / 1e3) : 0.0,
+        g.kv_ship_ms / (rs.size() * 1024 / 1000.0), ttft, wall);
+  };
+  worker_process a(f.path, 0, {"--compute", "bf16"}), b(f.path, 0, {"--compute", "bf16"});
+  auto remote = [&](worker_role side, uint16_t port) {
+    worker_endpoint w{"127.0.0.1", port};
+    w.role = side;
+    return w;
+  };
+  engine_config colocated, here, prefill_there, decode_there, both_there;
+  run("colocated, one worker here", colocated);
+  here.mode = prefill_there.mode = decode_there.mode = both_there.mode = placement_mode::disaggregated;
+  here.kv_handoff = kv_handoff_mode::copy;
+  run("disaggregated, both here (copy)", here);
+  prefill_there.workers = {remote(worker_role::prefill, a.port())};
+  run("disaggregated, prefill remote", prefill_there);
+  decode_there.workers = {remote(worker_role::decode, a.port())};
+  run("disaggregated, decode remote", decode_there);
+  both_there.workers = {remote(worker_role::prefill, a.port()), remote(worker_role::decode, b.port())};
+  run("disaggregated, both remote", both_there);
+}
