@@ -33,9 +33,10 @@ class worker_process {
     posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&fa, out[0]);
     std::vector<std::string> args = {
-        HEARTH_EXE,  "worker", "--listen",  "tcp://127.0.0.1:" + std::to_string(port),
-        "--model",   model,    "--threads", "1",
-        "--compute", "f32"};
+        HEARTH_EXE, "worker", "--listen",  "tcp://127.0.0.1:" + std::to_string(port),
+        "--model",  model,    "--threads", "1"};
+    // f32 unless `extra` names another (the engine fixture's backends compute in f32).
+    if (std::ranges::find(extra, "--compute") == extra.end()) args.insert(args.end(), {"--compute", "f32"});
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
