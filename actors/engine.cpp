@@ -31,8 +31,10 @@ struct engine::actors {
 
   caf::actor_system_config cfg;
   caf::actor_system system;
-  worker_actor worker, decode_worker;     // this process's, when the model is loaded here
-  std::vector<scheduler_worker> workers;  // every worker the scheduler drives
+  worker_actor worker, decode_worker;          // this process's, when the model is loaded here
+  std::vector<scheduler_worker> workers;       // every worker the scheduler drives
+  std::optional<scheduler_worker> decode;      // disaggregated: the decode side, here or remote
+  std::weak_ptr<const kv_store> prefill_pool;  // disaggregated, prefill here, decode remote
   metrics_actor metrics;
   admission_actor admission;
   scheduler_actor scheduler;
@@ -101,11 +103,17 @@ result<std::unique_ptr<engine>> engine::start(const engine_config& cfg, std::sha
   std::unique_ptr<engine> e(
       new engine(std::move(tok), remote, remote ? shared_credentials(cfg.workers) : ""));
   engine_config resolved = cfg;
-  if (!remote || cfg.local_worker) {
-    if (auto st = e->start_local(resolved, std::move(make_backend), std::move(make_decode_backend)); !st)
+  if (remote && cfg.mode == placement_mode::disaggregated) {
+    if (auto st = e->start_split(resolved, std::move(make_backend), std::move(make_decode_backend), hello);
+        !st)
       return st.error();
+  } else {
+    if (!remote || cfg.local_worker) {
+      if (auto st = e->start_local(resolved, std::move(make_backend), std::move(make_decode_backend)); !st)
+        return st.error();
+    }
+    if (auto st = e->join_remotes(cfg, hello); !st) return st.error();
   }
-  if (auto st = e->join_remotes(cfg, hello); !st) return st.error();
   e->info_ = e->actors_->workers.front().info;
   e->cfg_ = resolved;
   e->spawn_rest(std::move(hooks), hello);
@@ -126,10 +134,74 @@ status<> engine::join_remotes(const engine_config& cfg, const join_hello& hello)
 status<> engine::attach_remotes() {
   auto& a = *actors_;
   const auto scheduler = caf::actor_cast<caf::actor>(a.scheduler);
-  for (const scheduler_worker& w : a.workers) {
+  std::vector<scheduler_worker> all = a.workers;
+  if (a.decode) all.push_back(*a.decode);
+  for (const scheduler_worker& w : all) {
     if (!w.endpoint) continue;
     if (auto st = attach_remote_worker(a.system, w.actor, *w.endpoint, scheduler); !st) return st;
   }
+  return {};
+}
+
+namespace {
+
+// One block table indexes both sides' pools: they must hold the same blocks of the same bytes.
+status<> same_pools(const scheduler_worker& prefill, const scheduler_worker& decode) {
+  const worker_info &p = prefill.info, &d = decode.info;
+  if (p.n_blocks == d.n_blocks && p.block_size == d.block_size && p.block_bytes == d.block_bytes) return {};
+  auto pool = [](const worker_info& i) {
+    return std::to_string(i.n_blocks) + " blocks of " + std::to_string(i.block_size) + " positions, " +
+           std::to_string(i.block_bytes) + " bytes each";
+  };
+  return error{
+      errc::invalid_argument,
+      "engine: the " + prefill.name + "'s KV pool (" + pool(p) + ") and the " + decode.name + "'s (" +
+          pool(d) +
+          ") differ; the two sides need the same (kv_tokens and compute, or hearth worker's --kv-tokens "
+          "and --compute)"};
+}
+
+}  // namespace
+
+status<> engine::start_split(engine_config& cfg, backend_factory make_backend,
+                             backend_factory make_decode_backend, const join_hello& hello) {
+  auto& a = *actors_;
+  cfg.kv_handoff = kv_handoff_mode::copy;  // check_roles refused "share"
+  const worker_endpoint* remote[] = {remote_side(cfg, worker_role::prefill),
+                                     remote_side(cfg, worker_role::decode)};
+  std::optional<scheduler_worker> side[2];
+  // A side here, its handle kept in `handle` for the supervisor and the shutdown.
+  auto start_here = [&](int i, worker_actor& handle, worker_options opt) -> status<> {
+    handle = spawn_worker(a.system, std::move(opt));
+    auto info = await_worker(a.system, handle);
+    if (!info) return info.error();
+    side[i] = scheduler_worker{i == 0 ? "prefill worker" : "decode worker", handle, *info};
+    return {};
+  };
+  // The side here loads first: a join reserves a remote worker for 10 s only until it is attached.
+  if (!remote[0]) {
+    auto pool = std::make_shared<std::weak_ptr<const kv_store>>();
+    auto st = start_here(0, a.worker,
+                         {cfg.worker_cpus, cfg.threads_per_worker, std::move(make_backend), nullptr, pool});
+    if (!st) return st;
+    a.prefill_pool = *pool;
+  } else if (!remote[1]) {
+    auto st = start_here(1, a.decode_worker,
+                         {cfg.decode_cpus, cfg.threads_per_worker,
+                          make_decode_backend ? std::move(make_decode_backend) : std::move(make_backend)});
+    if (!st) return st;
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (!remote[i]) continue;
+    auto joined = join_remote_worker(a.system, *remote[i], hello);
+    if (!joined) return joined.error();
+    side[i] = scheduler_worker{std::string(i == 0 ? "prefill" : "decode") + " worker " + remote[i]->text(),
+                               std::move(joined->first), std::move(joined->second), *remote[i]};
+  }
+  if (auto st = same_pools(*side[0], *side[1]); !st) return st;
+  a.workers = {std::move(*side[0])};
+  a.decode = std::move(*side[1]);
+  decode_info_ = a.decode->info;
   return {};
 }
 
@@ -172,6 +244,7 @@ status<> engine::start_local(engine_config& cfg, backend_factory make_backend,
     return error{errc::invalid_argument,
                  "engine: the decode worker's pool holds " + std::to_string(decode_info->n_blocks) +
                      " blocks, the prefill worker's " + std::to_string(info->n_blocks)};
+  a.decode = scheduler_worker{"decode worker", a.decode_worker, *decode_info};
   decode_info_ = std::move(*decode_info);
   return {};
 }
@@ -190,7 +263,7 @@ void engine::spawn_rest(engine_hooks hooks, const join_hello& hello) {
       spawn_admission(sys, {w.n_ctx, w.n_vocab, pool_tokens, cfg_.max_waiting, cfg_.max_waiting_tokens},
                       cfg_.tenants, a.metrics);
   a.scheduler = spawn_scheduler(
-      sys, {cfg_, tok_.get(), a.workers, a.decode_worker, hello, a.admission, a.metrics,
+      sys, {cfg_, tok_.get(), a.workers, a.decode, a.prefill_pool, hello, a.admission, a.metrics,
             std::move(hooks.alive), std::move(hooks.step_end), std::move(hooks.worker_change), health_});
   caf::anon_send(a.admission, ready_atom::value, a.scheduler);
   auto untyped = [](const auto& handle) { return caf::actor_cast<caf::actor>(handle); };

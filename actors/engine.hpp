@@ -122,6 +122,10 @@ class engine {
   // Joins every [[engine.worker]], then (once the scheduler exists) attaches it.
   status<> join_remotes(const engine_config& cfg, const join_hello& hello);
   status<> attach_remotes();
+  // Disaggregated with a side (or both) in other processes ([[engine.worker]] role): the side
+  // here, then the remote ones; both pools alike. Resolves cfg.kv_handoff (copy).
+  status<> start_split(engine_config& cfg, backend_factory make_backend, backend_factory make_decode_backend,
+                       const join_hello& hello);
 
   // The actor system and the actors: CAF stays behind this (engine.cpp), as oneDNN does behind
   // kernels/matmul.hpp.

@@ -67,6 +67,7 @@ void add_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<step_sample>("step_sample");
   cfg.add_message_type<std::vector<request_id>>("std::vector<request_id>");
   cfg.add_message_type<std::vector<uint32_t>>("std::vector<uint32_t>");
+  cfg.add_message_type<kv_bytes>("hearth::kv_bytes");
   cfg.add_message_type<std::vector<tenant_config>>("std::vector<tenant_config>");
 }
 

@@ -33,13 +33,17 @@ using fail_atom = caf::atom_constant<caf::atom("fail")>;
 using overdue_atom = caf::atom_constant<caf::atom("overdue")>;
 using alive_atom = caf::atom_constant<caf::atom("alive")>;
 using join_atom = caf::atom_constant<caf::atom("join")>;
+using kv_read_atom = caf::atom_constant<caf::atom("kv_read")>;
 
 //! What every client of the engine gets: each event of its requests.
 using sink_actor = caf::typed_actor<caf::reacts_to<request_event>>;
 
-//! One iteration on the backend; (ready) once pinned and loaded, an error if that failed.
-using worker_actor = caf::typed_actor<caf::replies_to<step>::with<step_result>,
-                                      caf::replies_to<ready_atom>::with<worker_info>>;
+//! One iteration on the backend; (ready) once pinned and loaded, an error if that failed;
+//! (kv_read, block ids) the bytes of those blocks of its pool, for a decode side on another node
+//! (kv_bytes' layout; a worker in another process answers it beside the step it runs).
+using worker_actor =
+    caf::typed_actor<caf::replies_to<step>::with<step_result>, caf::replies_to<ready_atom>::with<worker_info>,
+                     caf::replies_to<kv_read_atom, std::vector<uint32_t>>::with<kv_bytes>>;
 
 //! A worker in another process (`hearth worker`, actors/worker_node.hpp) is published as a
 //! dynamically typed actor that takes a worker's messages and, first, (join_atom, join_hello)
@@ -99,16 +103,16 @@ using supervisor_actor = caf::typed_actor<caf::reacts_to<ready_atom>>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
-  return f(caf::meta::type_name("worker_info"), x.n_ctx, x.n_vocab, x.n_blocks, x.block_size, x.threads,
-           x.cpus, x.device);
+  return f(caf::meta::type_name("worker_info"), x.n_ctx, x.n_vocab, x.n_blocks, x.block_size, x.block_bytes,
+           x.threads, x.cpus, x.device);
 }
 
 // What crosses to a worker in another process (step, step_seq, sampling_params, step_result,
-// worker_info, join_hello): a field added to one of them must be in its inspect() here, and
+// worker_info, join_hello, kv_bytes): a field added to one of them must be in its inspect() here, and
 // worker_wire_version bumped. Their sizes (x86-64, libstdc++) stop the build until it is.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
-static_assert(sizeof(step_seq) == 184 && sizeof(step) == 40 && sizeof(sampling_params) == 56 &&
-                  sizeof(step_result) == 72 && sizeof(worker_info) == 88 && sizeof(join_hello) == 104,
+static_assert(sizeof(step_seq) == 184 && sizeof(step) == 64 && sizeof(sampling_params) == 56 &&
+                  sizeof(step_result) == 72 && sizeof(worker_info) == 96 && sizeof(join_hello) == 104,
               "a type that crosses to a remote worker changed: update its inspect() and worker_wire_version, "
               "then these sizes");
 #endif
@@ -164,7 +168,7 @@ typename Inspector::result_type inspect(Inspector& f, step_seq& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step& x) {
-  return f(caf::meta::type_name("step"), x.number, x.kind, x.seqs);
+  return f(caf::meta::type_name("step"), x.number, x.kind, x.seqs, x.kv_blocks);
 }
 
 template <class Inspector>
@@ -198,7 +202,8 @@ typename Inspector::result_type inspect(Inspector& f, worker_gauges& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scheduler_gauges& x) {
   return f(caf::meta::type_name("scheduler_gauges"), x.waiting, x.running, x.preemptions, x.steps,
-           x.prefill_tokens, x.decode_tokens, x.kv, x.compute_ms, x.overhead_ms, x.tenants, x.workers);
+           x.prefill_tokens, x.decode_tokens, x.kv, x.compute_ms, x.overhead_ms, x.kv_shipped_bytes,
+           x.kv_ship_ms, x.tenants, x.workers);
 }
 
 template <class Inspector>

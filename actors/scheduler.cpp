@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "actors/supervisor.hpp"
+#include "actors/worker.hpp"
 #include "actors/worker_rejoin.hpp"
 #include "core/step_lanes.hpp"
 #include "core/worker_choice.hpp"
@@ -16,10 +17,12 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// A lane's worker, and when its step in flight left.
+// A lane's worker, and when its step in flight left (was planned, when its KV blocks ship first).
 struct lane {
   worker_actor worker;
-  clock_type::time_point sent_at;
+  std::string name;     // how a failure names it: "worker tcp://h:1", "decode worker"
+  bool remote = false;  // in another process: watched here, not by the supervisor
+  clock_type::time_point sent_at = {};
 };
 
 // A data-parallel group: a worker (or, disaggregated, a prefill and a decode worker over one
@@ -33,6 +36,8 @@ struct group {
   std::unique_ptr<scheduler_core> core = {};
   std::optional<step_lanes> loop = {};
   std::vector<lane> lanes = {};
+  // Disaggregated with a side on another node: a decode step carries its copy_in blocks' bytes.
+  bool ship = false;
   double compute_ms = 0;
 };
 
@@ -44,6 +49,8 @@ struct scheduler_state {
   uint64_t pool_tokens = UINT64_MAX;              // the smallest pool, which admission checks against
   clock_type::time_point epoch = clock_type::now();
   double compute_ms = 0, overhead_ms = 0;
+  uint64_t kv_shipped_bytes = 0;
+  double kv_ship_ms = 0;
   static inline const char* name = "scheduler";
 
   double now() const { return std::chrono::duration<double>(clock_type::now() - epoch).count(); }
@@ -99,6 +106,8 @@ scheduler_gauges gauges_of(const scheduler_state& st) {
   }
   g.compute_ms = st.compute_ms;
   g.overhead_ms = st.overhead_ms;
+  g.kv_shipped_bytes = st.kv_shipped_bytes;
+  g.kv_ship_ms = st.kv_ship_ms;
   return g;
 }
 
@@ -130,6 +139,62 @@ std::optional<size_t> place(const scheduler_state& st, request_id id, const requ
   return choose_worker(loads, static_cast<uint32_t>(r.prompt.size()), r.max_tokens);
 }
 
+// Sends lane i of group gi its step (the one in flight, with any shipped blocks in `s`).
+void send_step(self_ptr self, size_t gi, uint64_t gen, size_t i, step s) {
+  const uint64_t number = s.number;
+  self->request(self->state.groups[gi].lanes[i].worker, caf::infinite, std::move(s))
+      .then([=](step_result& r) { on_result(self, gi, gen, i, r); },
+            [=](caf::error& err) {
+              // A worker of this process stopped: the supervisor, which watches it, records
+              // the engine's failure and then has every request ended (fail_atom).
+              const lane& l = self->state.groups[gi].lanes[i];
+              if (!l.remote) return;
+              step_result r{.number = number, .error = l.name + ": " + error_text(self->system(), err)};
+              on_result(self, gi, gen, i, r);
+            });
+}
+
+// A decode step's blocks to copy in, in the order the worker writes them (step_runner).
+std::vector<uint32_t> copy_ids(const step& s) {
+  std::vector<uint32_t> ids;
+  for (const step_seq& e : s.seqs) ids.insert(ids.end(), e.copy_in.begin(), e.copy_in.end());
+  return ids;
+}
+
+// With a side on another node, the bytes of a decode step's copy_in blocks travel in it: read
+// from the prefill pool here, or asked of the remote prefill worker (which reads them beside its
+// next step: their request's decode step is in flight, so no prefill step writes them). The
+// step leaves once they are in; a failed read fails it as a failed step would.
+void ship_then_send(self_ptr self, size_t gi, uint64_t gen, size_t i) {
+  group& g = self->state.groups[gi];
+  const uint64_t number = g.loop->in_flight(i)->number;
+  std::vector<uint32_t> ids = copy_ids(*g.loop->in_flight(i));
+  const auto t0 = clock_type::now();
+  auto go = [=](kv_bytes& bytes) {
+    auto& st = self->state;
+    const group& now = st.groups[gi];
+    if (now.lost || now.generation != gen) return;
+    st.kv_shipped_bytes += bytes.size();
+    st.kv_ship_ms += std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+    step s = *now.loop->in_flight(i);
+    s.kv_blocks = std::move(bytes);
+    send_step(self, gi, gen, i, std::move(s));
+  };
+  auto failed = [=](const std::string& why) {
+    step_result r{.number = number, .error = why};
+    on_result(self, gi, gen, i, r);
+  };
+  const lane& prefill = g.lanes.front();
+  if (!prefill.remote) {
+    auto bytes = read_kv_blocks(self->state.opt.prefill_pool, ids);
+    bytes ? go(*bytes) : failed(bytes.error().message);
+    return;
+  }
+  self->request(prefill.worker, caf::infinite, kv_read_atom::value, std::move(ids))
+      .then([=](kv_bytes& bytes) { go(bytes); },
+            [=](caf::error& err) { failed(prefill.name + ": " + error_text(self->system(), err)); });
+}
+
 // Starts a step on every idle worker for which something can run.
 void kick(self_ptr self) {
   auto& st = self->state;
@@ -139,18 +204,13 @@ void kick(self_ptr self) {
     for (size_t i : g.loop->start(*g.core, st.now())) {
       const step& s = *g.loop->in_flight(i);
       g.lanes[i].sent_at = clock_type::now();
-      const uint64_t gen = g.generation, number = s.number;
+      const uint64_t gen = g.generation;
       self->delayed_send(self, std::chrono::milliseconds(st.opt.config.step_timeout_ms), overdue_atom::value,
-                         gi, i, gen, number);
-      self->request(g.lanes[i].worker, caf::infinite, s)
-          .then([=](step_result& r) { on_result(self, gi, gen, i, r); },
-                [=](caf::error& err) {
-                  // A worker of this process stopped: the supervisor, which watches it, records
-                  // the engine's failure and then has every request ended (fail_atom).
-                  if (!self->state.groups[gi].endpoint) return;
-                  step_result r{.number = number, .error = "worker: " + error_text(self->system(), err)};
-                  on_result(self, gi, gen, i, r);
-                });
+                         gi, i, gen, s.number);
+      if (g.ship && std::ranges::any_of(s.seqs, [](const step_seq& e) { return !e.copy_in.empty(); }))
+        ship_then_send(self, gi, gen, i);
+      else
+        send_step(self, gi, gen, i, s);
     }
   }
 }
@@ -229,7 +289,7 @@ void rejoined(self_ptr self, size_t gi, worker_actor& w, const worker_info& info
   }
   g.core = make_core(st.opt, info);
   g.loop.emplace(placement_mode::colocated);
-  g.lanes = {{std::move(w), {}}};
+  g.lanes = {{std::move(w), g.name, true}};
   g.device = info.device;
   ++g.generation;
   g.lost = false;
@@ -254,22 +314,29 @@ void on_alive_tick(self_ptr self) {
 
 void make_groups(self_ptr self, const scheduler_options& opt) {
   auto& st = self->state;
-  const bool disaggregated = static_cast<bool>(opt.decode_worker);
+  const bool disaggregated = opt.decode.has_value();
   for (const scheduler_worker& w : opt.workers) {
     group g{.name = w.name, .device = w.info.device, .endpoint = w.endpoint};
     g.core = make_core(opt, w.info);
     g.loop.emplace(disaggregated ? placement_mode::disaggregated : placement_mode::colocated);
-    g.lanes = {{w.actor, {}}};
-    if (disaggregated) g.lanes.push_back({opt.decode_worker, {}});
-    if (w.endpoint) self->monitor(w.actor);
+    g.lanes = {{w.actor, w.name, w.endpoint.has_value()}};
+    if (disaggregated)
+      g.lanes.push_back({opt.decode->actor, opt.decode->name, opt.decode->endpoint.has_value()});
+    g.ship = disaggregated && std::ranges::any_of(g.lanes, &lane::remote);
+    for (const lane& l : g.lanes)
+      if (l.remote) self->monitor(l.worker);
     st.groups.push_back(std::move(g));
     st.pool_tokens = std::min(st.pool_tokens, uint64_t{w.info.n_blocks} * w.info.block_size);
   }
+  // A lost side of a disaggregated pair loses its group, the only one: the engine fails.
   self->set_down_handler([self](const caf::down_msg& down) {
     auto& gs = self->state.groups;
     for (size_t gi = 0; gi < gs.size(); ++gi)
-      if (gs[gi].lanes.front().worker.address() == down.source)
-        lose(self, gi, down_text(self->system(), gs[gi].name, down.reason));
+      for (const lane& l : gs[gi].lanes)
+        if (l.worker.address() == down.source) {
+          lose(self, gi, down_text(self->system(), l.name, down.reason));
+          return;
+        }
   });
 }
 

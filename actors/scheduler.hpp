@@ -36,8 +36,12 @@ struct scheduler_options {
   const tokenizer* tok = nullptr;  //!< outlives the actor system
   //! Colocated: each one a data-parallel group of its own; disaggregated: the prefill worker.
   std::vector<scheduler_worker> workers;
-  worker_actor decode_worker;  //!< disaggregated only (one pool with the prefill worker's layout)
-  join_hello hello;            //!< what a lost remote worker is joined again with
+  //! Disaggregated only: the decode worker (a pool of the prefill worker's layout and size).
+  std::optional<scheduler_worker> decode = std::nullopt;
+  //! Disaggregated with the decode side on another node and prefill here: the prefill worker's
+  //! pool, whose blocks the scheduler reads into the decode steps (kv_blocks).
+  std::weak_ptr<const kv_store> prefill_pool = {};
+  join_hello hello;  //!< what a lost remote worker is joined again with
   admission_actor admission;
   metrics_actor metrics;
   keep_alive alive;                                   //!< pings from this loop (core/engine_hooks.hpp)

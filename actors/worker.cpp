@@ -10,7 +10,7 @@ namespace hearth {
 namespace {
 
 struct worker_state {
-  std::unique_ptr<backend> be;
+  std::shared_ptr<backend> be;  // observed (weakly) by readers of its pool (worker_options::pool_out)
   std::unique_ptr<step_runner> runner;
   worker_info info;
   std::string failure;  // why the worker cannot run steps, or ""
@@ -38,7 +38,9 @@ void start(worker_state& st, const worker_options& opt) {
   }
   st.be = std::move(*be);
   st.runner = std::make_unique<step_runner>(*st.be, opt.copy_from);
+  if (opt.pool_out) *opt.pool_out = std::shared_ptr<const kv_store>(st.be, &st.be->kv());  // aliasing
   const auto& layout = st.be->kv().layout();
+  st.info.block_bytes = layout.block_bytes();
   st.info.n_ctx = st.be->params().n_ctx_train;
   st.info.n_vocab = st.be->params().n_vocab;
   st.info.n_blocks = st.be->kv().n_blocks();
@@ -54,6 +56,15 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
         if (!self->state.failure.empty())
           return caf::make_error(caf::sec::runtime_error, self->state.failure);
         return self->state.info;
+      },
+      // Queued behind a step in flight: a decode side on another node reads a pool in this
+      // process directly, and one in `hearth worker` through its gate (worker_node.cpp).
+      [=](kv_read_atom, const std::vector<uint32_t>& ids) -> caf::result<kv_bytes> {
+        if (!self->state.be)
+          return caf::make_error(caf::sec::runtime_error, "worker: " + self->state.failure);
+        auto bytes = read_kv_blocks(self->state.be->kv(), ids);
+        if (!bytes) return caf::make_error(caf::sec::runtime_error, bytes.error().message);
+        return std::move(*bytes);
       },
       [=](const step& s) -> caf::result<step_result> {
         if (!self->state.runner)
@@ -76,6 +87,19 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
 }
 
 }  // namespace
+
+result<kv_bytes> read_kv_blocks(const kv_store& pool, const std::vector<uint32_t>& ids) {
+  kv_bytes out(ids.size() * pool.layout().block_bytes());
+  if (auto st = pool.read_blocks(ids, std::as_writable_bytes(std::span(out))); !st)
+    return error{st.error().code, "worker: KV blocks to ship: " + st.error().message};
+  return out;
+}
+
+result<kv_bytes> read_kv_blocks(const std::weak_ptr<const kv_store>& pool, const std::vector<uint32_t>& ids) {
+  const auto held = pool.lock();  // for the read's length only: the worker frees its backend itself
+  if (!held) return error{errc::io, "worker: stopped, its KV blocks are gone"};
+  return read_kv_blocks(*held, ids);
+}
 
 worker_actor spawn_worker(caf::actor_system& sys, worker_options opt) {
   return sys.spawn<caf::detached>(worker, std::move(opt));

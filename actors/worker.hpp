@@ -19,7 +19,17 @@ struct worker_options {
   unsigned threads = 0;  //!< kernel threads; 0 = one per cpu of the set (all cpus when not pinned)
   backend_factory make_backend;
   const kv_store* copy_from = nullptr;  //!< KV handoff by copy: the prefill worker's pool
+  //! Set on the worker's thread once its backend is loaded, before (ready) is answered: its KV
+  //! pool, for reads beside its steps (blocks shipped to another node). Weak: the worker alone
+  //! owns its backend, and frees it on its own thread when it stops.
+  std::shared_ptr<std::weak_ptr<const kv_store>> pool_out = nullptr;
 };
+
+//! The bytes of blocks `ids` of `pool` (kv_bytes' layout); errc::invalid_argument for an id
+//! outside it. Safe beside the owner's forward for blocks that forward does not write.
+result<kv_bytes> read_kv_blocks(const kv_store& pool, const std::vector<uint32_t>& ids);
+//! The same of a worker's pool (worker_options::pool_out); errc::io once that worker has stopped.
+result<kv_bytes> read_kv_blocks(const std::weak_ptr<const kv_store>& pool, const std::vector<uint32_t>& ids);
 
 //! Spawns a worker. Ask it (ready_atom) for its worker_info before sending steps: the answer is
 //! an error when pinning or loading failed.

@@ -35,6 +35,7 @@ constexpr std::string_view busy = "busy: ";
 // detached worker's thread). A local hop more per step.
 struct gate_state {
   worker_actor worker;
+  std::weak_ptr<const kv_store> pool;  // the worker's, read here beside its steps (kv_read)
   worker_info info;
   join_hello hello;
   std::function<void(const std::string&)> log;
@@ -78,11 +79,28 @@ caf::result<worker_info> on_join(gate_ptr self, const join_hello& hello) {
   return st.info;
 }
 
-caf::behavior gate(gate_ptr self, worker_actor worker, worker_info info, join_hello hello,
-                   std::function<void(const std::string&)> log) {
+// Whether the message being handled comes from the server that joined.
+bool from_server(gate_ptr self) {
+  const auto& server = self->state.server;
+  return server && *server == self->current_sender()->node();
+}
+
+// A decode side on another node asks for blocks of this worker's pool: read here, on the gate's
+// thread, while the worker may run its next step (which writes none of them: their request's
+// decode step is out, so the scheduler plans nothing for it here meanwhile).
+caf::result<kv_bytes> on_kv_read(gate_ptr self, const std::vector<uint32_t>& ids) {
+  if (!from_server(self))
+    return caf::make_error(caf::sec::runtime_error, "worker: this server has not joined");
+  auto bytes = read_kv_blocks(self->state.pool, ids);
+  if (!bytes) return caf::make_error(caf::sec::runtime_error, bytes.error().message);
+  return std::move(*bytes);
+}
+
+caf::behavior gate(gate_ptr self, worker_actor worker, std::weak_ptr<const kv_store> pool, worker_info info,
+                   join_hello hello, std::function<void(const std::string&)> log) {
   auto& st = self->state;
-  st.worker = std::move(worker), st.info = std::move(info), st.hello = std::move(hello),
-  st.log = std::move(log);
+  st.worker = std::move(worker), st.pool = std::move(pool), st.info = std::move(info),
+  st.hello = std::move(hello), st.log = std::move(log);
   self->set_down_handler([self](const caf::down_msg& down) {
     if (down.source != self->state.scheduler) return;
     const auto& r = down.reason;
@@ -104,9 +122,9 @@ caf::behavior gate(gate_ptr self, worker_actor worker, worker_info info, join_he
       [=](join_atom, uint64_t join) {
         if (join == self->state.joins && !self->state.scheduler) release(self, "joined but did not attach");
       },
+      [=](kv_read_atom, const std::vector<uint32_t>& ids) { return on_kv_read(self, ids); },
       [=](step& s) -> caf::result<step_result> {
-        const auto& server = self->state.server;
-        if (!server || *server != self->current_sender()->node())
+        if (!from_server(self))
           return step_result{.number = s.number, .error = "worker: this server has not joined"};
         auto answer = self->make_response_promise<step_result>();
         self->request(self->state.worker, caf::infinite, std::move(s))
@@ -154,12 +172,14 @@ result<std::unique_ptr<worker_node>> worker_node::start(worker_node_options opt)
   }
   std::unique_ptr<worker_node> n(new worker_node(creds));
   auto& a = *n->actors_;
-  a.worker = spawn_worker(a.system, {opt.cpus, opt.threads, std::move(opt.make_backend)});
+  auto pool = std::make_shared<std::weak_ptr<const kv_store>>();
+  a.worker = spawn_worker(a.system, {opt.cpus, opt.threads, std::move(opt.make_backend), nullptr, pool});
   auto info = await_worker(a.system, a.worker);
   if (!info) return info.error();
   n->info_ = *info;
   auto log = opt.log ? std::move(opt.log) : [](const std::string&) {};
-  a.gate = a.system.spawn(gate, a.worker, std::move(*info), std::move(opt.hello), std::move(log));
+  a.gate = a.system.spawn(gate, a.worker, std::move(*pool), std::move(*info), std::move(opt.hello),
+                          std::move(log));
   const std::string& host = opt.listen.host;
   auto port =
       publish_actor(a.system, a.gate, opt.listen.port, host.empty() ? nullptr : host.c_str(), !creds.empty());

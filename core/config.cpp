@@ -39,17 +39,55 @@ status<> check(const engine_config& c) {
   if (c.max_partial_prefills == 0) return invalid("max_partial_prefills must be >= 1");
   if (c.max_waiting == 0) return invalid("max_waiting must be >= 1");
   if (c.step_timeout_ms == 0) return invalid("step_timeout_ms must be >= 1");
-  if (c.mode == placement_mode::disaggregated && !c.worker_cpus.empty() && c.worker_cpus == c.decode_cpus) {
+  if (c.mode == placement_mode::disaggregated && c.workers.empty() && !c.worker_cpus.empty() &&
+      c.worker_cpus == c.decode_cpus) {
     return invalid("disaggregated workers need different cpusets");
   }
   if (auto st = check_workers(c.workers); !st) return invalid(st.error().message);
   if (c.local_worker && c.workers.empty())
     return invalid(
         "local_worker is for a worker here beside [[engine.worker]]s; without them it is the only one");
-  if (!c.workers.empty() && c.mode == placement_mode::disaggregated)
-    return invalid("a worker in another process ([[engine.worker]]) runs colocated steps only");
+  if (auto st = check_roles(c); !st) return invalid(st.error().message);
+  if (c.local_worker && c.mode == placement_mode::disaggregated)
+    return invalid(
+        "local_worker is for data-parallel workers (mode = \"colocated\"); disaggregated, the side "
+        "no [[engine.worker]] takes runs here");
   if (auto st = check_tenants(c.tenants); !st) return invalid(st.error().message);
   return {};
+}
+
+status<> check_roles(const engine_config& c) {
+  const bool split = c.mode == placement_mode::disaggregated;
+  auto bad = [](const worker_endpoint& w, const std::string& why) {
+    return error{errc::invalid_argument, "worker " + w.text() + ": " + why};
+  };
+  for (size_t i = 0; i < c.workers.size(); ++i) {
+    const worker_endpoint& w = c.workers[i];
+    const std::string role = std::string("role = \"") + to_string(w.role) + "\"";
+    if (!split && w.role != worker_role::none) return bad(w, role + " needs mode = \"disaggregated\"");
+    if (split && w.role == worker_role::none)
+      return bad(w,
+                 "under mode = \"disaggregated\" an entry runs one side: role = \"prefill\" or \"decode\"");
+    for (size_t j = 0; j < i; ++j)
+      if (split && c.workers[j].role == w.role)
+        return bad(w, role + " is taken by worker " + c.workers[j].text() + " already; one worker per side");
+    // Two nodes cannot share one pool: a remote side's blocks always travel by copy.
+    if (split && c.kv_handoff == kv_handoff_mode::share)
+      return bad(w, role +
+                        " puts that side on another node, whose KV blocks are copied: kv_handoff = "
+                        "\"share\" needs both sides here (\"copy\" or \"automatic\")");
+  }
+  return {};
+}
+
+const worker_endpoint* remote_side(const engine_config& c, worker_role side) {
+  for (const worker_endpoint& w : c.workers)
+    if (w.role == side) return &w;
+  return nullptr;
+}
+
+const char* to_string(worker_role r) {
+  return r == worker_role::prefill ? "prefill" : r == worker_role::decode ? "decode" : "none";
 }
 
 std::string shared_credentials(const std::vector<worker_endpoint>& workers) {

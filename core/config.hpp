@@ -18,6 +18,12 @@ enum class placement_mode : uint8_t { colocated, disaggregated };
 //! in), or `automatic` (copy when the two cpusets lie on different NUMA nodes).
 enum class kv_handoff_mode : uint8_t { automatic, share, copy };
 
+//! What a worker in another process runs: `none`, colocated steps (data parallel); under mode =
+//! "disaggregated", one side of the pair, the other running here unless another entry takes it.
+enum class worker_role : uint8_t { none, prefill, decode };
+//! "none", "prefill" or "decode".
+const char* to_string(worker_role r);
+
 //! Where a worker on another machine listens (`hearth worker --listen`, [[engine.worker]]).
 struct worker_endpoint {
   std::string host;   //!< a name or an address; "" = every address (listening only)
@@ -25,6 +31,7 @@ struct worker_endpoint {
   //! `hearth keygen --worker`'s folder: the channel runs over TLS, each end proving itself with
   //! it (actors/worker_credentials.hpp). "" = plain TCP, which only a loopback host may use.
   std::string credentials = {};
+  worker_role role = worker_role::none;  //!< [[engine.worker]]'s `role`
 
   //! "tcp://HOST:PORT", as the user wrote it (brackets around an IPv6 address).
   std::string text() const;
@@ -73,6 +80,13 @@ struct engine_config {
 
 //! errc::invalid_argument for a worker listed twice, or two that name different credentials.
 status<> check_workers(const std::vector<worker_endpoint>& workers);
+//! errc::invalid_argument for roles that do not make one disaggregated pair (c.workers in order,
+//! the first entry at fault named): a role outside mode = "disaggregated", an entry without one
+//! inside it, two entries with one role, or kv_handoff = "share" with a side in another process
+//! (a pool cannot be shared across nodes: a remote side always copies).
+status<> check_roles(const engine_config& c);
+//! The entry that runs that side in another process, or nullptr when it runs here.
+const worker_endpoint* remote_side(const engine_config& c, worker_role side);
 //! The credentials folder the workers' entries name ("" when none does): check() allows one.
 std::string shared_credentials(const std::vector<worker_endpoint>& workers);
 

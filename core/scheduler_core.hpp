@@ -87,6 +87,11 @@ struct scheduler_gauges {
   // backend and sampler, and everything else between two steps (messages, planning, bookkeeping).
   double compute_ms = 0;
   double overhead_ms = 0;
+  // Disaggregated with a side on another node: KV blocks' bytes put into decode steps, and the
+  // time spent getting them (a read of this process's prefill pool, or the remote prefill
+  // worker's read and its reply); their way on to a remote decode worker is in its step's time.
+  uint64_t kv_shipped_bytes = 0;
+  double kv_ship_ms = 0;
   std::vector<tenant_load> tenants = {};    //!< every tenant with a request waiting or running
   std::vector<worker_gauges> workers = {};  //!< each worker's, in configuration order
 };

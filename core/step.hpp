@@ -24,17 +24,26 @@ struct step_seq {
   sampling_params sampling;
   uint64_t draw = 0;             //!< index of the draw (completion tokens so far)
   std::vector<token_id> recent;  //!< trailing tokens for the repetition penalty (when it is on)
-  std::vector<uint32_t>
-      copy_in;  //!< blocks to copy from the prefill worker's pool first (KV handoff by copy)
+  //! Blocks to copy in first (KV handoff by copy): from the prefill worker's pool in this
+  //! process, or from the step's kv_blocks when a side runs on another node.
+  std::vector<uint32_t> copy_in;
 
   //! One token after the first draw: a decode; anything else computes prompt (or recompute).
   bool decode() const { return tokens.size() == 1 && sample && draw > 0; }
 };
 
+//! KV blocks' bytes as they travel between nodes: whole blocks back to back, each in the
+//! kv_store layout's order (kernels/kv_store.hpp). uint8_t, not std::byte: CAF serializes a
+//! vector of unsigned char as one raw copy.
+using kv_bytes = std::vector<uint8_t>;
+
 struct step {
   uint64_t number = 0;
   step_kind kind = step_kind::mixed;
   std::vector<step_seq> seqs;
+  //! A side on another node: the bytes of every seq's copy_in blocks, in the order the seqs list
+  //! them (the scheduler read them from the prefill side's pool); empty otherwise.
+  kv_bytes kv_blocks = {};
 
   uint32_t n_tokens() const {
     uint32_t n = 0;

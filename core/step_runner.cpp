@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <span>
 #include <string>
 
 #include "kernels/parallel.hpp"
@@ -38,6 +39,13 @@ std::string step_runner::copy_in(const step& s) {
   for (const step_seq& e : s.seqs) copy_ids_.insert(copy_ids_.end(), e.copy_in.begin(), e.copy_in.end());
   if (copy_ids_.empty()) return {};
   kv_store& pool = be_->kv();
+  if (!s.kv_blocks.empty()) {
+    // Shipped from another node: written as they came (write_blocks checks their size).
+    const auto in = std::as_bytes(std::span(s.kv_blocks));
+    if (auto st = pool.write_blocks(copy_ids_, in); !st)
+      return "step: shipped KV blocks: " + st.error().message;
+    return {};
+  }
   if (!copy_from_ || copy_from_->layout().block_bytes() != pool.layout().block_bytes()) {
     return "step: blocks to copy in, but no source pool of this layout";
   }

@@ -11,7 +11,8 @@ namespace hearth {
 class step_runner {
  public:
   //! copy_from: the prefill worker's pool, for a decode worker with KV handoff by copy (same
-  //! layout and block count as be's pool); steps' copy_in blocks come from it.
+  //! layout and block count as be's pool); steps' copy_in blocks come from it, unless the step
+  //! carries their bytes (kv_blocks: the prefill side runs on another node).
   explicit step_runner(backend& be, const kv_store* copy_from = nullptr) : be_(&be), copy_from_(copy_from) {}
 
   //! Runs the step; a backend error (a bad batch) comes back in result.error, nothing computed.

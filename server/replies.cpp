@@ -88,6 +88,8 @@ json stats_reply(const std::string& id, const metrics_snapshot& m, const std::st
                  {"kv_blocks_total", g.kv.n_blocks},
                  {"prefix_hits", g.kv.hits},
                  {"prefix_lookups", g.kv.lookups},
+                 {"kv_shipped_bytes", g.kv_shipped_bytes},
+                 {"kv_ship_ms", g.kv_ship_ms},
                  {"policy", policy},
                  {"per_step",
                   {{"seqs", latency(st.seqs)},

@@ -223,7 +223,7 @@ void read_engine(const section& s, serve_config& c) {
     if (s.has(field) && e.mode != placement_mode::disaggregated)
       s.refuse(field, "needs mode = \"disaggregated\" (a colocated engine has one backend: backend)");
   }
-  s.entries("worker", {"endpoint", "credentials"}, [&](const section& w) {
+  s.entries("worker", {"endpoint", "credentials", "role"}, [&](const section& w) {
     const toml::node& at = w.required("endpoint");
     std::string text;
     w.text("endpoint", text);
@@ -231,8 +231,18 @@ void read_engine(const section& s, serve_config& c) {
     if (!endpoint) w.fail(&at, "endpoint", endpoint.error().message);
     w.text("credentials", endpoint->credentials);
     if (auto st = endpoint->check_reach(); !st) w.fail(&at, "endpoint", st.error().message);
+    std::string role = "none";
+    w.choice("role", role, {"prefill", "decode"});
+    endpoint->role = role == "prefill"  ? worker_role::prefill
+                     : role == "decode" ? worker_role::decode
+                                        : worker_role::none;
     e.workers.push_back(std::move(*endpoint));
     if (auto st = check_workers(e.workers); !st) w.fail(&at, "", st.error().message);
+    // The entries before passed: a refusal is this entry's.
+    if (auto st = check_roles(e); !st) {
+      if (w.has("role")) w.refuse("role", st.error().message);
+      w.fail(&at, "", st.error().message);
+    }
   });
 }
 

@@ -6,116 +6,16 @@
 // join_hello: the product has no switch to pretend to be another build.
 #include <catch2/catch.hpp>
 
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <fstream>
 #include <thread>
 
-#include "engine_harness.hpp"
-#include "model/file_hash.hpp"
-#include "scratch_dir.hpp"
+#include "remote_fixture.hpp"
 #include "test_seed.hpp"
-
-extern char** environ;
 
 using namespace hearth;
 using namespace hearth::test;
 using Catch::Matchers::Contains;
 
 namespace {
-
-// `hearth worker` on a free loopback port, its stdout read up to the line saying where it
-// listens; SIGTERM and a clean exit at the end.
-class worker_process {
- public:
-  //! port 0: a free one.
-  explicit worker_process(const std::string& model, uint16_t port = 0) {
-    int out[2];
-    REQUIRE(::pipe(out) == 0);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&fa, out[0]);
-    std::vector<std::string> args = {
-        HEARTH_EXE,  "worker", "--listen",  "tcp://127.0.0.1:" + std::to_string(port),
-        "--model",   model,    "--threads", "1",
-        "--compute", "f32"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    REQUIRE(::posix_spawn(&pid_, HEARTH_EXE, &fa, nullptr, argv.data(), environ) == 0);
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(out[1]);
-    const std::string line = read_line(out[0]);
-    ::close(out[0]);
-    const auto at = line.find("listening on tcp://127.0.0.1:");
-    REQUIRE(at != std::string::npos);
-    port_ = static_cast<uint16_t>(std::stoi(line.substr(at + 29)));
-  }
-  ~worker_process() {
-    if (pid_ > 0) ::kill(pid_, SIGKILL), ::waitpid(pid_, nullptr, 0);
-  }
-  worker_process(const worker_process&) = delete;
-  worker_process& operator=(const worker_process&) = delete;
-
-  uint16_t port() const { return port_; }
-  //! SIGTERM, then its exit status (-1: it did not exit normally).
-  int stop() {
-    ::kill(pid_, SIGTERM);
-    int st = 0;
-    ::waitpid(pid_, &st, 0);
-    pid_ = -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  }
-  //! kill -9, as a machine that loses power.
-  void kill_hard() {
-    ::kill(pid_, SIGKILL), ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  static std::string read_line(int fd) {
-    std::string line;
-    char c = 0;
-    pollfd p{fd, POLLIN, 0};
-    while (line.empty() || line.back() != '\n') {
-      REQUIRE(::poll(&p, 1, 30000) == 1);  // a tiny model loads in well under a second
-      REQUIRE(::read(fd, &c, 1) == 1);
-      line += c;
-    }
-    return line;
-  }
-
-  pid_t pid_ = -1;
-  uint16_t port_ = 0;
-};
-
-struct remote_fixture {
-  scratch_dir dir{"hearth_worker"};
-  std::unique_ptr<engine_model> model = engine_model::make();
-  std::string path = dir.path + "/micro.gguf";
-  join_hello hello;
-
-  remote_fixture() {
-    std::ofstream(path, std::ios::binary)
-        .write(reinterpret_cast<const char*>(model->bytes.data()),
-               static_cast<std::streamsize>(model->bytes.size()));
-    hello = local_hello(path, file_sha256(path).value());
-  }
-
-  result<std::unique_ptr<engine>> start(uint16_t port, const join_hello& h) const {
-    return start(std::vector<uint16_t>{port}, h);
-  }
-  result<std::unique_ptr<engine>> start(const std::vector<uint16_t>& ports, const join_hello& h) const {
-    engine_config cfg;
-    for (uint16_t p : ports) cfg.workers.push_back({"127.0.0.1", p});
-    return engine::start(cfg, model->tok, nullptr, {}, {}, h);
-  }
-};
 
 // n greedy requests of prompts first_len, first_len + len_step, ..., every other one sampled
 // instead (its draws depend on its seed and index only, so they must replay anywhere).

@@ -215,6 +215,44 @@ TEST_CASE("[[engine.worker]] names a worker in another process, refused naming i
   }
 }
 
+TEST_CASE("[[engine.worker]] role puts one side of a disaggregated pair elsewhere, refused naming its line",
+          "[serve]") {
+  const std::string split = "[engine]\nmode = \"disaggregated\"\n";
+  const auto r = parse_serve_config(
+      split + "[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:7100\"\nrole = \"prefill\"\n");
+  REQUIRE(r.ok());
+  CHECK(r->engine.workers.at(0).role == worker_role::prefill);
+  const auto both =
+      parse_serve_config(split +
+                         "[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:1\"\nrole = \"decode\"\n"
+                         "[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:2\"\nrole = \"prefill\"\n");
+  REQUIRE(both.ok());
+  CHECK(both->engine.workers.at(0).role == worker_role::decode);
+  CHECK(both->engine.workers.at(1).role == worker_role::prefill);
+  CHECK_THAT(
+      error_for(split + "[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:1\"\nrole = \"verify\""),
+      Contains("home.toml:5: [engine.worker].role must be one of \"prefill\", \"decode\" (got \"verify\")"));
+  CHECK_THAT(
+      error_for(split + "[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:1\"\nrole = \"decode\"\n"
+                        "[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:2\"\nrole = \"decode\""),
+      Contains("home.toml:8: [engine.worker].role worker tcp://127.0.0.1:2: role = \"decode\" is taken by "
+               "worker tcp://127.0.0.1:1 already; one worker per side"));
+  CHECK_THAT(
+      error_for(split + "[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:1\""),
+      Contains("home.toml:4: [engine.worker] worker tcp://127.0.0.1:1: under mode = \"disaggregated\" an "
+               "entry runs one side: role = \"prefill\" or \"decode\""));
+  CHECK_THAT(
+      error_for("[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:1\"\nrole = \"prefill\""),
+      Contains("home.toml:3: [engine.worker].role worker tcp://127.0.0.1:1: role = \"prefill\" needs mode = "
+               "\"disaggregated\""));
+  CHECK_THAT(
+      error_for(split + "kv_handoff = \"share\"\n[[engine.worker]]\nendpoint = \"tcp://127.0.0.1:1\"\n"
+                        "role = \"decode\""),
+      Contains(
+          "home.toml:6: [engine.worker].role worker tcp://127.0.0.1:1: role = \"decode\" puts that side on "
+          "another node, whose KV blocks are copied: kv_handoff = \"share\" needs both sides here"));
+}
+
 TEST_CASE("a worker endpoint to listen on may take every address and a free port", "[serve]") {
   auto any = parse_worker_endpoint("tcp://*:0", true);
   REQUIRE(any.ok());

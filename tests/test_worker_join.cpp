@@ -81,10 +81,36 @@ TEST_CASE("workers in other processes: colocated, each named once, one TLS ident
   alone.local_worker = true;
   CHECK_THAT(check(alone).error().message,
              Contains("local_worker is for a worker here beside [[engine.worker]]s"));
+}
+
+TEST_CASE("a disaggregated pair takes one remote worker per side, each with its role", "[worker]") {
   engine_config split;
-  split.workers = {{"a", 1}};
   split.mode = placement_mode::disaggregated;
-  CHECK_THAT(check(split).error().message, Contains("runs colocated steps only"));
+  split.workers = {{"a", 1}};
+  CHECK_THAT(check(split).error().message,
+             Contains("worker tcp://a:1: under mode = \"disaggregated\" an entry runs one side"));
+  split.workers[0].role = worker_role::prefill;
+  CHECK(check(split).ok());
+  CHECK(remote_side(split, worker_role::prefill) == &split.workers[0]);
+  CHECK(remote_side(split, worker_role::decode) == nullptr);  // runs here
+  split.workers.push_back({"b", 1});
+  split.workers[1].role = worker_role::prefill;
+  CHECK_THAT(check(split).error().message,
+             Contains("worker tcp://b:1: role = \"prefill\" is taken by worker tcp://a:1 already"));
+  split.workers[1].role = worker_role::decode;
+  CHECK(check(split).ok());  // both sides remote
+  split.kv_handoff = kv_handoff_mode::share;
+  CHECK_THAT(check(split).error().message,
+             Contains("worker tcp://a:1: role = \"prefill\" puts that side on another node") &&
+                 Contains("kv_handoff = \"share\" needs both sides here"));
+  split.kv_handoff = kv_handoff_mode::copy;
+  split.local_worker = true;
+  CHECK_THAT(check(split).error().message, Contains("local_worker is for data-parallel workers"));
+  engine_config colocated;
+  colocated.workers = {{"a", 1}};
+  colocated.workers[0].role = worker_role::decode;
+  CHECK_THAT(check(colocated).error().message,
+             Contains("worker tcp://a:1: role = \"decode\" needs mode = \"disaggregated\""));
 }
 
 TEST_CASE("a start that cannot join its worker fails, naming the worker", "[worker]") {

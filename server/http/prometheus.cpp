@@ -130,6 +130,11 @@ void engine_figures(writer& w, const metrics_snapshot& m) {
   w.sample("hearth:prefix_cache_queries_total", "", double(g.kv.lookups));
   w.family("hearth:prefix_cache_hits_total", "counter", "Full KV blocks found in the prefix cache.");
   w.sample("hearth:prefix_cache_hits_total", "", double(g.kv.hits));
+  w.family("hearth:kv_shipped_bytes_total", "counter",
+           "KV block bytes shipped between nodes (disaggregated, a side on another node).");
+  w.sample("hearth:kv_shipped_bytes_total", "", double(g.kv_shipped_bytes));
+  w.family("hearth:kv_ship_seconds_total", "counter", "Time spent getting shipped KV blocks' bytes.");
+  w.sample("hearth:kv_ship_seconds_total", "", 1e-3 * g.kv_ship_ms);
   w.family("hearth:worker_steps_total", "counter", "Steps each worker ran.");
   for (const worker_gauges& k : g.workers)
     w.sample("hearth:worker_steps_total", worker_label(k), double(k.steps));
