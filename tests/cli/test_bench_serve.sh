@@ -146,7 +146,7 @@ expect_one_line_error "unknown tenant" "'tv'" "$hearth" bench serve --model "$di
 "$hearth" bench profile --model "$dir/tiny.gguf" --compute f32 --threads 1 --quick --calibrate 4 \
   -o "$dir/profile.json" >"$dir/profile.txt" 2>/dev/null || fail "bench profile: $(cat "$dir/profile.txt")"
 grep -q "steps measured on .*, 1 threads, f32; fit within" "$dir/profile.txt" &&
-  grep -q "calibrated on [0-9]* steps of [0-9]* requests: .* ms a step" "$dir/profile.txt" || fail "profile: $(cat "$dir/profile.txt")"
+  grep -q "calibrated on [0-9]* steps: .* ms a step, .* ms after idle time" "$dir/profile.txt" || fail "profile: $(cat "$dir/profile.txt")"
 "$hearth" bench serve --model "$dir/tiny.gguf" "${common[@]}" --duration 8 --sim "$dir/profile.json" \
   --json "$dir/sim.json" >"$dir/sim.txt" 2>"$dir/sim.err" || fail "bench serve --sim: $(cat "$dir/sim.err")"
 grep -q "simulated on $dir/profile.json" "$dir/sim.err" && grep -q "simulated [0-9]* requests in" "$dir/sim.err" ||
