@@ -67,6 +67,16 @@ inline void collect(event_queue& events, size_t n, outcome& o) {
   }
 }
 
+//! Every request ids[i] ended done, with the tokens expected[i].
+inline void check_done_with(const outcome& o, const std::vector<request_id>& ids,
+                            const std::vector<std::vector<token_id>>& expected) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    INFO("request " << i);
+    CHECK(o.terminal.at(ids[i]).kind == event_kind::done);
+    CHECK(o.tokens_of(ids[i]) == expected[i]);
+  }
+}
+
 inline request greedy(std::vector<token_id> prompt, uint32_t max_tokens, std::string tenant = "t") {
   request r;
   r.tenant = std::move(tenant);

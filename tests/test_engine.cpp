@@ -56,11 +56,7 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
     for (const auto& r : rs) ids.push_back(e->submit(r, self.sink()));
     outcome o;
     collect(self, rs.size(), o);
-    for (size_t i = 0; i < rs.size(); ++i) {
-      INFO("request " << i);
-      CHECK(o.terminal.at(ids[i]).kind == event_kind::done);
-      CHECK(o.tokens_of(ids[i]) == expected[i]);
-    }
+    check_done_with(o, ids, expected);
     const auto g = *e->gauges();
     CHECK(g.kv.used == 0);
     // Every step reached the metrics, with its shape: the sums match the scheduler's counters.

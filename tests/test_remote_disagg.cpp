@@ -109,11 +109,7 @@ TEST_CASE(
     outcome o;
     collect(*events, rs.size(), o);
     events.reset();
-    for (size_t i = 0; i < rs.size(); ++i) {
-      INFO("request " << i);
-      CHECK(o.terminal.at(ids[i]).kind == event_kind::done);
-      CHECK(o.tokens_of(ids[i]) == expected[i]);
-    }
+    check_done_with(o, ids, expected);
     const auto g = (*e)->gauges();
     REQUIRE(g.ok());
     CHECK(g->kv_shipped_bytes == expected_bytes(f, rs));

@@ -229,11 +229,7 @@ TEST_CASE("a worker killed mid-load: its requests finish on the other, each endi
   a.kill_hard();
   collect(*events, rs.size(), o);
   events.reset();
-  for (size_t i = 0; i < rs.size(); ++i) {
-    INFO("request " << i);
-    CHECK(o.terminal.at(ids[i]).kind == event_kind::done);
-    CHECK(o.tokens_of(ids[i]) == expected[i]);
-  }
+  check_done_with(o, ids, expected);
   const auto g = (*e)->gauges();
   REQUIRE(g.ok());
   CHECK(g->workers[0].lost);
