@@ -140,10 +140,14 @@ TEST_CASE("a disaggregated pair refuses a remote side whose KV pool differs, nam
 TEST_CASE("a remote side of a disaggregated pair killed mid-request: each request ends once, naming it",
           "[worker][remote]") {
   remote_fixture f;
-  for (layout l : {layout{true, false}, layout{false, true}}) {
+  for (layout l : {layout{true, false}, layout{false, true}, layout{true, true}}) {
     INFO(name_of(l));
+    // w is the side killed: with both remote, the decode side; the prefill side lives on.
     worker_process w(f.path);
-    auto e = start_pair(f, l, {w.port()});
+    std::optional<worker_process> prefill;
+    if (l.prefill_remote && l.decode_remote) prefill.emplace(f.path);
+    auto e =
+        start_pair(f, l, prefill ? std::vector<uint16_t>{prefill->port(), w.port()} : std::vector{w.port()});
     REQUIRE(e.ok());
     std::mt19937_64 rng(test_seed());
     std::vector<request> rs = prompts(rng, 400);
@@ -161,7 +165,7 @@ TEST_CASE("a remote side of a disaggregated pair killed mid-request: each reques
     collect(*events, rs.size(), o);  // each ends once (record checks), none hangs
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
     events.reset();
-    const std::string side = std::string(l.prefill_remote ? "prefill" : "decode") +
+    const std::string side = std::string(l.decode_remote ? "decode" : "prefill") +
                              " worker tcp://127.0.0.1:" + std::to_string(w.port());
     for (request_id id : ids) {
       const request_event& end = o.terminal.at(id);
