@@ -95,6 +95,17 @@ start_serve tls_serve --model "$dir/tiny.gguf" --config "$dir/tls.toml"
 got=$(answers)
 [ "$got" = "$expected" ] || fail "over TLS the answers differ:"$'\n'"$got"
 stop_serve "$dir/tls_serve.err"
+# The same worker as the prefill side of a disaggregated pair over TLS: its KV blocks cross the
+# channel into the decode side here, and the answers stay the same.
+printf '[engine]\nmode = "disaggregated"\n\n[[engine.worker]]\nendpoint = "%s"\ncredentials = "%s"\nrole = "prefill"\n' \
+  "$worker_endpoint" "$dir/home" >"$dir/tls_pair.toml"
+start_serve tls_pair --model "$dir/tiny.gguf" --config "$dir/tls_pair.toml"
+got=$(answers)
+[ "$got" = "$expected" ] || fail "a prefill side over TLS answers differently:"$'\n'"$got"
+"$hearth" status -e "$endpoint" --json --interval 0 >"$dir/tls_pair.json"
+/usr/bin/python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["engine"]; assert e["kv_shipped_bytes"] > 0, e' \
+  "$dir/tls_pair.json" || fail "no KV shipped over TLS: $(cat "$dir/tls_pair.json")"
+stop_serve "$dir/tls_pair.err"
 tls_config "$dir/stranger.toml" "$dir/stranger"
 remote_config "$dir/plain.toml" "$worker_endpoint"
 for who in stranger plain; do
