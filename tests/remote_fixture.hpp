@@ -5,17 +5,15 @@
 
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 
+#include "child_process.hpp"
 #include "engine_harness.hpp"
 #include "model/file_hash.hpp"
 #include "scratch_dir.hpp"
-
-extern char** environ;
 
 namespace hearth::test {
 
@@ -26,26 +24,16 @@ class worker_process {
   //! port 0: a free one; `extra`: more options (--kv-tokens N).
   explicit worker_process(const std::string& model, uint16_t port = 0,
                           const std::vector<std::string>& extra = {}) {
-    int out[2];
-    REQUIRE(::pipe(out) == 0);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&fa, out[0]);
     std::vector<std::string> args = {
         HEARTH_EXE, "worker", "--listen",  "tcp://127.0.0.1:" + std::to_string(port),
         "--model",  model,    "--threads", "1"};
     // f32 unless `extra` names another (the engine fixture's backends compute in f32).
     if (std::ranges::find(extra, "--compute") == extra.end()) args.insert(args.end(), {"--compute", "f32"});
     args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    REQUIRE(::posix_spawn(&pid_, HEARTH_EXE, &fa, nullptr, argv.data(), environ) == 0);
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(out[1]);
-    const std::string line = read_line(out[0]);
-    ::close(out[0]);
+    const piped_child child = spawn_piped(HEARTH_EXE, std::move(args));
+    pid_ = child.pid;
+    const std::string line = read_line(child.out);
+    ::close(child.out);
     const auto at = line.find("listening on tcp://127.0.0.1:");
     REQUIRE(at != std::string::npos);
     port_ = static_cast<uint16_t>(std::stoi(line.substr(at + 29)));

@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include <zmq_addon.hpp>
 
 #include "bench/household/zmq_target.hpp"
+#include "child_process.hpp"
 #include "gateway_fixture.hpp"
 #include "protocol_corpus.hpp"
 
@@ -230,21 +230,12 @@ TEST_CASE("a client killed mid-stream has its requests cancelled and their block
   // One sequence at a time: of the child's 3 requests one streams, two wait in the queue.
   auto s = served::start({}, {.max_batched_tokens = 64, .max_seqs = 1}, 10ms);
   const std::string prompt = long_prompt();
-  int out[2];
-  REQUIRE(::pipe(out) == 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&fa, out[0]);
-  const std::string endpoint = s.gw->endpoint();
-  const char* argv[] = {"gateway_test_client", endpoint.c_str(), "3", "300", prompt.c_str(), nullptr};
-  pid_t child = 0;
-  REQUIRE(posix_spawn(&child, "./gateway_test_client", &fa, nullptr, const_cast<char**>(argv), environ) == 0);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(out[1]);
+  const piped_child client =
+      spawn_piped("./gateway_test_client", {"gateway_test_client", s.gw->endpoint(), "3", "300", prompt});
+  const pid_t child = client.pid;
   char line[32] = {};
-  const ssize_t got = ::read(out[0], line, sizeof line - 1);
-  ::close(out[0]);
+  const ssize_t got = ::read(client.out, line, sizeof line - 1);
+  ::close(client.out);
   REQUIRE(std::string(line, got > 0 ? got : 0) == "streaming\n");
   const auto before = *s.eng->gauges();
   CHECK(before.running == 1);
