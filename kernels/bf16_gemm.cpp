@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "kernels/bf16_panels.hpp"
-#include "kernels/big_alloc.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 

@@ -12,9 +12,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <span>
+
+#include "kernels/big_alloc.hpp"
 
 namespace hearth {
 
@@ -39,11 +40,8 @@ class bf16_matrix {
   void set_rows(uint32_t first, uint32_t rows, const float* values);
 
  private:
-  struct free_delete {
-    void operator()(uint16_t* p) const { std::free(p); }
-  };
   uint32_t n_out_ = 0, n_in_ = 0;
-  std::unique_ptr<uint16_t[], free_delete> data_;
+  std::unique_ptr<uint16_t[], big_free> data_;
 };
 
 //! Our kernels over a bf16_matrix, by vector width. w8: 8 f32 lanes, AVX2's ymm (two SSE registers

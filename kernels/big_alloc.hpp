@@ -1,7 +1,10 @@
 #pragma once
-// Large, long-lived buffers of kernels/ (bf16 weights, the KV pool), internal to kernels/.
+// Large, long-lived buffers of kernels/ (weights in bf16 or in oneDNN's layouts, the KV pool),
+// internal to kernels/.
 
 #include <cstddef>
+#include <cstdlib>
+#include <memory>
 
 namespace hearth {
 
@@ -10,5 +13,11 @@ namespace hearth {
 //! THP mode is madvise): decode streams the weights and walks KV tiles 2 KiB at a time, and with
 //! 4 KiB pages every page or tile is a TLB miss (docs/performance.md).
 std::byte* alloc_zeroed_big(size_t bytes);
+
+//! Frees an alloc_zeroed_big buffer, whatever its element type.
+struct big_free {
+  void operator()(void* p) const { std::free(p); }
+};
+using big_buffer = std::unique_ptr<std::byte[], big_free>;
 
 }  // namespace hearth

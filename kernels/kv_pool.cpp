@@ -1,7 +1,6 @@
 #include "kernels/kv_pool.hpp"
 
 #include <cassert>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -16,10 +15,6 @@ namespace hearth {
 namespace {
 
 constexpr size_t pool_alignment = 64;  // a cache line: tiles of one block never share one with another block
-
-void free_pool(std::byte* p) {
-  std::free(p);
-}
 
 //! layout.block_bytes() without wrapping, or nullopt when it does not fit 64 bits.
 std::optional<uint64_t> checked_block_bytes(const kv_layout& layout) {
@@ -36,8 +31,7 @@ bool empty_layout(const kv_layout& layout) {
 
 }  // namespace
 
-kv_pool::kv_pool(const kv_layout& layout, uint32_t n_blocks,
-                 std::unique_ptr<std::byte[], void (*)(std::byte*)> mem)
+kv_pool::kv_pool(const kv_layout& layout, uint32_t n_blocks, big_buffer mem)
     : layout_(layout), n_blocks_(n_blocks), mem_(std::move(mem)) {}
 
 result<kv_pool> kv_pool::create(const kv_layout& layout, uint32_t n_blocks) {
@@ -52,7 +46,7 @@ result<kv_pool> kv_pool::create(const kv_layout& layout, uint32_t n_blocks) {
     return error{errc::limit_exceeded,
                  "kv pool: " + std::to_string(n_blocks) + " blocks overflow the address space"};
   }
-  std::unique_ptr<std::byte[], void (*)(std::byte*)> mem(nullptr, free_pool);
+  big_buffer mem;
   if (*padded > 0) {
     mem.reset(alloc_zeroed_big(*padded));
     if (!mem) {

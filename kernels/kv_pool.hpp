@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/result.hpp"
+#include "kernels/big_alloc.hpp"
 #include "kernels/kv_store.hpp"
 
 namespace hearth {
@@ -38,11 +39,11 @@ class kv_pool final : public kv_store {
   std::span<const std::byte> block(uint32_t block) const;
 
  private:
-  kv_pool(const kv_layout& layout, uint32_t n_blocks, std::unique_ptr<std::byte[], void (*)(std::byte*)> mem);
+  kv_pool(const kv_layout& layout, uint32_t n_blocks, big_buffer mem);
 
   kv_layout layout_;
   uint32_t n_blocks_;
-  std::unique_ptr<std::byte[], void (*)(std::byte*)> mem_;
+  big_buffer mem_;
 };
 
 // Inline: the attention kernels ask for a tile per (block, head) they fold, where the call was 7 %

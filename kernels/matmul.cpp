@@ -295,7 +295,9 @@ void linear::impl::create_native(std::span<const weight_part> parts) {
   const dnnl::memory::desc wei(dims2(n_in, n_out), src_dt, gemv ? bf16_blocked : dnnl_tag::any);
   const dnnl::memory::desc dst(dims2(layout_m, n_out), dnnl_dt::f32, dnnl_tag::ab);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), dnnl_ctx::engine());
-  weights = dnnl::memory(pd.weights_desc(), dnnl_ctx::engine());
+  weight_bytes.reset(alloc_zeroed_big(pd.weights_desc().get_size()));
+  if (!weight_bytes) throw std::bad_alloc();
+  weights = dnnl::memory(pd.weights_desc(), dnnl_ctx::engine(), weight_bytes.get());
   load_weights(parts, n_in, n_out, src_dt, weights);
   whole = {pd.weights_desc(), dnnl_ctx::intern_layout(pd.weights_desc()), n_out, n_out};
   // The fallback must exist, and it proves the pinned layout serves the smallest m as well.

@@ -11,6 +11,7 @@
 #include <dnnl.hpp>
 
 #include "kernels/bf16_gemm.hpp"
+#include "kernels/big_alloc.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/quant_dot.hpp"
 
@@ -66,8 +67,10 @@ struct linear::impl {
   matmul_detail::dnnl_dt src_dt =
       matmul_detail::dnnl_dt::f32;  // what oneDNN multiplies: bf16, or f32 (also widened-f32)
   std::vector<float> bias;          // (n_out,) or empty
-  // oneDNN's storage: the weights in the pinned layout, all columns in one matmul.
-  dnnl::memory weights;  // (n_in, n_out)
+  // oneDNN's storage: the weights in the pinned layout, all columns in one matmul, in our buffer
+  // (huge pages: decode streams them every step).
+  big_buffer weight_bytes;
+  dnnl::memory weights;  // (n_in, n_out), over weight_bytes
   matmul_detail::dnnl_gemm whole;
   // m = 1, made at load: forward falls back to it row by row if a primitive cannot be created.
   std::shared_ptr<const dnnl::matmul> row_matmul;
