@@ -15,16 +15,27 @@ namespace {
 using namespace avx512_bf16;
 
 constexpr uint32_t block_cols = dpbf16_block_cols, block_k = 16, block_elems = block_cols * block_k;
+constexpr uint32_t item_rows = 48;  // rows of one parallel item: 8 passes over its block from L2
+
+//! Cache lines [0, lines) from `ahead`, asked for into L2 by a pass, lines / kb per k block.
+struct prefetch_span {
+  const char* ahead = nullptr;
+  uint32_t lines = 0;
+};
 
 //! Columns [64 nb, 64 nb + cols) of M rows: four accumulators of 16 columns per row, each vdpbf16ps
 //! taking one k pair of 16 columns (64 contiguous bytes) against that pair of x broadcast.
+
 template <uint32_t M>
 HEARTH_BF16_TARGET void column_block(const uint16_t* w, uint32_t kb, const uint16_t* x, uint32_t k_pad,
-                                     uint32_t cols, const float* bias, float* y, size_t ldy) {
+                                     uint32_t cols, const float* bias, float* y, size_t ldy,
+                                     prefetch_span pf) {
   __m512 acc[M][4];
   for (auto& row : acc)
     for (auto& a : row) a = _mm512_setzero_ps();
   for (uint32_t b = 0; b < kb; ++b, w += block_elems) {
+    for (uint32_t i = b * pf.lines / kb; i < (b + 1) * pf.lines / kb; ++i)
+      _mm_prefetch(pf.ahead + size_t{i} * 64, _MM_HINT_T1);
 #pragma GCC unroll 8
     for (uint32_t p = 0; p < block_k / 2; ++p) {
       __m512bh wv[4];
@@ -51,22 +62,31 @@ HEARTH_BF16_TARGET void column_block(const uint16_t* w, uint32_t kb, const uint1
 //! broadcast of AVX-512's 32 registers): the first pass reads the block from memory, the later
 //! ones from L2 (K x 128 bytes: 256 KiB at K = 2048).
 using pass_fn = void (*)(const uint16_t*, uint32_t, const uint16_t*, uint32_t, uint32_t, const float*, float*,
-                         size_t);
+                         size_t, prefetch_span);
 constexpr pass_fn passes[] = {column_block<1>, column_block<2>, column_block<3>,
                               column_block<4>, column_block<5>, column_block<6>};
+
+//! dpbf16_matmul_block, its passes asking for `next` (the same size, or null) into L2 a share each.
+void block_passes(const uint16_t* w, uint32_t k_pad, uint32_t cols, const uint16_t* x, uint32_t m,
+                  const float* bias, float* y, size_t ldy, const uint16_t* next) {
+  const uint32_t kb = k_pad / block_k, n_passes = (m + 5) / 6;
+  const uint32_t lines = next ? kb * block_elems * 2 / 64 : 0;
+  for (uint32_t p = 0, i = 0; i < m; ++p) {
+    const uint32_t rows = std::min(6u, m - i);
+    const uint32_t first = p * lines / n_passes;
+    const prefetch_span pf = next ? prefetch_span{reinterpret_cast<const char*>(next) + size_t{first} * 64,
+                                                  (p + 1) * lines / n_passes - first}
+                                  : prefetch_span{};
+    passes[rows - 1](w, kb, x + size_t{i} * k_pad, k_pad, cols, bias, y + i * ldy, ldy, pf);
+    i += rows;
+  }
+}
 
 }  // namespace
 
 void dpbf16_matmul_block(const uint16_t* w, uint32_t k_pad, uint32_t cols, const uint16_t* x, uint32_t m,
                          const float* bias, float* y, size_t ldy) {
-  const uint32_t kb = k_pad / block_k;
-  for (uint32_t i = 0; i < m;) {
-    const uint32_t rows = std::min(6u, m - i);
-    const uint16_t* xi = x + size_t{i} * k_pad;
-    float* yi = y + i * ldy;
-    passes[rows - 1](w, kb, xi, k_pad, cols, bias, yi, ldy);
-    i += rows;
-  }
+  block_passes(w, k_pad, cols, x, m, bias, y, ldy, nullptr);
 }
 
 namespace {
@@ -107,18 +127,31 @@ bool dpbf16_available() {
 
 void dpbf16_matmul(const uint16_t* w, uint32_t k_pad, uint32_t n, const uint16_t* x, uint32_t m,
                    const float* bias, float* y, size_t ldy) {
+  const uint32_t kb = k_pad / block_k, blocks = (n + block_cols - 1) / block_cols;
+  const auto block = [&](uint32_t nb, uint32_t r0, uint32_t rows, const uint16_t* next) {
+    const uint32_t first = nb * block_cols;
+    block_passes(w + size_t{nb} * kb * block_elems, k_pad, std::min(block_cols, n - first),
+                 x + size_t{r0} * k_pad, rows, bias ? bias + first : nullptr, y + r0 * ldy + first, ldy,
+                 next);
+  };
+  if (m > 6 && m <= item_rows) {
+    // Several passes over each block: the first reads it from memory while the others compute from
+    // L2, so each thread takes a run of blocks and its passes over one ask for the next into L2.
+    const auto threads = static_cast<uint32_t>(std::min<size_t>(kernel_threads(), blocks));
+    parallel_for(threads, [&](size_t t) {
+      const uint32_t b0 = blocks * static_cast<uint32_t>(t) / threads,
+                     b1 = blocks * static_cast<uint32_t>(t + 1) / threads;
+      for (uint32_t nb = b0; nb < b1; ++nb)
+        block(nb, 0, m, nb + 1 < b1 ? w + size_t{nb + 1} * kb * block_elems : nullptr);
+    });
+    return;
+  }
   // Items of a column block and up to 48 rows (8 passes over the block from L2): a prefill chunk
   // over a slice of a few blocks still gives every thread work.
-  constexpr uint32_t item_rows = 48;
-  const uint32_t kb = k_pad / block_k, blocks = (n + block_cols - 1) / block_cols;
   const uint32_t row_items = (m + item_rows - 1) / item_rows;
   parallel_for(size_t{blocks} * row_items, [&](size_t i) {
-    const auto nb = static_cast<uint32_t>(i / row_items),
-               r0 = static_cast<uint32_t>(i % row_items) * item_rows;
-    const uint32_t first = nb * block_cols;
-    dpbf16_matmul_block(w + size_t{nb} * kb * block_elems, k_pad, std::min(block_cols, n - first),
-                        x + size_t{r0} * k_pad, std::min(item_rows, m - r0), bias ? bias + first : nullptr,
-                        y + r0 * ldy + first, ldy);
+    const auto r0 = static_cast<uint32_t>(i % row_items) * item_rows;
+    block(static_cast<uint32_t>(i / row_items), r0, std::min(item_rows, m - r0), nullptr);
   });
 }
 
