@@ -38,7 +38,6 @@ constexpr double quiet_margin = 1.05;
 // rounds close enough and took oneDNN's bf16 at m = 1 for them (37-39 GFLOP/s there on a quiet
 // machine, hearth-dpbf16 44-45).
 constexpr double noisy_spread = 0.25, noisy_others = 0.15, noisy_margin = 1.3;
-constexpr const char* cache_header = "# hearth kernel plans v1: cpu threads compute choice n_in n_out paths";
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -301,6 +300,12 @@ std::optional<std::vector<path_rates>> parse_rates(const std::string& text) {
   return out;
 }
 
+// Whether a cache file begins with this build's header (its other lines are then worth reading).
+bool written_now(std::istream& in) {
+  std::string first;
+  return std::getline(in, first) && first == kernel_cache_header;
+}
+
 }  // namespace
 
 std::optional<shape_plan> parse_cache_line(std::string_view line, std::string& cpu) {
@@ -355,6 +360,7 @@ void kernel_tuner::load_cache() {
   cache_loaded_ = true;
   if (cache_path_.empty()) return;
   std::ifstream in(cache_path_);
+  if (!written_now(in)) return;
   for (std::string line, cpu; std::getline(in, line);) {
     auto s = parse_cache_line(line, cpu);
     if (s && cpu == cpu_) cached_.push_back(std::move(*s));
@@ -376,8 +382,7 @@ std::optional<shape_plan> kernel_tuner::settle(const shape_plan& mine,
   const file_lock lock(path.string() + ".lock");
   std::vector<std::string> lines;
   const std::string line = format_cache_line(cpu_, mine);
-  {
-    std::ifstream in(path);
+  if (std::ifstream in(path); written_now(in)) {
     for (std::string l, cpu; std::getline(in, l);) {
       auto theirs = parse_cache_line(l, cpu);
       if (!theirs) continue;
@@ -392,7 +397,7 @@ std::optional<shape_plan> kernel_tuner::settle(const shape_plan& mine,
   const auto tmp = path.string() + ".tmp." + std::to_string(getpid());
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << cache_header << '\n';
+    out << kernel_cache_header << '\n';
     for (const auto& l : lines) out << l << '\n';
     if (!out) return std::filesystem::remove(tmp, ec), std::nullopt;
   }

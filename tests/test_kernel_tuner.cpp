@@ -121,7 +121,7 @@ TEST_CASE("cache lines round-trip and malformed ones are skipped", "[kernel_tune
 
   const std::string bad[] = {
       "",
-      "# hearth kernel plans v1",
+      std::string(kernel_cache_header),
       "cpu\t2\tbf16\tauto\t2048\t5632",                                                  // fields missing
       "cpu\t0\tbf16\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t",       // no threads
       "cpu\t2\tf64\tauto\t2048\t5632\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t",        // compute
@@ -285,7 +285,7 @@ TEST_CASE("a cached plan is used for its CPU only, and a corrupt cache is only a
   const int threads = kernel_threads();
   {
     std::ofstream out(cache.path);
-    out << "# hearth kernel plans v1\n"
+    out << kernel_cache_header << "\n"
         << "garbage line\n"
         << "mine\t" << threads << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,widened-f32\t"
         << every_path_rated() << "\n"
@@ -314,7 +314,7 @@ TEST_CASE("a cached plan made before a path this CPU has existed is made again",
   {
     std::ofstream out(cache.path);
     // Only hearth-w8 timed: widened-f32, which every CPU has, is missing.
-    out << "mine\t" << kernel_threads()
+    out << kernel_cache_header << "\nmine\t" << kernel_threads()
         << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,hearth-w8\thearth-w8=1/2/3/4\n";
   }
   kernel_tuner mine(cache.path, "mine");
@@ -331,8 +331,8 @@ TEST_CASE("a cached plan made before a path was timed at some batch size is made
   rated.replace(rated.find(w8_rates), w8_rates.size(), std::string(to_string(w8)) + "=1/0/3/4");
   {
     std::ofstream out(cache.path);
-    out << "mine\t" << kernel_threads() << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t"
-        << rated << "\n";
+    out << kernel_cache_header << "\nmine\t" << kernel_threads()
+        << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t" << rated << "\n";
   }
   kernel_tuner mine(cache.path, "mine");
   REQUIRE(mine.plan(64, 48, compute_type::bf16, kernel_choice::automatic).ok());
@@ -340,14 +340,34 @@ TEST_CASE("a cached plan made before a path was timed at some batch size is made
   // The same line with hearth-w8 timed at m = 16 holds.
   {
     std::ofstream out(cache.path);
-    out << "mine\t" << kernel_threads() << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t"
-        << every_path_rated() << "\n";
+    out << kernel_cache_header << "\nmine\t" << kernel_threads()
+        << "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t" << every_path_rated() << "\n";
   }
   kernel_tuner again(cache.path, "mine");
   auto plan = again.plan(64, 48, compute_type::bf16, kernel_choice::automatic);
   REQUIRE(plan.ok());
   CHECK(again.decisions()[0].why == "cached");
   CHECK(*plan == matmul_plan::uniform(w8));
+}
+
+TEST_CASE("a cache written under another kernels' version is measured again and replaced", "[kernel_tuner]") {
+  temp_file cache("plans.tsv");
+  const std::string line = "\t" + std::to_string(kernel_threads()) +
+                           "\tbf16\tauto\t64\t48\thearth-w8,hearth-w8,hearth-w8,hearth-w8\t" +
+                           every_path_rated() + "\n";
+  {
+    std::ofstream out(cache.path);
+    out << "# hearth kernel plans v1: cpu threads compute choice n_in n_out paths\n"
+        << "mine" << line << "other" << line;
+  }
+  kernel_tuner mine(cache.path, "mine");
+  REQUIRE(mine.plan(64, 48, compute_type::bf16, kernel_choice::automatic).ok());
+  CHECK(mine.decisions()[0].why != "cached");
+  const std::string text = cache.read();
+  CHECK(text.rfind(std::string(kernel_cache_header) + "\n", 0) == 0);
+  CHECK(text.find("v1") == std::string::npos);
+  CHECK(text.find("other\t") == std::string::npos);  // timed by the other kernels too
+  CHECK(text.find("mine\t") != std::string::npos);
 }
 
 TEST_CASE("a kernel choice that cannot run is refused by name", "[kernel_tuner]") {
