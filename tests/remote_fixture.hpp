@@ -100,4 +100,42 @@ struct remote_fixture {
   }
 };
 
+//! Which side of a disaggregated pair runs in another process.
+struct layout {
+  bool prefill_remote, decode_remote;
+};
+
+inline std::string name_of(layout l) {
+  return std::string("prefill ") + (l.prefill_remote ? "remote" : "here") + ", decode " +
+         (l.decode_remote ? "remote" : "here");
+}
+
+//! The engine of a pair: `ports` the workers of the remote sides, prefill's first; the sides here
+//! get a pool of kv_tokens positions (a remote one's is its --kv-tokens, which must be the same).
+inline result<std::unique_ptr<engine>> start_pair(const remote_fixture& f, layout l,
+                                                  const std::vector<uint16_t>& ports,
+                                                  uint64_t kv_tokens = 16384) {
+  engine_config cfg;
+  cfg.mode = placement_mode::disaggregated;
+  cfg.threads_per_worker = 1;
+  size_t next = 0;
+  for (worker_role side : {worker_role::prefill, worker_role::decode}) {
+    if (!(side == worker_role::prefill ? l.prefill_remote : l.decode_remote)) continue;
+    worker_endpoint w{"127.0.0.1", ports.at(next++)};
+    w.role = side;
+    cfg.workers.push_back(w);
+  }
+  return engine::start(
+      cfg, f.model->tok,
+      [&f, kv_tokens]() -> result<std::unique_ptr<backend>> {
+        return std::unique_ptr<backend>(f.model->backend(kv_tokens));
+      },
+      {}, {}, f.hello);
+}
+
+//! The bytes of one KV block of the fixture's model, as a pair ships it.
+inline uint64_t block_bytes(const remote_fixture& f) {
+  return f.model->backend(16)->kv().layout().block_bytes();
+}
+
 }  // namespace hearth::test

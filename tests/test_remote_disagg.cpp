@@ -17,37 +17,6 @@ namespace {
 
 using ms = std::chrono::milliseconds;
 
-// Which side runs in another process.
-struct layout {
-  bool prefill_remote, decode_remote;
-};
-
-std::string name_of(layout l) {
-  return std::string("prefill ") + (l.prefill_remote ? "remote" : "here") + ", decode " +
-         (l.decode_remote ? "remote" : "here");
-}
-
-// The engine of a pair: `ports` the workers of the remote sides, prefill's first.
-result<std::unique_ptr<engine>> start_pair(const remote_fixture& f, layout l,
-                                           const std::vector<uint16_t>& ports) {
-  engine_config cfg;
-  cfg.mode = placement_mode::disaggregated;
-  cfg.threads_per_worker = 1;
-  size_t next = 0;
-  for (worker_role side : {worker_role::prefill, worker_role::decode}) {
-    if (!(side == worker_role::prefill ? l.prefill_remote : l.decode_remote)) continue;
-    worker_endpoint w{"127.0.0.1", ports.at(next++)};
-    w.role = side;
-    cfg.workers.push_back(w);
-  }
-  return engine::start(
-      cfg, f.model->tok,
-      [&f]() -> result<std::unique_ptr<backend>> {
-        return std::unique_ptr<backend>(f.model->backend(16384));
-      },
-      {}, {}, f.hello);
-}
-
 // Prompts of several blocks (and part-blocks); no end of generation, so every request decodes.
 std::vector<request> prompts(std::mt19937_64& rng, uint32_t max_tokens) {
   std::vector<request> rs;
@@ -79,10 +48,9 @@ std::vector<std::vector<token_id>> colocated(const remote_fixture& f, const std:
 
 // The exact bytes a pair ships for rs: each prompt's blocks, once, at its first decode step.
 uint64_t expected_bytes(const remote_fixture& f, const std::vector<request>& rs) {
-  const uint64_t block_bytes = f.model->backend(16)->kv().layout().block_bytes();
   uint64_t blocks = 0;
   for (const auto& r : rs) blocks += (r.prompt.size() + 15) / 16;
-  return blocks * block_bytes;
+  return blocks * block_bytes(f);
 }
 
 }  // namespace
