@@ -176,6 +176,7 @@ class scheduler_core {
   enum class start_result { started, skipped, no_room };
   start_result start(sequence& s, plan_state& ps);
   void add_chunk(sequence& s, uint32_t n, plan_state& ps);
+  void list_copy_in(step& st);
   void offer_full_blocks(sequence& s);
   void accept_token(sequence& s, token_id t, double now_s, std::vector<request_event>& events);
   void count_gap(sequence& s, double now_s);

@@ -10,6 +10,7 @@ namespace hearth {
 step scheduler_core::plan(double now_s, step_kind kind) {
   plan_state ps{{next_step_, kind, {}}, kind, cfg_.max_batched_tokens, 0, now_s};
   if (kind != step_kind::prefill) plan_decodes(ps);
+  if (copy_handoff_ && kind == step_kind::decode) list_copy_in(ps.out);
   if (kind != step_kind::decode) {
     // The policy may hold prefill back so the step stays short (decode protection).
     if (const auto cap = policy_->prefill_cap(snapshot(views(), now_s)))
@@ -22,6 +23,23 @@ step scheduler_core::plan(double now_s, step_kind kind) {
     for (const auto& e : ps.out.seqs) find(e.id)->busy = true;
   }
   return std::move(ps.out);
+}
+
+// Which blocks each seq of a decode step must copy in, and the decode pool holding them from
+// then on. Only once the step is planned: a seq preempted meanwhile leaves the step, and had its
+// blocks been marked as it entered, its cached prompt blocks (and a later seq's share of them)
+// would count as copied though no step copied them, and whoever matched them next would read
+// blocks the decode pool never received.
+void scheduler_core::list_copy_in(step& st) {
+  const uint32_t bs = kv_.block_size();
+  for (step_seq& e : st.seqs) {
+    // The decode worker reads every position before start_pos and writes start_pos.
+    const size_t filled = (e.start_pos + bs - 1) / bs;
+    for (size_t i = 0; i < e.blocks.size(); ++i) {
+      if (i < filled && !in_decode_pool_[e.blocks[i]]) e.copy_in.push_back(e.blocks[i]);
+      in_decode_pool_[e.blocks[i]] = true;
+    }
+  }
 }
 
 // Blocks free now; never preempts (waiting requests do not push running ones out).
@@ -195,14 +213,6 @@ void scheduler_core::add_chunk(sequence& s, uint32_t n, plan_state& ps) {
     if (s.req.sampling.repetition_penalty != 1.0f) {
       const size_t k = std::min<size_t>(s.req.sampling.repeat_last_n, s.tokens.size());
       e.recent.assign(s.tokens.end() - static_cast<ptrdiff_t>(k), s.tokens.end());
-    }
-  }
-  if (copy_handoff_ && ps.kind == step_kind::decode) {
-    // The decode worker reads every position before `computed` and writes `computed`.
-    const size_t filled = (s.computed + bs - 1) / bs;
-    for (size_t i = 0; i < e.blocks.size(); ++i) {
-      if (i < filled && !in_decode_pool_[e.blocks[i]]) e.copy_in.push_back(e.blocks[i]);
-      in_decode_pool_[e.blocks[i]] = true;
     }
   }
   ps.budget -= n;
