@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -93,21 +92,19 @@ void keep_min_p(float min_p, std::vector<candidate>& cands) {
   cands.erase(first_out, cands.end());
 }
 
-// u in [0, 1): the draw's random number, over the candidates in token-id order. Laid out by
-// probability instead, two near-equal logits that a rounding difference swaps (a sequence's
-// step batched against the same sequence alone) swap whole intervals, and a draw in either one
-// changes token; laid out by id, the rounding moves an interval's edge by as much, no more.
-token_id draw(double temperature, double u, std::span<const candidate> by_id, double top) {
+// u in [0, 1): the draw's random number.
+token_id draw(double temperature, double u, const std::vector<candidate>& cands) {
   // Temperature applied in double: (l - l_max) / T cannot overflow even for extreme logits.
+  const double top = cands.front().logit;
   double total = 0.0;
-  for (const candidate& c : by_id) total += std::exp((c.logit - top) / temperature);
+  for (const candidate& c : cands) total += std::exp((c.logit - top) / temperature);
   const double target = u * total;
   double cum = 0.0;
-  for (const candidate& c : by_id) {
+  for (const candidate& c : cands) {
     cum += std::exp((c.logit - top) / temperature);
     if (target < cum) return c.id;
   }
-  return by_id.back().id;  // target within rounding of the total
+  return cands.back().id;  // target within rounding of the total
 }
 
 // The k-th draw's random number: one fresh stream per (seed, k).
@@ -148,24 +145,12 @@ token_id sampler::sample(std::span<const float> logits, std::span<const token_id
     auto by_logit = [](const candidate& a, const candidate& b) { return a.logit < b.logit; };
     return std::max_element(s.cands.begin(), s.cands.end(), by_logit)->id;
   }
-  const double u = draw_unit(params_.seed, k);
-  if (!(params_.top_k > 0 && params_.top_k < s.cands.size()) && params_.top_p >= 1.0f &&
-      params_.min_p <= 0.0f) {
-    // No filter: every token stays, still in id order, and nothing needs sorting.
-    auto by_logit = [](const candidate& a, const candidate& b) { return a.logit < b.logit; };
-    const float top = std::max_element(s.cands.begin(), s.cands.end(), by_logit)->logit;
-    if (top == -std::numeric_limits<float>::infinity()) return s.cands.front().id;  // nothing to weigh
-    return draw(params_.temperature, u, s.cands, top);
-  }
   keep_top_k(params_.top_k, s.cands);
   // Every logit -inf (or NaN): there is nothing to weigh, so take the first in order.
   if (s.cands.front().logit == -std::numeric_limits<float>::infinity()) return s.cands.front().id;
   keep_top_p(params_.top_p, s.cands);
   keep_min_p(params_.min_p, s.cands);
-  const float top = s.cands.front().logit;
-  std::sort(s.cands.begin(), s.cands.end(),
-            [](const candidate& a, const candidate& b) { return a.id < b.id; });
-  return draw(params_.temperature, u, s.cands, top);
+  return draw(params_.temperature, draw_unit(params_.seed, k), s.cands);
 }
 
 }  // namespace hearth

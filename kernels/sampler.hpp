@@ -6,8 +6,6 @@
 // request's k-th draw is a function of (seed, k) alone, so a seed replays the same tokens for the
 // same logits, and any worker can draw any token of a request: a request handed from a prefill
 // worker to a decode worker, or preempted and recomputed, samples exactly as if it never moved.
-// The draw lays the kept tokens' probabilities out in token-id order, so that logits a rounding
-// apart (a step batched, against the same sequence alone) move its outcome only as much.
 // A sampler is a small value (its scratch is per thread), cheap to make for every step.
 
 #include <cstdint>
