@@ -127,6 +127,17 @@ std::vector<token_id> alone(const engine_model& m, const request& r) {
   return generate_alone(*be, *m.tok, without_eos);
 }
 
+// Request i + 1 ended done with the tokens rs[i] gets alone, for every i, and no block is left in use.
+void check_done_alone(const pair_outcome& o, const scheduler_core& core, const engine_model& m,
+                      const std::vector<request>& rs) {
+  for (size_t i = 0; i < rs.size(); ++i) {
+    INFO("request " << i + 1);
+    CHECK(o.terminal.at(i + 1).kind == event_kind::done);
+    CHECK(o.tokens.at(i + 1) == alone(m, rs[i]));
+  }
+  CHECK(core.kv().stats().used == 0);
+}
+
 // Victims go in running order, the longest-running first: unlike fcfs (the latest arrival), it
 // takes a request whose decode the step already holds when a later one needs a block.
 class first_running final : public policy {
@@ -159,12 +170,7 @@ TEST_CASE("a victim dropped from a decode step leaves its blocks to be copied in
   for (size_t i = 0; i < rs.size(); ++i) core.add(i + 1, rs[i], 0);
   const pair_outcome o = drive_pair(core, *prefill_be, *decode_be, rng);
   CHECK(core.gauges().preemptions == 1);
-  for (size_t i = 0; i < rs.size(); ++i) {
-    INFO("request " << i + 1);
-    CHECK(o.terminal.at(i + 1).kind == event_kind::done);
-    CHECK(o.tokens.at(i + 1) == alone(*m, rs[i]));
-  }
-  CHECK(core.kv().stats().used == 0);
+  check_done_alone(o, core, *m, rs);
 }
 
 TEST_CASE("a disaggregated pair by copy with a pool too small preempts, recomputes and changes no token",
@@ -183,8 +189,6 @@ TEST_CASE("a disaggregated pair by copy with a pool too small preempts, recomput
     rs.push_back(greedy_request(random_prompt(6 + i * 3, 600, rng), 14));
     rs.back().tenant = i % 2 ? "voice" : "nightly";
   }
-  std::vector<std::vector<token_id>> expected;
-  for (const request& r : rs) expected.push_back(alone(*m, r));
   struct variant {
     const char* policy;
     bool classes;
@@ -201,12 +205,7 @@ TEST_CASE("a disaggregated pair by copy with a pool too small preempts, recomput
     for (size_t i = 0; i < rs.size(); ++i) core.add(i + 1, rs[i], 0);
     const pair_outcome o = drive_pair(core, *prefill_be, *decode_be, rng);
     CHECK(core.gauges().preemptions > 0);
-    for (size_t i = 0; i < rs.size(); ++i) {
-      INFO("request " << i + 1);
-      CHECK(o.terminal.at(i + 1).kind == event_kind::done);
-      CHECK(o.tokens.at(i + 1) == expected[i]);
-    }
-    CHECK(core.kv().stats().used == 0);
+    check_done_alone(o, core, *m, rs);
   }
 }
 
@@ -246,10 +245,5 @@ TEST_CASE("a disaggregated pair by copy copies a cached prefix block in once for
   CHECK(copied_before_r3 == 5 + 1);
   CHECK(o.copied_blocks - copied_before_r3 == 2);
   CHECK(core.kv().stats().hits == 8);  // r2's 4 prefix blocks, and r3's
-  for (size_t i = 0; i < rs.size(); ++i) {
-    INFO("request " << i + 1);
-    CHECK(o.terminal.at(i + 1).kind == event_kind::done);
-    CHECK(o.tokens.at(i + 1) == alone(*m, rs[i]));
-  }
-  CHECK(core.kv().stats().used == 0);
+  check_done_alone(o, core, *m, rs);
 }
