@@ -34,6 +34,7 @@ using overdue_atom = caf::atom_constant<caf::atom("overdue")>;
 using alive_atom = caf::atom_constant<caf::atom("alive")>;
 using join_atom = caf::atom_constant<caf::atom("join")>;
 using kv_read_atom = caf::atom_constant<caf::atom("kv_read")>;
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
 
 //! What every client of the engine gets: each event of its requests.
 using sink_actor = caf::typed_actor<caf::reacts_to<request_event>>;
@@ -79,7 +80,10 @@ using scheduler_actor =
                      caf::reacts_to<alive_atom>,
                      caf::reacts_to<overdue_atom, size_t, size_t, uint64_t, uint64_t>,
                      // a lost worker of that group joined again (actors/worker_rejoin.hpp)
-                     caf::reacts_to<join_atom, size_t, worker_actor, worker_info>>;
+                     caf::reacts_to<join_atom, size_t, worker_actor, worker_info>,
+                     // a remote worker stopped by its operator says so before its connection
+                     // closes (actors/worker_node.cpp): answered once it is dropped
+                     caf::replies_to<leave_atom>::with<bool>>;
 
 using admission_actor =
     caf::typed_actor<caf::reacts_to<ready_atom, scheduler_actor>,  // where accepted requests go

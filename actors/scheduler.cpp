@@ -269,6 +269,17 @@ void lose(self_ptr self, size_t gi, const std::string& why) {
   kick(self);
 }
 
+// The group whose lane runs on `worker` is lost for `reason` (a down message's, or a leave's).
+void lose_worker(self_ptr self, const caf::actor_addr& worker, const caf::error& reason) {
+  auto& gs = self->state.groups;
+  for (size_t gi = 0; gi < gs.size(); ++gi)
+    for (const lane& l : gs[gi].lanes)
+      if (l.worker.address() == worker) {
+        lose(self, gi, down_text(self->system(), l.name, reason));
+        return;
+      }
+}
+
 std::unique_ptr<scheduler_core> make_core(const scheduler_options& opt, const worker_info& info) {
   return std::make_unique<scheduler_core>(opt.config, *opt.tok, info.n_ctx, info.n_blocks, info.block_size,
                                           make_policy(opt.config.policy));
@@ -329,15 +340,7 @@ void make_groups(self_ptr self, const scheduler_options& opt) {
     st.pool_tokens = std::min(st.pool_tokens, uint64_t{w.info.n_blocks} * w.info.block_size);
   }
   // A lost side of a disaggregated pair loses its group, the only one: the engine fails.
-  self->set_down_handler([self](const caf::down_msg& down) {
-    auto& gs = self->state.groups;
-    for (size_t gi = 0; gi < gs.size(); ++gi)
-      for (const lane& l : gs[gi].lanes)
-        if (l.worker.address() == down.source) {
-          lose(self, gi, down_text(self->system(), l.name, down.reason));
-          return;
-        }
-  });
+  self->set_down_handler([self](const caf::down_msg& down) { lose_worker(self, down.source, down.reason); });
 }
 
 template <class F>
@@ -392,6 +395,13 @@ scheduler_actor::behavior_type scheduler(self_ptr self, scheduler_options opt) {
       [=](fail_atom, const std::string& why) { fail(self, why); },
       [=](alive_atom) { on_alive_tick(self); },
       [=](join_atom, size_t gi, worker_actor& w, const worker_info& info) { rejoined(self, gi, w, info); },
+      // Its down message could be lost when its process closes the connection: told here, the
+      // server names the stop rather than a lost connection.
+      [=](leave_atom) {
+        lose_worker(self, caf::actor_cast<caf::actor_addr>(self->current_sender()),
+                    caf::make_error(caf::exit_reason::user_shutdown));
+        return true;
+      },
       [=](overdue_atom, size_t gi, size_t lane_index, uint64_t generation, uint64_t number) {
         const group& g = self->state.groups[gi];
         const std::optional<step>& s = g.loop->in_flight(lane_index);

@@ -13,8 +13,9 @@ namespace hearth {
 //! The layout of every message between a scheduler and a remote worker (step, step_result,
 //! worker_info, this handshake). Bumped by any change to one of them or to their inspect().
 // 2: worker_info names its device; 3: a step carries shipped KV blocks (kv_blocks), a worker
-// answers (kv_read, ids) with its blocks' bytes, worker_info gives its block_bytes.
-constexpr uint32_t worker_wire_version = 3;
+// answers (kv_read, ids) with its blocks' bytes, worker_info gives its block_bytes; 4: a worker
+// stopped under a server sends its scheduler (leave) and waits for the answer.
+constexpr uint32_t worker_wire_version = 4;
 
 //! What each side says of itself at join. Its own layout never changes (a new field goes into
 //! a new wire version's message), so two builds can always compare it.

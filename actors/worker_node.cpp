@@ -24,6 +24,8 @@ constexpr auto busy_retry_for = std::chrono::seconds(7);
 constexpr auto busy_retry_every = std::chrono::milliseconds(100);
 // A refusal that a retry may cure starts so.
 constexpr std::string_view busy = "busy: ";
+// How long a stopping worker waits for its server to take note.
+constexpr auto leave_timeout = std::chrono::seconds(2);
 
 // The published face of a worker in its own process. It serves one server at a time (two
 // schedulers would hand out the same KV blocks): a join checks the server's hello and reserves
@@ -96,6 +98,22 @@ caf::result<kv_bytes> on_kv_read(gate_ptr self, const std::vector<uint32_t>& ids
   return std::move(*bytes);
 }
 
+// Before the worker stops: its server is told and answers, so the stop is not taken for a
+// lost connection (the gate's down message, sent as it exits, can still be in the middleman's
+// buffers when the process closes the socket). An answer that never comes waits leave_timeout.
+caf::result<bool> leave(gate_ptr self) {
+  auto& st = self->state;
+  if (self->current_sender()->node() != self->node())
+    return caf::make_error(caf::sec::runtime_error, "worker: only its own process stops it");
+  if (!st.scheduler) return true;
+  auto done = self->make_response_promise<bool>();
+  auto scheduler = caf::actor_cast<caf::actor>(st.scheduler);
+  self->request(scheduler, leave_timeout, leave_atom::value)
+      .then([done](bool) mutable { done.deliver(true); },
+            [done](caf::error&) mutable { done.deliver(true); });
+  return done;
+}
+
 caf::behavior gate(gate_ptr self, worker_actor worker, std::weak_ptr<const kv_store> pool, worker_info info,
                    join_hello hello, std::function<void(const std::string&)> log) {
   auto& st = self->state;
@@ -133,6 +151,7 @@ caf::behavior gate(gate_ptr self, worker_actor worker, std::weak_ptr<const kv_st
         return answer;
       },
       [=](ready_atom) { return self->state.info; },
+      [=](leave_atom) { return leave(self); },
   };
 }
 
@@ -154,6 +173,11 @@ worker_node::worker_node(const std::string& credentials) : actors_(std::make_uni
 worker_node::~worker_node() {
   auto& a = *actors_;
   if (a.gate) {
+    {
+      caf::scoped_actor self{a.system};
+      self->request(a.gate, caf::infinite, leave_atom::value).receive([](bool) {}, [](caf::error&) {});
+    }
+    caf::logger::set_current_actor_system(nullptr);  // as await_worker does
     // Debian's caf/openssl/unpublish.hpp (0.17.6) does not compile: a TLS port closes with the
     // actor system instead, a moment later.
     if (!a.tls) (void)a.system.middleman().unpublish(a.gate, port_);
