@@ -83,10 +83,12 @@ TEST_CASE("quantized dot products match the reference within the activations' ro
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
-  const uint32_t rows = 5;
+  // 19 rows: two whole groups of the 8-row kernels and 3 left over; m = 31 takes passes of
+  // every size.
+  const uint32_t rows = 19;
   for (auto variant : runnable_isas())
     for (auto type : types_with_reference())
-      for (uint32_t m : {1u, 3u, 4u, 9u}) {
+      for (uint32_t m : {1u, 3u, 4u, 9u, 31u}) {
         // Three 256-element super-blocks; 25 blocks of 32, past every unrolled group of blocks.
         const uint32_t n_in = traits_of(type).block_size == 256 ? 768 : 800;
         CAPTURE(quant::to_string(variant), traits_of(type).name, m, n_in);
