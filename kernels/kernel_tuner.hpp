@@ -57,8 +57,8 @@ struct shape_plan {
 
 //! The cache file's first line. Its version counts changes to the kernels' speeds: a file written
 //! under another is measured again, since its timings no longer say which path is faster (v2: the
-//! hearth-dpbf16 of 7 to 48 rows that asks for its next block into L2; v3: q4_K's and q6_K's dots
-//! eight rows at a time with VNNI).
+//! hearth-dpbf16 of 7 to 48 rows that asks for its next block into L2; v3: the quantized dots eight
+//! rows at a time with VNNI).
 inline constexpr std::string_view kernel_cache_header =
     "# hearth kernel plans v3: cpu threads compute choice n_in n_out paths";
 
