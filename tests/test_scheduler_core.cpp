@@ -21,6 +21,7 @@ namespace {
 struct outcome {
   std::map<request_id, std::vector<token_id>> tokens;
   std::map<request_id, request_event> terminal;
+  std::map<request_id, std::vector<step_seq>> calls;  // each request's part of every step run
   uint32_t max_step_tokens = 0;
 
   std::vector<token_id> tokens_of(request_id id) const {
@@ -55,6 +56,7 @@ outcome drive(scheduler_core& core, step_runner& runner,
     o.max_step_tokens = std::max(o.max_step_tokens, st.n_tokens());
     const step_result r = runner.run(st);
     REQUIRE(r.error.empty());
+    for (const step_seq& s : st.seqs) o.calls[s.id].push_back(s);
     core.complete(st, r, 0.001 * static_cast<double>(n) + 0.0005, events);
     collect();
   }
@@ -89,6 +91,48 @@ std::map<request_id, std::vector<token_id>> alone(const engine_model& m, const s
   return out;
 }
 
+// What r draws alone on `be` (as large as the engine's pool), its prompt computed in the chunks
+// the engine gave it (`calls`, recomputes after a preemption included), feeding back its own
+// draws. Against a one-shot prefill a chunk boundary moves a rounding, which flipped a sampled
+// token about once in 250 runs of the test below (HEARTH_TEST_SEED=14815455868986701450) and
+// says nothing about concurrency: in the chunks the engine ran, alone must be bit for bit.
+std::vector<token_id> alone_in_its_chunks(backend& be, const tokenizer& tok, const request& r,
+                                          const std::vector<step_seq>& calls) {
+  std::vector<token_id> tokens = r.prompt, out;
+  step_runner runner(be);
+  REQUIRE_FALSE(calls.empty());
+  REQUIRE(calls.front().start_pos == 0);  // random prompts share no cached block with another
+  for (const step_seq& c : calls) {
+    const size_t end = c.start_pos + c.tokens.size();
+    REQUIRE(end <= tokens.size());
+    step_seq mine = c;  // its block table and sampling
+    mine.tokens.assign(tokens.begin() + c.start_pos, tokens.begin() + static_cast<std::ptrdiff_t>(end));
+    mine.draw = out.size();
+    const step_result res = runner.run(step{.seqs = {mine}});
+    REQUIRE(res.error.empty());
+    if (!c.sample) continue;
+    REQUIRE(end == tokens.size());
+    if (tok.is_end_of_generation(res.sampled[0])) break;
+    tokens.push_back(res.sampled[0]);
+    out.push_back(res.sampled[0]);
+  }
+  return out;
+}
+
+//! Every request of `o` but `cancelled` done with the tokens it draws alone in its own chunks, on a
+//! fresh backend of kv_tokens positions in blocks of block_size (the engine's pool's shape).
+void check_done_as_alone(const engine_model& m, const std::vector<request>& rs, const outcome& o,
+                         uint64_t kv_tokens, uint32_t block_size, request_id cancelled = 0) {
+  auto be = m.backend(kv_tokens, block_size);
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const request_id id = i + 1;
+    if (id == cancelled) continue;
+    INFO("request " << id);
+    CHECK(o.terminal.at(id).kind == event_kind::done);
+    CHECK(o.tokens_of(id) == alone_in_its_chunks(*be, *m.tok, rs[i], o.calls.at(id)));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("concurrent requests get exactly the tokens they get alone", "[scheduler_core]") {
@@ -97,7 +141,6 @@ TEST_CASE("concurrent requests get exactly the tokens they get alone", "[schedul
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   const auto rs = mixed_requests(32, *m, rng);
-  const auto expected = alone(*m, rs);
   struct budget {
     uint32_t tokens, threshold, partial, block;
   };
@@ -115,11 +158,7 @@ TEST_CASE("concurrent requests get exactly the tokens they get alone", "[schedul
     step_runner runner(*be);
     const outcome o = drive(core, runner);
     CHECK(o.max_step_tokens <= b.tokens);
-    for (const auto& [id, want] : expected) {
-      INFO("request " << id);
-      CHECK(o.terminal.at(id).kind == event_kind::done);
-      CHECK(o.tokens_of(id) == want);
-    }
+    check_done_as_alone(*m, rs, o, 8192, b.block);
     CHECK(core.kv().stats().used == 0);
   }
 }
@@ -131,7 +170,6 @@ TEST_CASE("a pool too small for the load preempts, recomputes and changes no tok
   std::mt19937_64 rng(seed);
   std::vector<request> rs;
   for (size_t i = 0; i < 12; ++i) rs.push_back(make_request(random_prompt(40 + i * 3, 600, rng), 40, i));
-  const auto expected = alone(*m, rs);
   auto be = m->backend(160, 8);  // 20 blocks: two or three requests at a time
   engine_config cfg{
       .max_batched_tokens = 128, .max_seqs = 12, .long_prefill_threshold = 32, .max_preemptions = 2};
@@ -140,12 +178,8 @@ TEST_CASE("a pool too small for the load preempts, recomputes and changes no tok
   step_runner runner(*be);
   const outcome o = drive(core, runner);
   CHECK(core.gauges().preemptions > 0);
-  for (const auto& [id, want] : expected) {
-    INFO("request " << id);
-    CHECK(o.terminal.at(id).kind == event_kind::done);
-    CHECK(o.terminal.at(id).preemptions <= cfg.max_preemptions);
-    CHECK(o.tokens_of(id) == want);
-  }
+  for (const auto& [id, e] : o.terminal) CHECK(e.preemptions <= cfg.max_preemptions);
+  check_done_as_alone(*m, rs, o, 160, 8);
   CHECK(core.kv().stats().used == 0);
 }
 
@@ -156,7 +190,6 @@ TEST_CASE("requests handed to another core mid-step carry on with the tokens the
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   const auto rs = mixed_requests(16, *m, rng);
-  const auto expected = alone(*m, rs);
   engine_config cfg{.max_batched_tokens = 64, .max_seqs = 16, .long_prefill_threshold = 16};
   auto be_a = m->backend(2048), be_b = m->backend(2048);
   scheduler_core a(cfg, *m->tok, 512, be_a->kv().n_blocks(), 16, make_policy("fcfs"));
@@ -164,10 +197,12 @@ TEST_CASE("requests handed to another core mid-step carry on with the tokens the
   for (size_t i = 0; i < rs.size(); ++i) a.add(i + 1, rs[i], 0);
   step_runner runner_a(*be_a), runner_b(*be_b);
   std::vector<request_event> events;
+  outcome o;  // what a streamed, then what b streams
   const auto steps_on_a = std::uniform_int_distribution<int>(1, 12)(rng);
   for (int n = 0; n < steps_on_a; ++n) {
     const step st = a.plan(0);
     a.complete(st, runner_a.run(st), 0, events);
+    for (const step_seq& s : st.seqs) o.calls[s.id].push_back(s);
   }
   // A step in flight when a's worker is lost, one of its requests cancelled meanwhile.
   const step lost = a.plan(0);
@@ -177,7 +212,6 @@ TEST_CASE("requests handed to another core mid-step carry on with the tokens the
   for (request_id id : a.ids()) a.hand_over(id, b, 0, events);
   CHECK_FALSE(a.has_work());
   CHECK(a.kv().stats().used == 0);
-  outcome o;  // what a streamed, then what b streams
   for (const auto& e : events) {
     if (e.kind == event_kind::token) o.tokens[e.id].push_back(e.token);
     if (e.terminal()) o.terminal[e.id] = e;
@@ -185,18 +219,15 @@ TEST_CASE("requests handed to another core mid-step carry on with the tokens the
   const outcome on_b = drive(b, runner_b);
   for (const auto& [id, tokens] : on_b.tokens)
     o.tokens[id].insert(o.tokens[id].end(), tokens.begin(), tokens.end());
+  for (const auto& [id, calls] : on_b.calls)
+    o.calls[id].insert(o.calls[id].end(), calls.begin(), calls.end());
   for (const auto& [id, e] : on_b.terminal) {
     CHECK(o.terminal.count(id) == 0);  // exactly one terminal event
     o.terminal[id] = e;
   }
   REQUIRE(o.terminal.size() == rs.size());
   CHECK(o.terminal.at(cancelled).kind == event_kind::cancelled);
-  for (const auto& [id, want] : expected) {
-    if (id == cancelled) continue;
-    INFO("request " << id);
-    CHECK(o.terminal.at(id).kind == event_kind::done);
-    CHECK(o.tokens_of(id) == want);
-  }
+  check_done_as_alone(*m, rs, o, 2048, 16, cancelled);
   CHECK(b.kv().stats().used == 0);
 }
 
