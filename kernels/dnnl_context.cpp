@@ -26,15 +26,23 @@ struct key_hash {
 using entry = std::pair<matmul_key, std::shared_ptr<const dnnl::matmul>>;
 
 struct matmul_cache {
-  std::mutex mutex;
   std::list<entry> lru;  // most recently used first
   std::unordered_map<matmul_key, std::list<entry>::iterator, key_hash> index;
-  std::vector<dnnl::memory::desc> layouts;
 };
 
 matmul_cache& cache() {
-  static matmul_cache c;
+  thread_local matmul_cache c;
   return c;
+}
+
+struct layout_table {
+  std::mutex mutex;
+  std::vector<dnnl::memory::desc> layouts;
+};
+
+layout_table& layouts() {
+  static layout_table t;
+  return t;
 }
 
 }  // namespace
@@ -50,17 +58,16 @@ dnnl::stream& stream() {
 }
 
 uint32_t intern_layout(const dnnl::memory::desc& weights) {
-  auto& c = cache();
-  std::lock_guard lock(c.mutex);
-  for (size_t i = 0; i < c.layouts.size(); ++i)
-    if (c.layouts[i] == weights) return static_cast<uint32_t>(i);
-  c.layouts.push_back(weights);
-  return static_cast<uint32_t>(c.layouts.size() - 1);
+  auto& t = layouts();
+  std::lock_guard lock(t.mutex);
+  for (size_t i = 0; i < t.layouts.size(); ++i)
+    if (t.layouts[i] == weights) return static_cast<uint32_t>(i);
+  t.layouts.push_back(weights);
+  return static_cast<uint32_t>(t.layouts.size() - 1);
 }
 
 std::shared_ptr<const dnnl::matmul> find_matmul(const matmul_key& key) {
   auto& c = cache();
-  std::lock_guard lock(c.mutex);
   auto it = c.index.find(key);
   if (it == c.index.end()) return nullptr;
   c.lru.splice(c.lru.begin(), c.lru, it->second);
@@ -70,7 +77,6 @@ std::shared_ptr<const dnnl::matmul> find_matmul(const matmul_key& key) {
 std::shared_ptr<const dnnl::matmul> store_matmul(const matmul_key& key, dnnl::matmul prim) {
   auto made = std::make_shared<const dnnl::matmul>(std::move(prim));
   auto& c = cache();
-  std::lock_guard lock(c.mutex);
   if (auto it = c.index.find(key); it != c.index.end()) return it->second->second;
   c.lru.emplace_front(key, std::move(made));
   c.index.emplace(key, c.lru.begin());

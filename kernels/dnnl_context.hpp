@@ -1,7 +1,12 @@
 #pragma once
-// oneDNN's process-wide state, internal to kernels/: one CPU engine for the process, one stream
-// per thread (oneDNN streams are not meant to be shared between threads), and the shared cache
-// of matmul primitives keyed by shape, so the layers of a model that share a shape share them.
+// oneDNN's state, internal to kernels/: one CPU engine for the process, and per thread a stream
+// (oneDNN streams are not meant to be shared between threads) and a cache of matmul primitives
+// keyed by shape, so the layers of a model that share a shape share them. Per thread because a
+// primitive must run on the thread that created it: Debian's oneDNN is built without
+// DNNL_ENABLE_CONCURRENT_EXEC, so its primitives share one scratchpad per thread, sized when they
+// are created; the two workers of a disaggregated pair, running the same shapes at once, gave
+// wrong tokens when they shared primitives (one request in 17 runs of test_engine's concurrency
+// test, its first token already wrong).
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -31,10 +36,10 @@ struct matmul_key {
 //! A small number standing for a weights memory desc: equal descs get the same number.
 uint32_t intern_layout(const dnnl::memory::desc& weights);
 
-//! The cached primitive for key, or nullptr when there is none yet. Thread-safe.
+//! The calling thread's cached primitive for key, or nullptr when it has none yet.
 std::shared_ptr<const dnnl::matmul> find_matmul(const matmul_key& key);
-//! Stores a primitive under key (evicting the least recently used beyond the capacity) and
-//! returns the one now cached (another thread's, if it stored one first). Thread-safe.
+//! Stores a primitive the calling thread created under key in that thread's cache (evicting the
+//! least recently used beyond the capacity) and returns it.
 std::shared_ptr<const dnnl::matmul> store_matmul(const matmul_key& key, dnnl::matmul prim);
 
 }  // namespace hearth::dnnl_ctx
