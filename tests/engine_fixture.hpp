@@ -1,7 +1,7 @@
 #pragma once
-// A small model in memory with its tokenizer and CPU backend, and the oracle the engine tests
+// A small model in memory with its tokenizer and CPU backend, and the oracles the engine tests
 // compare against: one request alone, prefilled in one iteration and decoded token by token,
-// as `hearth generate` does.
+// as `hearth generate` does, or in the chunks an engine gave it.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -9,6 +9,8 @@
 #include <random>
 
 #include "core/request.hpp"
+#include "core/step.hpp"
+#include "core/step_runner.hpp"
 #include "kernels/cpu_backend.hpp"
 #include "kernels/sampler.hpp"
 #include "micro_models.hpp"
@@ -69,6 +71,36 @@ inline std::vector<token_id> generate_alone(backend& be, const tokenizer& tok, c
     out.push_back(next);
     const batch_seq step{{&tokens.back(), 1}, static_cast<uint32_t>(tokens.size() - 1), blocks};
     REQUIRE(be.forward({&step, 1}, logits).ok());
+  }
+  return out;
+}
+
+//! What r draws alone on `be` (a pool of the engine's shape: its block tables are reused), its
+//! prompt computed in the chunks the engine gave it (`calls`: r's part of every step it ran, in
+//! order, recomputes after a preemption included), feeding back its own draws. Against a one-shot
+//! prefill a chunk boundary moves a rounding, which now and then flips a sampled token or a
+//! greedy near-tie (scheduler_core's concurrency test about once in 250 runs) and says nothing
+//! about concurrency: in the engine's own chunks, alone must be the same bit for bit.
+inline std::vector<token_id> alone_in_its_chunks(backend& be, const tokenizer& tok, const request& r,
+                                                 const std::vector<step_seq>& calls) {
+  std::vector<token_id> tokens = r.prompt, out;
+  step_runner runner(be);
+  REQUIRE_FALSE(calls.empty());
+  REQUIRE(calls.front().start_pos == 0);  // random prompts share no cached block with another
+  for (const step_seq& c : calls) {
+    const size_t end = c.start_pos + c.tokens.size();
+    REQUIRE(end <= tokens.size());
+    step_seq mine = c;  // its block table and sampling
+    mine.tokens.assign(tokens.begin() + c.start_pos, tokens.begin() + static_cast<std::ptrdiff_t>(end));
+    mine.draw = out.size();
+    mine.copy_in.clear();  // one pool here: the blocks a decode side copies in are in place
+    const step_result res = runner.run(step{.seqs = {mine}});
+    REQUIRE(res.error.empty());
+    if (!c.sample) continue;
+    REQUIRE(end == tokens.size());
+    if (tok.is_end_of_generation(res.sampled[0])) break;
+    tokens.push_back(res.sampled[0]);
+    out.push_back(res.sampled[0]);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
 
 #include "actors/engine.hpp"
 #include "actors/event_queue.hpp"
@@ -24,14 +25,39 @@ inline const engine_model& tiny(uint32_t n_ctx = 512) {
 // One kernel thread: CTest runs two test binaries at once on this 2-core machine, and spinning
 // OpenMP teams that share cores slow everything down (thread counts are covered by the backend tests).
 inline std::unique_ptr<engine> start_engine(engine_config cfg, uint64_t kv_tokens = 8192, uint32_t block = 16,
-                                            const engine_model& m = tiny()) {
+                                            const engine_model& m = tiny(), engine_hooks hooks = {}) {
   if (cfg.threads_per_worker == 0) cfg.threads_per_worker = 1;
-  auto e = engine::start(cfg, m.tok, [&m, kv_tokens, block]() -> result<std::unique_ptr<backend>> {
-    return std::unique_ptr<backend>(m.backend(kv_tokens, block));
-  });
+  auto e = engine::start(
+      cfg, m.tok,
+      [&m, kv_tokens, block]() -> result<std::unique_ptr<backend>> {
+        return std::unique_ptr<backend>(m.backend(kv_tokens, block));
+      },
+      std::move(hooks));
   if (!e) FAIL(e.error().message);
   return std::move(*e);
 }
+
+//! Each request's part of every step an engine ran, as its step_end hook reports them (on an
+//! actor thread, before the step's events go out: complete once a request's end has arrived).
+class step_log {
+ public:
+  engine_hooks hooks() {
+    engine_hooks h;
+    h.step_end = [this](const step& s, double) {
+      const std::lock_guard lock(mu_);
+      for (const step_seq& q : s.seqs) calls_[q.id].push_back(q);
+    };
+    return h;
+  }
+  std::vector<step_seq> of(request_id id) {
+    const std::lock_guard lock(mu_);
+    return calls_[id];
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<request_id, std::vector<step_seq>> calls_;
+};
 
 struct outcome {
   std::map<request_id, std::vector<token_id>> tokens;

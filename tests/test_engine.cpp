@@ -21,11 +21,7 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
   std::uniform_int_distribution<size_t> len(1, 64), gen(1, 12);
   for (int i = 0; i < 32; ++i)
     rs.push_back(greedy(random_prompt(len(rng), 32000, rng), static_cast<uint32_t>(gen(rng))));
-  std::vector<std::vector<token_id>> expected;
-  {
-    auto be = m.backend(1024);
-    for (const auto& r : rs) expected.push_back(generate_alone(*be, *m.tok, r));
-  }
+  auto alone = m.backend(8192);  // the engine's pool's shape: each replay reuses its block tables
   struct budget {
     uint32_t tokens, threshold, partial;
     placement_mode mode;
@@ -39,6 +35,7 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
                    << (b.mode == disaggregated ? " disaggregated" : " colocated")
                    << (b.handoff == kv_handoff_mode::copy ? " copy" : ""));
     const bool split = b.mode == disaggregated;  // prefill on one core, decode on the other
+    step_log log;
     auto e = start_engine({.max_batched_tokens = b.tokens,
                            .max_seqs = 32,
                            .long_prefill_threshold = b.threshold,
@@ -46,7 +43,8 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
                            .mode = b.mode,
                            .worker_cpus = split ? "0" : "",
                            .decode_cpus = split ? "1" : "",
-                           .kv_handoff = b.handoff});
+                           .kv_handoff = b.handoff},
+                          8192, 16, m, log.hooks());
     // One NUMA node here: automatic hand-off shares; copy is forced to exercise it.
     if (split)
       CHECK(e->handoff() ==
@@ -56,7 +54,13 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
     for (const auto& r : rs) ids.push_back(e->submit(r, self.sink()));
     outcome o;
     collect(self, rs.size(), o);
-    check_done_with(o, ids, expected);
+    // Sequential runs in the chunks the engine gave each (engine_fixture.hpp: against a one-shot
+    // prefill, HEARTH_TEST_SEED=16316252603246985031 flipped a greedy near-tie).
+    for (size_t i = 0; i < rs.size(); ++i) {
+      INFO("request " << i);
+      CHECK(o.terminal.at(ids[i]).kind == event_kind::done);
+      CHECK(o.tokens_of(ids[i]) == alone_in_its_chunks(*alone, *m.tok, rs[i], log.of(ids[i])));
+    }
     const auto g = *e->gauges();
     CHECK(g.kv.used == 0);
     // Every step reached the metrics, with its shape: the sums match the scheduler's counters.

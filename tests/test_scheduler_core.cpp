@@ -91,34 +91,6 @@ std::map<request_id, std::vector<token_id>> alone(const engine_model& m, const s
   return out;
 }
 
-// What r draws alone on `be` (as large as the engine's pool), its prompt computed in the chunks
-// the engine gave it (`calls`, recomputes after a preemption included), feeding back its own
-// draws. Against a one-shot prefill a chunk boundary moves a rounding, which flipped a sampled
-// token about once in 250 runs of the test below (HEARTH_TEST_SEED=14815455868986701450) and
-// says nothing about concurrency: in the chunks the engine ran, alone must be bit for bit.
-std::vector<token_id> alone_in_its_chunks(backend& be, const tokenizer& tok, const request& r,
-                                          const std::vector<step_seq>& calls) {
-  std::vector<token_id> tokens = r.prompt, out;
-  step_runner runner(be);
-  REQUIRE_FALSE(calls.empty());
-  REQUIRE(calls.front().start_pos == 0);  // random prompts share no cached block with another
-  for (const step_seq& c : calls) {
-    const size_t end = c.start_pos + c.tokens.size();
-    REQUIRE(end <= tokens.size());
-    step_seq mine = c;  // its block table and sampling
-    mine.tokens.assign(tokens.begin() + c.start_pos, tokens.begin() + static_cast<std::ptrdiff_t>(end));
-    mine.draw = out.size();
-    const step_result res = runner.run(step{.seqs = {mine}});
-    REQUIRE(res.error.empty());
-    if (!c.sample) continue;
-    REQUIRE(end == tokens.size());
-    if (tok.is_end_of_generation(res.sampled[0])) break;
-    tokens.push_back(res.sampled[0]);
-    out.push_back(res.sampled[0]);
-  }
-  return out;
-}
-
 //! Every request of `o` but `cancelled` done with the tokens it draws alone in its own chunks, on a
 //! fresh backend of kv_tokens positions in blocks of block_size (the engine's pool's shape).
 void check_done_as_alone(const engine_model& m, const std::vector<request>& rs, const outcome& o,
