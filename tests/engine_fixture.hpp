@@ -112,4 +112,12 @@ inline std::vector<token_id> random_prompt(size_t n, uint32_t n_vocab, std::mt19
   return t;
 }
 
+//! `prefix` (a shared system prompt, say) followed by n random tokens of 3 .. n_vocab - 1.
+inline std::vector<token_id> with_random_tail(std::vector<token_id> prefix, size_t n, uint32_t n_vocab,
+                                              std::mt19937_64& rng) {
+  const auto tail = random_prompt(n, n_vocab, rng);
+  prefix.insert(prefix.end(), tail.begin(), tail.end());
+  return prefix;
+}
+
 }  // namespace hearth::test

@@ -93,6 +93,16 @@ inline void collect(event_queue& events, size_t n, outcome& o) {
   }
 }
 
+//! Submits every request of rs to e on `events`, then records events until each has ended:
+//! their ids, in rs's order.
+inline std::vector<request_id> run_to_end(engine& e, event_queue& events, const std::vector<request>& rs,
+                                          outcome& o) {
+  std::vector<request_id> ids;
+  for (const auto& r : rs) ids.push_back(e.submit(r, events.sink()));
+  collect(events, rs.size(), o);
+  return ids;
+}
+
 //! Every request ids[i] ended done, with the tokens expected[i].
 inline void check_done_with(const outcome& o, const std::vector<request_id>& ids,
                             const std::vector<std::vector<token_id>>& expected) {

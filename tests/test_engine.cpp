@@ -50,10 +50,8 @@ TEST_CASE("32 concurrent requests get the tokens of 32 sequential runs", "[engin
       CHECK(e->handoff() ==
             (b.handoff == kv_handoff_mode::copy ? kv_handoff_mode::copy : kv_handoff_mode::share));
     event_queue self(*e);
-    std::vector<request_id> ids;
-    for (const auto& r : rs) ids.push_back(e->submit(r, self.sink()));
     outcome o;
-    collect(self, rs.size(), o);
+    const std::vector<request_id> ids = run_to_end(*e, self, rs, o);
     // Sequential runs in the chunks the engine gave each (engine_fixture.hpp: against a one-shot
     // prefill, HEARTH_TEST_SEED=16316252603246985031 flipped a greedy near-tie).
     for (size_t i = 0; i < rs.size(); ++i) {
@@ -104,10 +102,8 @@ TEST_CASE("a decode worker with a backend of its own gets its blocks by copy and
   REQUIRE((*e)->decode_worker() != nullptr);
   CHECK((*e)->decode_worker()->device == "cpu");
   event_queue self(**e);
-  std::vector<request_id> ids;
-  for (const auto& r : rs) ids.push_back((*e)->submit(r, self.sink()));
   outcome o;
-  collect(self, rs.size(), o);
+  const std::vector<request_id> ids = run_to_end(**e, self, rs, o);
   for (size_t i = 0; i < rs.size(); ++i) CHECK(o.tokens_of(ids[i]) == expected[i]);
   CHECK((*e)->gauges()->kv.used == 0);
 

@@ -37,10 +37,8 @@ std::vector<std::vector<token_id>> colocated(const remote_fixture& f, const std:
   });
   REQUIRE(e.ok());
   event_queue events(**e);
-  std::vector<request_id> ids;
-  for (const auto& r : rs) ids.push_back((*e)->submit(r, events.sink()));
   outcome o;
-  collect(events, rs.size(), o);
+  const std::vector<request_id> ids = run_to_end(**e, events, rs, o);
   std::vector<std::vector<token_id>> out;
   for (request_id id : ids) out.push_back(o.tokens_of(id));
   return out;
@@ -72,10 +70,8 @@ TEST_CASE(
     REQUIRE((*e)->decode_worker() != nullptr);
     CHECK((*e)->handoff() == kv_handoff_mode::copy);
     std::optional<event_queue> events(std::in_place, **e);  // closed before the engine ends
-    std::vector<request_id> ids;
-    for (const auto& r : rs) ids.push_back((*e)->submit(r, events->sink()));
     outcome o;
-    collect(*events, rs.size(), o);
+    const std::vector<request_id> ids = run_to_end(**e, *events, rs, o);
     events.reset();
     check_done_with(o, ids, expected);
     const auto g = (*e)->gauges();

@@ -48,9 +48,8 @@ TEST_CASE(
   // Each prompt's blocks cross at least once, the shared prefix's at least once in all.
   uint64_t least_blocks = 2;
   for (uint32_t i = 0; i < 8; ++i) {
-    std::vector<token_id> prompt = i % 2 ? system : std::vector<token_id>{};
-    const auto own = random_prompt(20 + 9 * i, 600, rng);
-    prompt.insert(prompt.end(), own.begin(), own.end());
+    std::vector<token_id> prompt =
+        with_random_tail(i % 2 ? system : std::vector<token_id>{}, 20 + 9 * i, 600, rng);
     least_blocks += (prompt.size() + 15) / 16 - (i % 2 ? 2 : 0);
     rs.push_back(greedy_no_eos(std::move(prompt), 40));
     expected.push_back(alone(f, rs.back()));
@@ -62,10 +61,8 @@ TEST_CASE(
     auto e = start_pair(f, l, {a.port(), b.port()}, 256);
     REQUIRE(e.ok());
     std::optional<event_queue> events(std::in_place, **e);  // closed before the engine ends
-    std::vector<request_id> ids;
-    for (const auto& r : rs) ids.push_back((*e)->submit(r, events->sink()));
     outcome o;
-    collect(*events, rs.size(), o);  // each ends once (record checks)
+    const std::vector<request_id> ids = run_to_end(**e, *events, rs, o);  // each ends once (record checks)
     events.reset();
     CHECK((*e)->failure().value_or("") == "");  // what went wrong, if the engine failed
     check_done_with(o, ids, expected);
@@ -98,10 +95,7 @@ TEST_CASE("a disaggregated pair with a remote side ships a cached prompt prefix 
   std::vector<request> rs;
   std::vector<std::vector<token_id>> expected;
   for (size_t tail : {10u, 7u, 20u}) {
-    std::vector<token_id> p = prefix;
-    const auto t = random_prompt(tail, 600, rng);
-    p.insert(p.end(), t.begin(), t.end());
-    rs.push_back(greedy_no_eos(std::move(p), 8));
+    rs.push_back(greedy_no_eos(with_random_tail(prefix, tail, 600, rng), 8));
     expected.push_back(alone(f, rs.back()));
   }
   const uint64_t bytes = block_bytes(f);

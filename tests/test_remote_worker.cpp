@@ -40,10 +40,8 @@ std::vector<std::vector<token_id>> alone(const remote_fixture& f, const std::vec
 // Each request's tokens, every one run at once on `e`.
 std::vector<std::vector<token_id>> run_all(engine& e, const std::vector<request>& rs) {
   event_queue events(e);
-  std::vector<request_id> ids;
-  for (const auto& r : rs) ids.push_back(e.submit(r, events.sink()));
   outcome o;
-  collect(events, rs.size(), o);
+  const std::vector<request_id> ids = run_to_end(e, events, rs, o);
   std::vector<std::vector<token_id>> out;
   for (request_id id : ids) {
     CHECK(o.terminal.at(id).kind == event_kind::done);

@@ -233,10 +233,7 @@ TEST_CASE("a shared system prompt hits the prefix cache, for its own tenant only
   std::mt19937_64 rng(5);
   const auto system = random_prompt(64, 600, rng);
   auto with_system = [&](std::string tenant, uint64_t seed) {
-    auto p = system;
-    const auto tail = random_prompt(5, 600, rng);
-    p.insert(p.end(), tail.begin(), tail.end());
-    return make_request(p, 8, seed, std::move(tenant));
+    return make_request(with_random_tail(system, 5, 600, rng), 8, seed, std::move(tenant));
   };
   const std::vector<request> rs = {with_system("voice", 1), with_system("voice", 2), with_system("docs", 3),
                                    with_system("voice", 5)};

@@ -221,12 +221,8 @@ TEST_CASE("a disaggregated pair by copy copies a cached prefix block in once for
   std::mt19937_64 rng(seed);
   const std::vector<token_id> prefix = random_prompt(64, 600, rng);
   std::vector<request> rs;
-  for (size_t tail : {10u, 7u, 20u}) {
-    std::vector<token_id> p = prefix;
-    const auto t = random_prompt(tail, 600, rng);
-    p.insert(p.end(), t.begin(), t.end());
-    rs.push_back(greedy_request(std::move(p), 6));
-  }
+  for (size_t tail : {10u, 7u, 20u})
+    rs.push_back(greedy_request(with_random_tail(prefix, tail, 600, rng), 6));
   auto prefill_be = m->backend(2048), decode_be = m->backend(2048);
   scheduler_core core(pair_config(256, 8), *m->tok, 512, 128, 16, make_policy("household"));
   core.add(1, rs[0], 0);
