@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -209,9 +210,15 @@ void linear::impl::forward_native(const float* x, float* y, uint32_t m) const {
     src = buf;
   }
   if (!run_rows(whole, src, weights, bias_at(0), y, m)) {
+    // Row by row, on this thread's own m = 1 primitive (a primitive runs on its creating thread's
+    // scratchpad only: dnnl_context.hpp); load proved the layout serves m = 1.
+    const auto row = matmul_for(whole, 1);
+    if (!row)
+      throw std::runtime_error("linear " + std::to_string(n_in) + " x " + std::to_string(n_out) +
+                               ": oneDNN could not create a matmul, even for one row");
     for (uint32_t i = 0; i < m; ++i)
-      execute(*row_matmul, whole, static_cast<const std::byte*>(src) + i * x_row_bytes(whole), weights,
-              bias_at(0), y + size_t{i} * n_out, 1);
+      execute(*row, whole, static_cast<const std::byte*>(src) + i * x_row_bytes(whole), weights, bias_at(0),
+              y + size_t{i} * n_out, 1);
   }
   dnnl_ctx::stream().wait();
 }
@@ -300,8 +307,9 @@ void linear::impl::create_native(std::span<const weight_part> parts) {
   weights = dnnl::memory(pd.weights_desc(), dnnl_ctx::engine(), weight_bytes.get());
   load_weights(parts, n_in, n_out, src_dt, weights);
   whole = {pd.weights_desc(), dnnl_ctx::intern_layout(pd.weights_desc()), n_out, n_out};
-  // The fallback must exist, and it proves the pinned layout serves the smallest m as well.
-  row_matmul = std::make_shared<const dnnl::matmul>(make_matmul(whole, 1));
+  // forward_native's row-by-row fallback needs the pinned layout to serve m = 1: proved here, where
+  // a failure refuses the weights (create's catch), not at a step.
+  (void)make_matmul(whole, 1);
 }
 
 // bf16 panels: the weights packed as bf16, and the slice shapes for widening them.

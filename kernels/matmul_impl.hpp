@@ -72,8 +72,6 @@ struct linear::impl {
   big_buffer weight_bytes;
   dnnl::memory weights;  // (n_in, n_out), over weight_bytes
   matmul_detail::dnnl_gemm whole;
-  // m = 1, made at load: forward falls back to it row by row if a primitive cannot be created.
-  std::shared_ptr<const dnnl::matmul> row_matmul;
   // bf16 panels: the only copy of the weights, and for widened-f32 the column slices they are
   // widened into: slices[0] every slice but the last, slices[1] the last.
   bf16_matrix packed;
