@@ -16,15 +16,12 @@
 #include <vector>
 
 #include "actors/engine.hpp"
+#include "cli/backend_choice.hpp"
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/progress.hpp"
 #include "clients/cpp/keys.hpp"
-#include "kernels/cpu_backend.hpp"
 #include "kernels/kernel_tuner.hpp"
-#ifdef HEARTH_HAS_CUDA
-#include "kernels/cuda/cuda_backend.hpp"
-#endif
 #include "model/chat_template.hpp"
 #include "model/chat_tools.hpp"
 #include "model/file_hash.hpp"
@@ -72,28 +69,6 @@ status<> ensure_default_model() {
   return make_model({.preset = *find_preset("tiny"), .dtype = tensor_type::f32, .seed = 1}, default_model);
 }
 
-// The factory of backend `name` ("cpu" or "cuda") over the model file.
-result<backend_factory> backend_named(const std::string& name, const server::serve_config& c,
-                                      std::shared_ptr<const gguf::file> f, compute_type ct,
-                                      const std::function<void(uint64_t, uint64_t)>& progress) {
-  if (name == "cpu") {
-    return cpu_backend::factory(
-        std::move(f), {.compute = ct,
-                       .kv_tokens = c.kv_tokens,
-                       .kernels = kernel_choice_from_name(c.kernels).value_or(kernel_choice::automatic),
-                       .progress = progress});
-  }
-#ifdef HEARTH_HAS_CUDA
-  return cuda_backend::factory(
-      std::move(f),
-      {.compute = ct, .kv_tokens = c.kv_tokens, .device = static_cast<int>(c.device), .progress = progress});
-#else
-  return error{errc::unsupported, "[engine] backend \"" + name +
-                                      "\": this build of Hearth has no CUDA backend (build it where the CUDA "
-                                      "toolkit is: docs/cuda.md)"};
-#endif
-}
-
 // The prefill (or only) worker's backend, and the decode worker's when it is another kind than
 // the prefill worker's (disaggregated mode: prefill_backend, decode_backend); empty otherwise.
 result<std::pair<backend_factory, backend_factory>> backend_factories(
@@ -101,10 +76,17 @@ result<std::pair<backend_factory, backend_factory>> backend_factories(
     const std::function<void(uint64_t, uint64_t)>& progress) {
   const std::string& prefill = c.prefill_backend.empty() ? c.backend : c.prefill_backend;
   const std::string& decode = c.decode_backend.empty() ? c.backend : c.decode_backend;
-  auto first = backend_named(prefill, c, f, ct, progress);
+  backend_choice choice{.name = prefill,
+                        .compute = ct,
+                        .kv_tokens = c.kv_tokens,
+                        .kernels = c.kernels,
+                        .device = c.device,
+                        .progress = progress};
+  auto first = backend_named(choice, f, "[engine] backend");
   if (!first) return first.error();
   if (decode == prefill) return std::pair{std::move(*first), backend_factory{}};
-  auto second = backend_named(decode, c, f, ct, {});
+  choice.name = decode, choice.progress = {};
+  auto second = backend_named(choice, f, "[engine] backend");
   if (!second) return second.error();
   return std::pair{std::move(*first), std::move(*second)};
 }

@@ -6,12 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <utility>
 
 #include "actors/worker_node.hpp"
+#include "cli/backend_choice.hpp"
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/progress.hpp"
-#include "kernels/cpu_backend.hpp"
 #include "model/file_hash.hpp"
 #include "model/model_file.hpp"
 #include "server/service_log.hpp"
@@ -20,8 +21,9 @@ namespace hearth::cli {
 namespace {
 
 struct worker_args {
-  std::string listen, model, cpus, compute = "bf16", kernels = "auto", credentials;
+  std::string listen, model, cpus, compute = "bf16", kernels = "auto", credentials, backend = "cpu";
   unsigned threads = 0;
+  uint32_t device = 0;
   uint64_t kv_tokens = 16384;  // as [engine] kv_tokens
 };
 
@@ -38,7 +40,7 @@ std::string ready_line(const worker_args& a, const std::string& sha, double hash
   bound.port = node.port();
   std::string line = a.model + " (sha256 " + sha.substr(0, 12) + "..., hashed in " + hashed + " s; ";
   line += std::to_string(w.n_blocks) + " KV blocks of " + std::to_string(w.block_size) + ", ";
-  line += std::to_string(w.threads) + " threads) listening on " + bound.text() +
+  line += std::to_string(w.threads) + " threads, on " + w.device + ") listening on " + bound.text() +
           (a.credentials.empty() ? " (plain TCP)" : " (TLS)") + ", build " + build_version();
   return line;
 }
@@ -62,15 +64,19 @@ int run_worker(const worker_args& a) {
   if (!sha) return fail(sha.error().message);
   const double hash_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - hashing).count();
   auto loading = std::make_shared<progress_line>("loading " + a.model);
-  const cpu_backend_options backend_opt{
-      .compute = a.compute == "f32" ? compute_type::f32 : compute_type::bf16,
-      .kv_tokens = a.kv_tokens,
-      .kernels = kernel_choice_from_name(a.kernels).value_or(kernel_choice::automatic),
-      .progress = [loading](uint64_t done, uint64_t total) { loading->update(done, total); }};
+  auto factory =
+      backend_named({.name = a.backend,
+                     .compute = a.compute == "f32" ? compute_type::f32 : compute_type::bf16,
+                     .kv_tokens = a.kv_tokens,
+                     .kernels = a.kernels,
+                     .device = a.device,
+                     .progress = [loading](uint64_t done, uint64_t total) { loading->update(done, total); }},
+                    model->gguf, "--backend");
+  if (!factory) return fail(factory.error().message);
   auto node = worker_node::start({.listen = *listen,
                                   .cpus = a.cpus,
                                   .threads = a.threads,
-                                  .make_backend = cpu_backend::factory(model->gguf, backend_opt),
+                                  .make_backend = std::move(*factory),
                                   .hello = local_hello(a.model, *sha),
                                   .log = worker_log});
   loading->finish();
@@ -97,6 +103,10 @@ void add_worker_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-m,--model", a->model, "GGUF model file: the very file the server opens")->required();
   cmd->add_option("--credentials", a->credentials,
                   "hearth keygen --worker's folder: TLS, each end proven (needed off loopback)");
+  cmd->add_option("--backend", a->backend,
+                  "What its steps compute on: cpu, or cuda (a build with the CUDA backend)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--device", a->device, "The CUDA device's ordinal (--backend cuda)");
   cmd->add_option("--cpus", a->cpus, "cpuset to pin to, hwloc list syntax (0-3,8); default: not pinned");
   cmd->add_option("--threads", a->threads, "Kernel threads (0: one per cpu of its set)");
   cmd->add_option("--compute", a->compute, "Matrix compute type")->check(CLI::IsMember({"bf16", "f32"}));

@@ -64,6 +64,9 @@ expect_one_line_error "worker endpoint without a scheme" "bad.toml:2: \[engine.w
 
 "$hearth" model make --preset tiny --dtype f32 --seed 5 -o "$dir/tiny.gguf" >/dev/null
 "$hearth" model make --preset tiny --dtype f32 --seed 6 -o "$dir/other.gguf" >/dev/null
+# A backend this machine cannot run is refused at start, naming it (no GPU, or a build without CUDA).
+expect_one_line_error "a cuda worker without a device" "cuda backend: no device\|--backend \"cuda\": this build of Hearth has no CUDA backend" \
+  "$hearth" worker --listen 'tcp://127.0.0.1:0' --model "$dir/tiny.gguf" --backend cuda
 
 # The single-process server's answers: the oracle.
 start_serve local --model "$dir/tiny.gguf"
