@@ -25,7 +25,7 @@ namespace hearth::wire {
 
 inline constexpr std::string_view marker = "hearth/1";  //!< frame 0 of every message
 inline constexpr int protocol_version = 1;
-inline constexpr int protocol_revision = 3;  //!< within v1: docs/protocol.md, "Versioning"
+inline constexpr int protocol_revision = 4;  //!< within v1: docs/protocol.md, "Versioning"
 inline constexpr size_t max_id_bytes = 64;
 
 //! The error codes of protocol.md. The engine's reject_reason names (to_string) are the same words.

@@ -77,7 +77,7 @@ TEST_CASE("the client streams the tokens of an in-process generation", "[gateway
   const auto pong = c->ping();
   REQUIRE(pong.ok());
   CHECK((*pong)["protocol"] == 1);
-  CHECK((*pong)["revision"] == 3);
+  CHECK((*pong)["revision"] == 4);
   CHECK((*pong)["tenant"].is_null());
   const auto models = c->models();
   REQUIRE(models.ok());

@@ -103,7 +103,8 @@ struct curve_household {
 
 }  // namespace
 
-TEST_CASE("a new connection with another's routing id inherits nothing of its requests", "[gateway][trust]") {
+TEST_CASE("a connection that leaves with requests in flight: the next one gets nothing of them",
+          "[gateway][trust]") {
   const curve_household keys;
   const bool curve = GENERATE(true, false);
   const bool stream = GENERATE(true, false);
@@ -116,7 +117,7 @@ TEST_CASE("a new connection with another's routing id inherits nothing of its re
     auto s = served::start(opt, {}, 5ms);
     zmq::context_t ctx;
     const std::string server_key = curve ? keys.server.public_key : "";
-    raw_peer a(ctx, s.gw->endpoint(), {"house-0", server_key, keys.alice});
+    raw_peer a(ctx, s.gw->endpoint(), {"", server_key, keys.alice});
     json g = generate_json("g", 300, stream);
     if (!curve) g["tenant"] = "alice";
     a.send(g);
@@ -127,7 +128,7 @@ TEST_CASE("a new connection with another's routing id inherits nothing of its re
     a.close();
     std::this_thread::sleep_for(delay);
 
-    raw_peer b(ctx, s.gw->endpoint(), {"house-0", server_key, keys.bob});
+    raw_peer b(ctx, s.gw->endpoint(), {"", server_key, keys.bob});
     const auto got = receive_until_idle(s, b);
     INFO("B received: " << json(got).dump());
     CHECK(got.empty());
@@ -135,23 +136,38 @@ TEST_CASE("a new connection with another's routing id inherits nothing of its re
   }
 }
 
-TEST_CASE("a connection that waits with another's routing id gets nothing when that one leaves",
+TEST_CASE("a connection that sets its own routing id is refused, and one that takes it over gets nothing",
           "[gateway][trust]") {
   const curve_household keys;
-  auto s = served::start({.secret_key = keys.server.secret_key, .tenants = keys.tenants()}, {}, 5ms);
+  const bool curve = GENERATE(true, false);
+  CAPTURE(curve);
+  server::gateway_options opt;
+  if (curve) opt = {.secret_key = keys.server.secret_key, .tenants = keys.tenants()};
+  auto s = served::start(opt, {}, 5ms);
   zmq::context_t ctx;
-  raw_peer a(ctx, s.gw->endpoint(), {"house-0", keys.server.public_key, keys.alice});
-  a.send(generate_json("g", 300, true));
-  REQUIRE((*a.receive(5s))["type"] == "accepted");
-  // B's routing id is taken while A is connected: libzmq sets B aside, and A's leaving must not
-  // hand B A's stream.
-  raw_peer b(ctx, s.gw->endpoint(), {"house-0", keys.server.public_key, keys.bob});
-  b.send({{"type", "ping"}, {"id", "p"}});
-  std::this_thread::sleep_for(200ms);
+  const std::string server_key = curve ? keys.server.public_key : "";
+  raw_peer a(ctx, s.gw->endpoint(), {"house-0", server_key, keys.alice});
+  json g = generate_json("g", 300, true);
+  if (!curve) g["tenant"] = "alice";
+  a.send(g);
+  a.send({{"type", "ping"}, {"id", "p"}});
+  for (const std::string id : {"g", "p"}) {
+    const auto refused = a.receive(5s);
+    REQUIRE(refused);
+    CHECK((*refused)["type"] == "error");
+    CHECK((*refused)["id"] == id);
+    CHECK((*refused)["code"] == "bad_request");
+    CHECK((*refused)["message"].get<std::string>().find("ZMQ_ROUTING_ID") != std::string::npos);
+  }
+  CHECK(s.idle());
   a.close();
-  const auto got = receive_until_idle(s, b);
+  // The id is free once A has gone: B may take it, and is refused alike.
+  raw_peer b(ctx, s.gw->endpoint(), {"house-0", server_key, keys.bob});
+  b.send({{"type", "ping"}, {"id", "q"}});
+  const auto got = b.receive_until("error", 5s);
   INFO("B received: " << json(got).dump());
-  for (const auto& j : got) CHECK(j["type"] == "pong");  // its own, if anything
+  REQUIRE(got.size() == 1);
+  CHECK(got[0]["id"] == "q");
   CHECK(s.idle());
 }
 
