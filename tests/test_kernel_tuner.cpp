@@ -27,7 +27,8 @@ path_rates rates(matmul_path p, double m1, double m16, double m64, double m256) 
   return {p, {m1, m16, m64, m256}};
 }
 
-// A file in the build's temporary directory, removed when done.
+// A file in the build's temporary directory, removed when done with the lock file the cache
+// writes beside it.
 struct temp_file {
   std::string path;
   explicit temp_file(const std::string& name)
@@ -35,7 +36,10 @@ struct temp_file {
                  .string()) {
     std::filesystem::remove(path);
   }
-  ~temp_file() { std::filesystem::remove(path); }
+  ~temp_file() {
+    std::filesystem::remove(path);
+    std::filesystem::remove(path + ".lock");
+  }
   std::string read() const {
     std::ifstream in(path);
     return {std::istreambuf_iterator<char>(in), {}};
