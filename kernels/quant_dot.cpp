@@ -5,7 +5,7 @@ namespace hearth::quant {
 // Defined by quant_kernels.inc, once per instruction set.
 namespace avx2 {
 void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum,
-                          int16_t* bsum);
+                          int16_t* bsum, int8_t* lanes);
 void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
               const activations& x, uint32_t m, float* y, size_t ldy);
 void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
@@ -13,7 +13,7 @@ void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32
 }  // namespace avx2
 namespace vnni {
 void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum,
-                          int16_t* bsum);
+                          int16_t* bsum, int8_t* lanes);
 void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
               const activations& x, uint32_t m, float* y, size_t ldy);
 void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
@@ -21,9 +21,10 @@ void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32
 }  // namespace vnni
 
 void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t group, act_block* out,
-                          float* dsum, int16_t* bsum) {
-  if (variant == isa::avx512_vnni) return vnni::quantize_activations(x, n, group, out, dsum, bsum);
-  avx2::quantize_activations(x, n, group, out, dsum, bsum);
+                          float* dsum, int16_t* bsum, int8_t* lanes) {
+  if (group != 256) lanes = nullptr;
+  if (variant == isa::avx512_vnni) return vnni::quantize_activations(x, n, group, out, dsum, bsum, lanes);
+  avx2::quantize_activations(x, n, group, out, dsum, bsum, lanes);
 }
 
 const char* to_string(isa i) {

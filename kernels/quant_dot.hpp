@@ -29,11 +29,14 @@ struct act_block {
   int8_t q[32];
 };
 
-//! m rows of quantized activations, each n_in / 32 blocks and n_in / 16 sums of each kind apart.
+//! m rows of quantized activations, each n_in / 32 blocks and n_in / 16 sums of each kind apart;
+//! for the K types also each row's values rearranged per 256 for q4_K's dots at batch 1 (n_in
+//! bytes a row, see quantize_activations).
 struct activations {
   const act_block* x;
   const float* dsum;
   const int16_t* bsum;
+  const int8_t* lanes;
 };
 
 enum class isa { avx2, avx512_vnni };
@@ -47,8 +50,9 @@ isa best_isa();
 //! offsets multiply; bsum (n / 16,): Σ q over each 16, what the K types' integer mins multiply.
 //! d = max |x| / 127 over each group of `group` elements (32, or 256: what the K types' dots
 //! need, one scale per super-block), q = x / d rounded to nearest even; n is a multiple of group.
+//! With group 256, lanes (n,) gets the same q in the order the K types' one-row dots read them.
 void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t group, act_block* out,
-                          float* dsum, int16_t* bsum);
+                          float* dsum, int16_t* bsum, int8_t* lanes);
 
 //! Whether `type` has dot kernels (every ggml type Hearth reads except f32/f16/bf16).
 bool has_dot(tensor_type type);

@@ -100,13 +100,14 @@ TEST_CASE("quantized dot products match the reference within the activations' ro
         std::vector<quant::act_block> act(size_t{m} * n_in / 32);
         std::vector<float> dsum(size_t{m} * n_in / 16);
         std::vector<int16_t> bsum(size_t{m} * n_in / 16);
+        std::vector<int8_t> lanes(size_t{m} * n_in);
         for (uint32_t i = 0; i < m; ++i)
           quant::quantize_activations(variant, x.data() + size_t{i} * n_in, n_in, group,
                                       act.data() + size_t{i} * n_in / 32, dsum.data() + size_t{i} * n_in / 16,
-                                      bsum.data() + size_t{i} * n_in / 16);
+                                      bsum.data() + size_t{i} * n_in / 16, lanes.data() + size_t{i} * n_in);
         std::vector<float> y(size_t{m} * rows, NAN);
         quant::dot_rows(variant, type, q.data.data(), q.row_bytes, rows, n_in,
-                        {act.data(), dsum.data(), bsum.data()}, m, y.data(), rows);
+                        {act.data(), dsum.data(), bsum.data(), lanes.data()}, m, y.data(), rows);
         for (uint32_t i = 0; i < m; ++i)
           for (uint32_t o = 0; o < rows; ++o) {
             // Against the activations as quantized: only f32 summation rounds. Against the exact
@@ -135,7 +136,7 @@ void check_hand_quantized(quant::isa variant) {
   quant::act_block b[2];
   float dsum[4];
   int16_t bsum[4];
-  quant::quantize_activations(variant, x.data(), 64, 32, b, dsum, bsum);
+  quant::quantize_activations(variant, x.data(), 64, 32, b, dsum, bsum, nullptr);
   CHECK(b[0].d == Approx(1.0f / 127));  // max |x| = 1
   CHECK(b[0].q[0] == -127);             // -16 / 16
   CHECK(b[0].q[16] == 0);
@@ -152,7 +153,7 @@ void check_hand_quantized(quant::isa variant) {
   std::vector<quant::act_block> g(8);
   std::vector<float> gsum(16);
   std::vector<int16_t> gbsum(16);
-  quant::quantize_activations(variant, wide.data(), 256, 256, g.data(), gsum.data(), gbsum.data());
+  quant::quantize_activations(variant, wide.data(), 256, 256, g.data(), gsum.data(), gbsum.data(), nullptr);
   for (const auto& blk : g) CHECK(blk.d == Approx(2.0f / 127));
   CHECK(g[0].q[0] == 16);  // 0.25 / (2 / 127) = 15.9
   CHECK(g[6].q[8] == -127);
@@ -188,7 +189,7 @@ TEST_CASE("activations quantize exactly as the scalar definition", "[quant]") {
       std::vector<quant::act_block> a(n / 32);
       std::vector<float> dsum(n / 16);
       std::vector<int16_t> bsum(n / 16);
-      quant::quantize_activations(variant, x.data(), n, group, a.data(), dsum.data(), bsum.data());
+      quant::quantize_activations(variant, x.data(), n, group, a.data(), dsum.data(), bsum.data(), nullptr);
       for (uint32_t g = 0; g < n / group; ++g) {
         float amax = 0.0f;
         for (uint32_t i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[g * group + i]));
