@@ -61,12 +61,12 @@ void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const
   quant::act_block* act = scratch<quant::act_block>(size_t{m} * nb);
   float* dsum = scratch<float, 2>(size_t{m} * nb * 2);
   int16_t* bsum = scratch<int16_t, 2>(size_t{m} * nb * 2);
-  int8_t* lanes = act_group == 256 ? scratch<int8_t>(size_t{m} * n_in) : nullptr;
+  int8_t* lanes = act_group == 256 ? scratch<int8_t>(size_t{m} * n_in * 2) : nullptr;
   // On every thread: on one, the rest of the team would wait (a batch of 16 decodes: 3.5 % of a
   // `1b` q4_k_m step in this loop, and as much again spinning).
   parallel_for(m, [&](size_t i) {
     quant::quantize_activations(isa, x + i * n_in, n_in, act_group, act + i * nb, dsum + i * nb * 2,
-                                bsum + i * nb * 2, lanes == nullptr ? nullptr : lanes + i * n_in);
+                                bsum + i * nb * 2, lanes == nullptr ? nullptr : lanes + i * n_in * 2);
   });
   const quant::activations a{act, dsum, bsum, lanes};
   for_each_quant_item(quant_rows_per_item, [&](const quant_part& p, uint32_t r0, uint32_t rows) {

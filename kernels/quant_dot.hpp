@@ -30,8 +30,8 @@ struct act_block {
 };
 
 //! m rows of quantized activations, each n_in / 32 blocks and n_in / 16 sums of each kind apart;
-//! for the K types also each row's values rearranged per 256 for q4_K's dots at batch 1 (n_in
-//! bytes a row, see quantize_activations).
+//! for the K types also each row's values rearranged per 256 for q4_K's and q6_K's dots at
+//! batch 1 (2 n_in bytes a row, see quantize_activations).
 struct activations {
   const act_block* x;
   const float* dsum;
@@ -50,7 +50,8 @@ isa best_isa();
 //! offsets multiply; bsum (n / 16,): Σ q over each 16, what the K types' integer mins multiply.
 //! d = max |x| / 127 over each group of `group` elements (32, or 256: what the K types' dots
 //! need, one scale per super-block), q = x / d rounded to nearest even; n is a multiple of group.
-//! With group 256, lanes (n,) gets the same q in the order the K types' one-row dots read them.
+//! With group 256, lanes (2 n,) gets the same q in the orders q4_K's and q6_K's one-row dots
+//! read them (quant_lanes.inc).
 void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t group, act_block* out,
                           float* dsum, int16_t* bsum, int8_t* lanes);
 

@@ -100,11 +100,12 @@ TEST_CASE("quantized dot products match the reference within the activations' ro
         std::vector<quant::act_block> act(size_t{m} * n_in / 32);
         std::vector<float> dsum(size_t{m} * n_in / 16);
         std::vector<int16_t> bsum(size_t{m} * n_in / 16);
-        std::vector<int8_t> lanes(size_t{m} * n_in);
+        std::vector<int8_t> lanes(size_t{m} * n_in * 2);
         for (uint32_t i = 0; i < m; ++i)
           quant::quantize_activations(variant, x.data() + size_t{i} * n_in, n_in, group,
                                       act.data() + size_t{i} * n_in / 32, dsum.data() + size_t{i} * n_in / 16,
-                                      bsum.data() + size_t{i} * n_in / 16, lanes.data() + size_t{i} * n_in);
+                                      bsum.data() + size_t{i} * n_in / 16,
+                                      lanes.data() + size_t{i} * n_in * 2);
         std::vector<float> y(size_t{m} * rows, NAN);
         quant::dot_rows(variant, type, q.data.data(), q.row_bytes, rows, n_in,
                         {act.data(), dsum.data(), bsum.data(), lanes.data()}, m, y.data(), rows);
