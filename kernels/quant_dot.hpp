@@ -29,9 +29,12 @@ struct act_block {
   int8_t q[32];
 };
 
+//! The largest batch whose dots read activations::lanes; above it lanes may be null.
+inline constexpr uint32_t lanes_max_rows = 3;
+
 //! m rows of quantized activations, each n_in / 32 blocks and n_in / 16 sums of each kind apart;
-//! for the K types also each row's values rearranged per 256 for q4_K's and q6_K's dots at
-//! batch 1 (2 n_in bytes a row, see quantize_activations).
+//! for the K types at batches up to lanes_max_rows also each row's values rearranged per 256 for
+//! the one-row dots (2 n_in bytes a row, see quantize_activations).
 struct activations {
   const act_block* x;
   const float* dsum;
