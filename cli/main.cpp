@@ -3,8 +3,10 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/commands.hpp"
+#include "kernels/cpu_features.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"Hearth: one home server, one model, many household services"};
@@ -30,6 +32,11 @@ int main(int argc, char** argv) {
   // A command reports what it expects as a value (hearth: <message>, exit code 1); an exception
   // that still escapes one (the standard library's, at an edge) ends the same way, not in
   // std::terminate. CLI::ParseError, a std::exception too, is caught first.
+  // A mask that names no feature would quietly measure the wrong machine: refused before any work.
+  if (const std::string bad = hearth::cpu_mask_error(); !bad.empty()) {
+    std::fprintf(stderr, "hearth: %s\n", bad.c_str());
+    return 1;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

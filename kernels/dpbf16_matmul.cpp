@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/avx512_bf16.hpp"
+#include "kernels/cpu_features.hpp"
 #include "kernels/parallel.hpp"
 
 // Built for any x86-64: only the kernel's own functions carry the AVX-512 BF16 target, and they run
@@ -121,8 +122,8 @@ void dpbf16_pack_rows(const float* v, size_t ldv, uint32_t rows, uint32_t k0, ui
 }
 
 bool dpbf16_available() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+  return cpu_has(cpu_feature::avx512f) && cpu_has(cpu_feature::avx512bw) && cpu_has(cpu_feature::avx512vl) &&
+         cpu_has(cpu_feature::avx512_bf16);
 }
 
 void dpbf16_matmul(const uint16_t* w, uint32_t k_pad, uint32_t n, const uint16_t* x, uint32_t m,

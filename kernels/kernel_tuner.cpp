@@ -13,6 +13,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "kernels/cpu_features.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/parallel.hpp"
 
@@ -520,10 +521,11 @@ std::string cpu_identity() {
   }
   std::string isa;
   for (const char* f : {"avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_bf16"}) {
-    if (flags.find(std::string(" ") + f + " ") != std::string::npos)
+    // A feature masked off (cpu_features.hpp) is one this CPU's plans are timed without.
+    if (flags.find(std::string(" ") + f + " ") != std::string::npos && !cpu_masked(f))
       isa += std::string(isa.empty() ? "" : " ") + f;
   }
-  std::string id = model + " | " + isa;
+  std::string id = model + " | " + isa + cpu_mask_note();
   std::replace(id.begin(), id.end(), '\t', ' ');
   return id;
 }

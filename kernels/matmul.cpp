@@ -15,6 +15,7 @@
 
 #include "common/checked.hpp"
 #include "kernels/bf16_gemm.hpp"
+#include "kernels/cpu_features.hpp"
 #include "kernels/dnnl_context.hpp"
 #include "kernels/dpbf16_matmul.hpp"
 #include "kernels/matmul_impl.hpp"
@@ -80,9 +81,9 @@ bool path_available(matmul_path p) {
     case matmul_path::quant_dpbf16:
       return quant::isa_available(quant::isa::avx2) && dpbf16_available();
     case matmul_path::hearth_w16:  // x86-64-v4, which its clone is built for (Clang has no name for it)
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512cd");
+      return cpu_has(cpu_feature::avx512f) && cpu_has(cpu_feature::avx512bw) &&
+             cpu_has(cpu_feature::avx512dq) && cpu_has(cpu_feature::avx512vl) &&
+             cpu_has(cpu_feature::avx512cd);
     default:
       return true;
   }

@@ -1,5 +1,7 @@
 #include "kernels/quant_dot.hpp"
 
+#include "kernels/cpu_features.hpp"
+
 namespace hearth::quant {
 
 // Defined by quant_kernels.inc, once per instruction set.
@@ -33,10 +35,10 @@ const char* to_string(isa i) {
 
 bool isa_available(isa i) {
   // F16C comes with every AVX2 CPU (and Clang cannot ask for it).
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx2 = cpu_has(cpu_feature::avx2) && cpu_has(cpu_feature::fma);
   if (i == isa::avx2) return avx2;
-  return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+  return avx2 && cpu_has(cpu_feature::avx512f) && cpu_has(cpu_feature::avx512vl) &&
+         cpu_has(cpu_feature::avx512bw) && cpu_has(cpu_feature::avx512_vnni);
 }
 
 isa best_isa() {

@@ -1,6 +1,7 @@
 // The kernel tuner: its choice over measured rates (a pure function), its cache file's lines, and a
 // tuner measuring, caching and reading back plans for real on this CPU.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "kernels/cpu_features.hpp"
 #include "kernels/kernel_tuner.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/parallel.hpp"
@@ -388,4 +390,28 @@ TEST_CASE("a kernel choice that cannot run is refused by name", "[kernel_tuner]"
   CHECK(*f32 == matmul_plan::uniform(matmul_path::onednn_f32));
   CHECK(t.decisions().back().why == "only path");
   CHECK(t.decisions().back().rates.empty());
+}
+
+TEST_CASE("a CPU mask names features as /proc/cpuinfo does and keeps the unknown names", "[kernel_tuner]") {
+  std::vector<std::string> unknown;
+  CHECK(parse_cpu_mask("", unknown) == 0);
+  CHECK(parse_cpu_mask(" , ,", unknown) == 0);
+  const uint32_t bits = parse_cpu_mask("avx512_bf16, avx512_vnni,foo,avx2,AVX2", unknown);
+  CHECK(bits == ((1u << static_cast<uint32_t>(cpu_feature::avx512_bf16)) |
+                 (1u << static_cast<uint32_t>(cpu_feature::avx512_vnni)) |
+                 (1u << static_cast<uint32_t>(cpu_feature::avx2))));
+  CHECK(unknown == std::vector<std::string>{"foo", "AVX2"});
+  for (uint32_t i = 0; i < n_cpu_features; ++i) {
+    const auto f = static_cast<cpu_feature>(i);
+    std::vector<std::string> none;
+    CHECK(parse_cpu_mask(to_string(f), none) == 1u << i);
+    CHECK(none.empty());
+  }
+  // Unless the suite itself runs masked (to take another CPU's paths), what it reports is the
+  // processor's own.
+  if (std::getenv("HEARTH_CPU_MASK") == nullptr) {
+    CHECK(cpu_mask_error().empty());
+    CHECK(cpu_mask_note().empty());
+    CHECK_FALSE(cpu_masked("avx512_bf16"));
+  }
 }

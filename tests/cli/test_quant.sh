@@ -48,4 +48,13 @@ open(sys.argv[1], "wb").write(body)
 EOF
 expect_one_line_error "iq2_xxs refused" "$dir/iq2.gguf: bad_tensor_type" "$hearth" model info "$dir/iq2.gguf"
 expect_one_line_error "iq2_xxs named" "tensor 'output.weight' is iq2_xxs.*q4_K" "$hearth" generate -m "$dir/iq2.gguf" -p x
+# As a CPU without AVX-512 runs it (HEARTH_CPU_MASK, cpu_features.hpp): the AVX2 dots, greedy and
+# deterministic; a mask naming an unknown feature is refused before anything runs.
+f="$dir/tiny-q4_k_m.gguf"
+mask=avx512f,avx512_vnni,avx512_bf16
+a=$(HEARTH_CPU_MASK=$mask "$hearth" generate -m "$f" -p "The kettle" -n 8 --temperature 0 2>/dev/null)
+b=$(HEARTH_CPU_MASK=$mask "$hearth" generate -m "$f" -p "The kettle" -n 8 --temperature 0 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "masked to AVX2: greedy generation empty or not deterministic: '$a' vs '$b'"
+expect_one_line_error "unknown CPU feature masked" "HEARTH_CPU_MASK: unknown feature 'avx512_bf17'" \
+  env HEARTH_CPU_MASK=avx512_bf17 "$hearth" model info "$f"
 echo "quant: all checks passed"
