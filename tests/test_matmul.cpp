@@ -11,6 +11,7 @@
 
 #include "common/rng.hpp"
 #include "kernels/bf16_gemm.hpp"
+#include "kernels/dpbf16_matmul.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_bench.hpp"
 #include "kernels/parallel.hpp"
@@ -354,11 +355,13 @@ TEST_CASE("linear refuses a plan whose paths need different storages", "[matmul]
   CHECK(lin.error().message.find("hearth-w8/onednn-f32/hearth-w8/hearth-w8") != std::string::npos);
 }
 
-TEST_CASE("the plan without measuring: oneDNN where it has the compute type, else our kernel", "[matmul]") {
+TEST_CASE("the plan without measuring: oneDNN where it has the compute type natively, else our kernel",
+          "[matmul]") {
   CHECK(default_plan(compute_type::f32) == matmul_plan::uniform(matmul_path::onednn_f32));
-  CHECK(default_plan(compute_type::bf16) == matmul_plan::uniform(path_available(matmul_path::onednn_bf16)
-                                                                     ? matmul_path::onednn_bf16
-                                                                     : matmul_path::hearth_w8));
+  // oneDNN takes bf16 matmuls without bf16 hardware too (gemm:jit, slow): not the default there.
+  CHECK(native_bf16() == (path_available(matmul_path::onednn_bf16) && dpbf16_available()));
+  CHECK(default_plan(compute_type::bf16) ==
+        matmul_plan::uniform(native_bf16() ? matmul_path::onednn_bf16 : matmul_path::hearth_w8));
   CHECK(paths_for(compute_type::f32) == std::vector{matmul_path::onednn_f32});
   const auto bf16 = paths_for(compute_type::bf16);
   CHECK(std::count(bf16.begin(), bf16.end(), matmul_path::hearth_w8) == 1);
