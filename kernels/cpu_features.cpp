@@ -7,32 +7,26 @@ namespace hearth {
 
 namespace {
 
-constexpr std::array<const char*, n_cpu_features> names = {
-    "avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd", "avx512_vnni", "avx512_bf16"};
+//! Each feature in cpu_feature's order: its /proc/cpuinfo name and whether the processor has it.
+//! __builtin_cpu_supports takes only a literal (GCC's name), hence one line each.
+struct feature_row {
+  const char* name;
+  bool present;
+};
 
-// __builtin_cpu_supports takes only a literal, hence a case per feature (GCC's names).
-bool hardware_has(cpu_feature f) {
-  switch (f) {
-    case cpu_feature::avx2:
-      return __builtin_cpu_supports("avx2");
-    case cpu_feature::fma:
-      return __builtin_cpu_supports("fma");
-    case cpu_feature::avx512f:
-      return __builtin_cpu_supports("avx512f");
-    case cpu_feature::avx512bw:
-      return __builtin_cpu_supports("avx512bw");
-    case cpu_feature::avx512dq:
-      return __builtin_cpu_supports("avx512dq");
-    case cpu_feature::avx512vl:
-      return __builtin_cpu_supports("avx512vl");
-    case cpu_feature::avx512cd:
-      return __builtin_cpu_supports("avx512cd");
-    case cpu_feature::avx512_vnni:
-      return __builtin_cpu_supports("avx512vnni");
-    case cpu_feature::avx512_bf16:
-      return __builtin_cpu_supports("avx512bf16");
-  }
-  return false;
+const std::array<feature_row, n_cpu_features>& features() {
+  static const std::array<feature_row, n_cpu_features> rows{{
+      {"avx2", __builtin_cpu_supports("avx2") != 0},
+      {"fma", __builtin_cpu_supports("fma") != 0},
+      {"avx512f", __builtin_cpu_supports("avx512f") != 0},
+      {"avx512bw", __builtin_cpu_supports("avx512bw") != 0},
+      {"avx512dq", __builtin_cpu_supports("avx512dq") != 0},
+      {"avx512vl", __builtin_cpu_supports("avx512vl") != 0},
+      {"avx512cd", __builtin_cpu_supports("avx512cd") != 0},
+      {"avx512_vnni", __builtin_cpu_supports("avx512vnni") != 0},
+      {"avx512_bf16", __builtin_cpu_supports("avx512bf16") != 0},
+  }};
+  return rows;
 }
 
 const char* mask_variable() {
@@ -57,7 +51,7 @@ const mask_state& mask() {
 }  // namespace
 
 const char* to_string(cpu_feature f) {
-  return names[static_cast<size_t>(f)];
+  return features()[static_cast<size_t>(f)].name;
 }
 
 uint32_t parse_cpu_mask(std::string_view list, std::vector<std::string>& unknown) {
@@ -71,7 +65,7 @@ uint32_t parse_cpu_mask(std::string_view list, std::vector<std::string>& unknown
     if (name.empty()) continue;
     bool known = false;
     for (uint32_t i = 0; i < n_cpu_features; ++i)
-      if (name == names[i]) bits |= 1u << i, known = true;
+      if (name == features()[i].name) bits |= 1u << i, known = true;
     if (!known) unknown.emplace_back(name);
   }
   return bits;
@@ -83,7 +77,7 @@ bool cpu_masked(std::string_view name) {
 }
 
 bool cpu_has(cpu_feature f) {
-  return hardware_has(f) && (mask().bits & (1u << static_cast<uint32_t>(f))) == 0;
+  return features()[static_cast<size_t>(f)].present && (mask().bits & (1u << static_cast<uint32_t>(f))) == 0;
 }
 
 std::string cpu_mask_error() {
@@ -91,7 +85,7 @@ std::string cpu_mask_error() {
   std::string out = "HEARTH_CPU_MASK: unknown feature";
   for (const auto& u : mask().unknown) out += " '" + u + "'";
   out += " (known:";
-  for (const char* n : names) out += std::string(" ") + n;
+  for (const auto& row : features()) out += std::string(" ") + row.name;
   return out + ")";
 }
 
