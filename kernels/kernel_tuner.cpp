@@ -102,7 +102,7 @@ struct measurement {
 };
 
 // The quantized paths other than the dots dequantize every weight per call, which cannot pay at
-// m = 1 (nor can widening them).
+// m = 1 (nor can widening them); and at m = 1 quant-dot-zmm runs quant-dot's kernels.
 bool worth_timing(matmul_path p, uint32_t bucket) {
   const bool expands = p == matmul_path::widened_f32 ||
                        (storage_of(p) == weight_storage::quantized && p != matmul_path::quant_dot);
@@ -159,7 +159,8 @@ result<std::vector<matmul_path>> candidates(compute_type ct, kernel_choice choic
     // hearth-dpbf16, ours over oneDNN's storage, is neither: only auto mixes the two.
     if (p == matmul_path::hearth_dpbf16) return choice != kernel_choice::automatic;
     const bool onednn = storage_of(p) != weight_storage::bf16_panels && p != matmul_path::quant_dot &&
-                        p != matmul_path::quant_bf16 && p != matmul_path::quant_dpbf16;
+                        p != matmul_path::quant_dot_zmm && p != matmul_path::quant_bf16 &&
+                        p != matmul_path::quant_dpbf16;
     const bool ours = !onednn && storage_of(p) != weight_storage::onednn_f32;
     return choice == kernel_choice::onednn ? !onednn : choice == kernel_choice::hearth ? !ours : false;
   });

@@ -73,6 +73,8 @@ bool path_available(matmul_path p) {
     case matmul_path::quant_f32:
     case matmul_path::quant_bf16:
       return quant::isa_available(quant::isa::avx2);
+    case matmul_path::quant_dot_zmm:
+      return quant::isa_available(quant::isa::avx512_vnni_zmm);
     case matmul_path::quant_onednn_bf16:
       // bf16 hardware: its slices are packed by dpbf16_pack_rows
       return quant::isa_available(quant::isa::avx2) && bf16_blocked_brgemm() && dpbf16_available();
@@ -377,7 +379,9 @@ void linear::forward(const float* x, float* y, uint32_t m) const {
     case matmul_path::widened_f32:
       return impl_->forward_widened(x, y, m);
     case matmul_path::quant_dot:
-      return impl_->forward_quant_dot(x, y, m);
+      return impl_->forward_quant_dot(x, y, m, impl_->isa);
+    case matmul_path::quant_dot_zmm:
+      return impl_->forward_quant_dot(x, y, m, quant::isa::avx512_vnni_zmm);
     case matmul_path::quant_f32:
       return impl_->forward_quant_slices(x, y, m, impl::slice_gemm::onednn_f32);
     case matmul_path::quant_onednn_bf16:

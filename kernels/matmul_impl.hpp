@@ -114,7 +114,8 @@ struct linear::impl {
   void forward_dpbf16(const float* x, float* y, uint32_t m) const;
   void forward_panels(const float* x, float* y, uint32_t m, bf16_kernel kernel) const;
   void forward_widened(const float* x, float* y, uint32_t m) const;
-  void forward_quant_dot(const float* x, float* y, uint32_t m) const;
+  //! With `variant`: isa, or avx512_vnni_zmm (quant-dot-zmm).
+  void forward_quant_dot(const float* x, float* y, uint32_t m, quant::isa variant) const;
   //! What multiplies the dequantized slices: oneDNN's f32 or bf16 matmul.
   enum class slice_gemm { onednn_f32, onednn_bf16 };
   void forward_quant_slices(const float* x, float* y, uint32_t m, slice_gemm gemm) const;

@@ -28,6 +28,8 @@ const char* to_string(matmul_path p) {
       return "hearth-dpbf16";
     case matmul_path::quant_dpbf16:
       return "quant-dpbf16";
+    case matmul_path::quant_dot_zmm:
+      return "quant-dot-zmm";
   }
   return "?";
 }
@@ -47,6 +49,7 @@ weight_storage storage_of(matmul_path p) {
     case matmul_path::hearth_dpbf16:
       return weight_storage::onednn_bf16;
     case matmul_path::quant_dot:
+    case matmul_path::quant_dot_zmm:
     case matmul_path::quant_f32:
     case matmul_path::quant_bf16:
     case matmul_path::quant_onednn_bf16:

@@ -28,14 +28,15 @@ enum class matmul_path : uint8_t {
   hearth_dpbf16,      //!< our vdpbf16ps kernel over oneDNN bf16's blocked weights (kernels/dpbf16_matmul.hpp)
   quant_dpbf16,       //!< quantized blocks dequantized per call, 64 rows at a time on the thread that
                       //!< multiplies them, into blocked bf16 for hearth-dpbf16's kernel
+  quant_dot_zmm,      //!< quant_dot with 16 weight rows to a zmm (quant::isa::avx512_vnni_zmm)
 };
 inline constexpr matmul_path all_matmul_paths[] = {
-    matmul_path::onednn_f32,    matmul_path::onednn_bf16, matmul_path::hearth_w8,
-    matmul_path::hearth_w16,    matmul_path::widened_f32, matmul_path::quant_dot,
-    matmul_path::quant_f32,     matmul_path::quant_bf16,  matmul_path::quant_onednn_bf16,
-    matmul_path::hearth_dpbf16, matmul_path::quant_dpbf16};
+    matmul_path::onednn_f32,    matmul_path::onednn_bf16,  matmul_path::hearth_w8,
+    matmul_path::hearth_w16,    matmul_path::widened_f32,  matmul_path::quant_dot,
+    matmul_path::quant_f32,     matmul_path::quant_bf16,   matmul_path::quant_onednn_bf16,
+    matmul_path::hearth_dpbf16, matmul_path::quant_dpbf16, matmul_path::quant_dot_zmm};
 //! "onednn-f32", "onednn-bf16", "hearth-w8", "hearth-w16", "widened-f32", "quant-dot", "quant-f32",
-//! "quant-bf16", "quant-onednn-bf16", "hearth-dpbf16", "quant-dpbf16".
+//! "quant-bf16", "quant-onednn-bf16", "hearth-dpbf16", "quant-dpbf16", "quant-dot-zmm".
 const char* to_string(matmul_path p);
 std::optional<matmul_path> matmul_path_from_name(std::string_view name);
 

@@ -56,7 +56,7 @@ void linear::impl::for_each_quant_item(uint32_t rows_per_item, Fn&& fn) const {
   });
 }
 
-void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const {
+void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m, quant::isa variant) const {
   const uint32_t nb = n_in / 32;
   quant::act_block* act = scratch<quant::act_block>(size_t{m} * nb);
   float* dsum = scratch<float, 2>(size_t{m} * nb * 2);
@@ -68,12 +68,12 @@ void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m) const
   // On every thread: on one, the rest of the team would wait (a batch of 16 decodes: 3.5 % of a
   // `1b` q4_k_m step in this loop, and as much again spinning).
   parallel_for(m, [&](size_t i) {
-    quant::quantize_activations(isa, x + i * n_in, n_in, act_group, act + i * nb, dsum + i * nb * 2,
+    quant::quantize_activations(variant, x + i * n_in, n_in, act_group, act + i * nb, dsum + i * nb * 2,
                                 bsum + i * nb * 2, lanes == nullptr ? nullptr : lanes + i * n_in * 2);
   });
   const quant::activations a{act, dsum, bsum, lanes};
   for_each_quant_item(quant_rows_per_item, [&](const quant_part& p, uint32_t r0, uint32_t rows) {
-    quant::dot_rows(isa, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, a, m,
+    quant::dot_rows(variant, p.type, p.data + r0 * p.row_bytes, p.row_bytes, rows, n_in, a, m,
                     y + p.first_row + r0, n_out);
   });
   if (bias.empty()) return;
@@ -125,7 +125,7 @@ void linear::impl::forward_quant_slices(const float* x, float* y, uint32_t m, sl
       dnnl_ctx::stream().wait();  // before the next slice overwrites w
       for (uint32_t i = 0; bf16 && ran && i < m; ++i)
         std::memcpy(y + size_t{i} * n_out + p.first_row + c, out + size_t{i} * g.n, g.n * sizeof(float));
-      if (!ran) return forward_quant_dot(x, y, m);
+      if (!ran) return forward_quant_dot(x, y, m, isa);
     }
   }
 }

@@ -9,7 +9,7 @@ namespace avx2 {
 void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum,
                           int16_t* bsum, int8_t* lanes);
 void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
-              const activations& x, uint32_t m, float* y, size_t ldy);
+              const activations& x, uint32_t m, float* y, size_t ldy, bool wide);
 void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
                      float* out);
 }  // namespace avx2
@@ -17,7 +17,7 @@ namespace vnni {
 void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum,
                           int16_t* bsum, int8_t* lanes);
 void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
-              const activations& x, uint32_t m, float* y, size_t ldy);
+              const activations& x, uint32_t m, float* y, size_t ldy, bool wide);
 void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
                      float* out);
 }  // namespace vnni
@@ -25,18 +25,27 @@ void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32
 void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t group, act_block* out,
                           float* dsum, int16_t* bsum, int8_t* lanes) {
   if (group != 256) lanes = nullptr;
-  if (variant == isa::avx512_vnni) return vnni::quantize_activations(x, n, group, out, dsum, bsum, lanes);
+  if (variant != isa::avx2) return vnni::quantize_activations(x, n, group, out, dsum, bsum, lanes);
   avx2::quantize_activations(x, n, group, out, dsum, bsum, lanes);
 }
 
 const char* to_string(isa i) {
-  return i == isa::avx2 ? "avx2" : "avx512-vnni";
+  switch (i) {
+    case isa::avx2:
+      return "avx2";
+    case isa::avx512_vnni:
+      return "avx512-vnni";
+    case isa::avx512_vnni_zmm:
+      return "avx512-vnni-zmm";
+  }
+  return "?";
 }
 
 bool isa_available(isa i) {
   // F16C comes with every AVX2 CPU (and Clang cannot ask for it).
   const bool avx2 = cpu_has(cpu_feature::avx2) && cpu_has(cpu_feature::fma);
   if (i == isa::avx2) return avx2;
+  // avx512_vnni_zmm: the same instructions, more of them in zmm.
   return avx2 && cpu_has(cpu_feature::avx512f) && cpu_has(cpu_feature::avx512vl) &&
          cpu_has(cpu_feature::avx512bw) && cpu_has(cpu_feature::avx512_vnni);
 }
@@ -67,14 +76,15 @@ bool has_dot(tensor_type type) {
 void dot_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,
               uint32_t n_in, const activations& x, uint32_t m, float* y, size_t ldy) {
   const auto t = static_cast<uint32_t>(type);
-  if (variant == isa::avx512_vnni) return vnni::dot_rows(t, w, row_bytes, rows, n_in, x, m, y, ldy);
-  avx2::dot_rows(t, w, row_bytes, rows, n_in, x, m, y, ldy);
+  if (variant != isa::avx2)
+    return vnni::dot_rows(t, w, row_bytes, rows, n_in, x, m, y, ldy, variant == isa::avx512_vnni_zmm);
+  avx2::dot_rows(t, w, row_bytes, rows, n_in, x, m, y, ldy, false);
 }
 
 void dequantize_rows(isa variant, tensor_type type, const std::byte* w, size_t row_bytes, uint32_t rows,
                      uint32_t n_in, float* out) {
   const auto t = static_cast<uint32_t>(type);
-  if (variant == isa::avx512_vnni) return vnni::dequantize_rows(t, w, row_bytes, rows, n_in, out);
+  if (variant != isa::avx2) return vnni::dequantize_rows(t, w, row_bytes, rows, n_in, out);
   avx2::dequantize_rows(t, w, row_bytes, rows, n_in, out);
 }
 

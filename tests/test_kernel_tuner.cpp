@@ -229,7 +229,8 @@ TEST_CASE("weights kept quantized are timed on their own blocks, apart from conv
   auto ours = t.plan(512, 160, compute_type::bf16, kernel_choice::hearth, tensor_type::q8_0);
   REQUIRE(ours.ok());
   for (auto p : ours->paths)
-    CHECK((p == matmul_path::quant_dot || p == matmul_path::quant_bf16 || p == matmul_path::quant_dpbf16));
+    CHECK((p == matmul_path::quant_dot || p == matmul_path::quant_dot_zmm || p == matmul_path::quant_bf16 ||
+           p == matmul_path::quant_dpbf16));
 }
 
 TEST_CASE("a tuner measures a shape once, caches it, and a later process reads it back", "[kernel_tuner]") {

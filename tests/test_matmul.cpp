@@ -282,11 +282,11 @@ TEST_CASE("quantized parts kept as stored match the reference at every batch siz
   std::vector<matmul_plan> plans{matmul_plan{quantized_paths}, matmul_plan::uniform(matmul_path::quant_dot),
                                  matmul_plan::uniform(matmul_path::quant_f32),
                                  matmul_plan::uniform(matmul_path::quant_bf16)};
-  for (auto p : {matmul_path::quant_onednn_bf16, matmul_path::quant_dpbf16}) {
+  for (auto p : {matmul_path::quant_onednn_bf16, matmul_path::quant_dpbf16, matmul_path::quant_dot_zmm}) {
     if (path_available(p))
       plans.push_back(matmul_plan::uniform(p));
     else
-      std::printf("%s not run here: this CPU lacks its bf16 kernel\n", to_string(p));
+      std::printf("%s not run here: this CPU lacks its instructions\n", to_string(p));
   }
   for (const matmul_plan& plan : plans) {
     CAPTURE(describe(plan));

@@ -25,7 +25,7 @@ std::vector<tensor_type> types_with_reference() {
 
 std::vector<quant::isa> runnable_isas() {
   std::vector<quant::isa> out;
-  for (auto i : {quant::isa::avx2, quant::isa::avx512_vnni}) {
+  for (auto i : {quant::isa::avx2, quant::isa::avx512_vnni, quant::isa::avx512_vnni_zmm}) {
     if (quant::isa_available(i))
       out.push_back(i);
     else
