@@ -102,10 +102,11 @@ struct measurement {
 };
 
 // The quantized paths other than the dots dequantize every weight per call, which cannot pay at
-// m = 1 (nor can widening them); and at m = 1 quant-dot-zmm runs quant-dot's kernels.
+// m = 1 (nor can widening them).
 bool worth_timing(matmul_path p, uint32_t bucket) {
-  const bool expands = p == matmul_path::widened_f32 ||
-                       (storage_of(p) == weight_storage::quantized && p != matmul_path::quant_dot);
+  const bool expands =
+      p == matmul_path::widened_f32 || (storage_of(p) == weight_storage::quantized &&
+                                        p != matmul_path::quant_dot && p != matmul_path::quant_dot_zmm);
   return bucket > 0 || !expands;
 }
 

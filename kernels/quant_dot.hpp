@@ -43,10 +43,11 @@ struct activations {
 };
 
 //! avx512_vnni_zmm: avx512_vnni's kernels with every whole group of 16 weight rows in a zmm (where
-//! a type has eight-row decoders, quant_rows8.inc), not only q4_0's from 8 activation rows on. A
-//! core with full-width 512-bit units runs them ~1.5 x as fast from 4 activation rows on (AMD EPYC
-//! Zen 5, q4_K at m = 16 in cache: 357 against 232 GOPS); one that splits them in two (Zen 4) no
-//! faster. CPUID cannot tell the two apart: the kernel tuner measures both (quant-dot-zmm).
+//! a type has eight-row decoders, quant_rows8.inc), not only q4_0's from 8 activation rows on, and
+//! q4_K's one-row dots two super-blocks to a zmm. A core with full-width 512-bit units runs the
+//! groups ~1.5 x as fast from 4 activation rows on (AMD EPYC Zen 5, q4_K at m = 16 in cache: 357
+//! against 232 GOPS) and the one-row dots ~1.2 x; one that splits a zmm in two (Zen 4) no faster.
+//! CPUID cannot tell the two apart: the kernel tuner measures both (quant-dot-zmm).
 enum class isa { avx2, avx512_vnni, avx512_vnni_zmm };
 //! "avx2", "avx512-vnni", "avx512-vnni-zmm".
 const char* to_string(isa i);

@@ -212,7 +212,8 @@ TEST_CASE("weights kept quantized are timed on their own blocks, apart from conv
   auto q = t.plan(512, 160, compute_type::bf16, kernel_choice::automatic, tensor_type::q4_k);
   REQUIRE(q.ok());
   CHECK(q->storage() == weight_storage::quantized);
-  CHECK(q->paths[0] == matmul_path::quant_dot);  // the others dequantize every weight per call
+  // The others dequantize every weight per call.
+  CHECK((q->paths[0] == matmul_path::quant_dot || q->paths[0] == matmul_path::quant_dot_zmm));
   auto converted = t.plan(512, 160, compute_type::bf16, kernel_choice::automatic);
   REQUIRE(converted.ok());
   CHECK(converted->storage() != weight_storage::quantized);
@@ -223,7 +224,7 @@ TEST_CASE("weights kept quantized are timed on their own blocks, apart from conv
     CAPTURE(to_string(r.path));
     CHECK(storage_of(r.path) == weight_storage::quantized);
     for (uint32_t b = 1; b < n_m_buckets; ++b) CHECK(r.gflops[b] > 0);
-    CHECK((r.gflops[0] > 0) == (r.path == matmul_path::quant_dot));
+    CHECK((r.gflops[0] > 0) == (r.path == matmul_path::quant_dot || r.path == matmul_path::quant_dot_zmm));
   }
   // Our own kernels only: no oneDNN over dequantized slices.
   auto ours = t.plan(512, 160, compute_type::bf16, kernel_choice::hearth, tensor_type::q8_0);

@@ -60,7 +60,7 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 for p in j["plans"]:
     paths = [b["path"] for b in p["paths"]]
-    assert paths[0] == "quant-dot" and all(q.startswith("quant-") for q in paths), p
+    assert paths[0] in ("quant-dot", "quant-dot-zmm") and all(q.startswith("quant-") for q in paths), p
     assert p["why"] in ("measured", "noisy", "cached") and "quant-dot" in p["rates"], p
 m = j["memory"]
 assert m["weight_bytes"] < m["file_bytes"] and m["rss_vs_file"] > 0, m
