@@ -24,7 +24,8 @@ void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32
 
 void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t group, act_block* out,
                           float* dsum, int16_t* bsum, int8_t* lanes) {
-  if (group != 256) lanes = nullptr;
+  // With group 32 only q8_0's wide one-row dots read lanes.
+  if (group != 256 && variant != isa::avx512_vnni_zmm) lanes = nullptr;
   if (variant != isa::avx2) return vnni::quantize_activations(x, n, group, out, dsum, bsum, lanes);
   avx2::quantize_activations(x, n, group, out, dsum, bsum, lanes);
 }

@@ -33,8 +33,8 @@ struct act_block {
 inline constexpr uint32_t lanes_max_rows = 3;
 
 //! m rows of quantized activations, each n_in / 32 blocks and n_in / 16 sums of each kind apart;
-//! for the K types at batches up to lanes_max_rows also each row's values rearranged per 256 for
-//! the one-row dots (2 n_in bytes a row, see quantize_activations).
+//! at batches up to lanes_max_rows also each row's values rearranged for the one-row dots (2 n_in
+//! bytes a row, see quantize_activations).
 struct activations {
   const act_block* x;
   const float* dsum;
@@ -44,10 +44,11 @@ struct activations {
 
 //! avx512_vnni_zmm: avx512_vnni's kernels with every whole group of 16 weight rows in a zmm (where
 //! a type has eight-row decoders, quant_rows8.inc), not only q4_0's from 8 activation rows on, and
-//! q4_K's one-row dots two super-blocks to a zmm. A core with full-width 512-bit units runs the
-//! groups ~1.5 x as fast from 4 activation rows on (AMD EPYC Zen 5, q4_K at m = 16 in cache: 357
-//! against 232 GOPS) and the one-row dots ~1.2 x; one that splits a zmm in two (Zen 4) no faster.
-//! CPUID cannot tell the two apart: the kernel tuner measures both (quant-dot-zmm).
+//! the one-row dots of q4_K (two super-blocks to a zmm) and q8_0 (two blocks) in zmm
+//! (quant_wide.inc). A core with full-width 512-bit units runs the groups ~1.5 x as fast from 4
+//! activation rows on (AMD EPYC Zen 5, q4_K at m = 16 in cache: 357 against 232 GOPS) and the
+//! one-row dots 1.2-1.9 x in cache; one that splits a zmm in two (Zen 4) no faster. CPUID cannot
+//! tell the two apart: the kernel tuner measures both (quant-dot-zmm).
 enum class isa { avx2, avx512_vnni, avx512_vnni_zmm };
 //! "avx2", "avx512-vnni", "avx512-vnni-zmm".
 const char* to_string(isa i);
@@ -60,7 +61,8 @@ isa best_isa();
 //! d = max |x| / 127 over each group of `group` elements (32, or 256: what the K types' dots
 //! need, one scale per super-block), q = x / d rounded to nearest even; n is a multiple of group.
 //! With group 256, lanes (2 n,) gets the same q in the orders q4_K's and q6_K's one-row dots
-//! read them (quant_lanes.inc).
+//! read them (quant_lanes.inc); with group 32 and avx512_vnni_zmm, in one run beside the blocks'
+//! scales and sums, as q8_0's read them (quant_wide.inc). Other variants leave lanes untouched.
 void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t group, act_block* out,
                           float* dsum, int16_t* bsum, int8_t* lanes);
 
