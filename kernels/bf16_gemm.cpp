@@ -160,12 +160,15 @@ void gemm_bf16w(const bf16_matrix& w, const float* x, float* y, uint32_t m, std:
   round_to_bf16(x, xr, size_t{m} * w.n_in());
   const float* b = bias.empty() ? nullptr : bias.data();
   if (kernel == bf16_kernel::w16) return bf16_panels::gemm_w16(w, xr, y, m, b);
-  parallel_for(w.n_panels(), [&](size_t i) {
-    const auto o0 = static_cast<uint32_t>(i) * panel_rows;
-    gemm_panel({w.panel(static_cast<uint32_t>(i)), w.n_in(), std::min(panel_rows, w.n_out() - o0), y + o0,
-                w.n_out(), b ? b + o0 : nullptr},
-               xr, m);
-  });
+  parallel_for(
+      w.n_panels(),
+      [&](size_t i) {
+        const auto o0 = static_cast<uint32_t>(i) * panel_rows;
+        gemm_panel({w.panel(static_cast<uint32_t>(i)), w.n_in(), std::min(panel_rows, w.n_out() - o0), y + o0,
+                    w.n_out(), b ? b + o0 : nullptr},
+                   xr, m);
+      },
+      schedule::streaming);
 }
 
 void gemm_bf16_panel(const uint16_t* panel, uint32_t n_in, uint32_t rows, const float* xr, uint32_t m,

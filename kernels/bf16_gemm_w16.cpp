@@ -111,7 +111,9 @@ static_assert(max_acts * 2 + 2 <= 32, "the accumulators and weights fit AVX-512'
 
 void gemm_w16(const bf16_matrix& w, const float* xr, float* y, uint32_t m, const float* bias) {
   const uint32_t pairs = (w.n_panels() + 1) / 2;
-  parallel_for(pairs, [&](size_t p) { gemm_pair(w, static_cast<uint32_t>(2 * p), xr, m, y, bias); });
+  parallel_for(
+      pairs, [&](size_t p) { gemm_pair(w, static_cast<uint32_t>(2 * p), xr, m, y, bias); },
+      schedule::streaming);
 }
 
 }  // namespace hearth::bf16_panels

@@ -150,10 +150,13 @@ void dpbf16_matmul(const uint16_t* w, uint32_t k_pad, uint32_t n, const uint16_t
   // Items of a column block and up to 48 rows (8 passes over the block from L2): a prefill chunk
   // over a slice of a few blocks still gives every thread work.
   const uint32_t row_items = (m + item_rows - 1) / item_rows;
-  parallel_for(size_t{blocks} * row_items, [&](size_t i) {
-    const auto r0 = static_cast<uint32_t>(i % row_items) * item_rows;
-    block(static_cast<uint32_t>(i / row_items), r0, std::min(item_rows, m - r0), nullptr);
-  });
+  parallel_for(
+      size_t{blocks} * row_items,
+      [&](size_t i) {
+        const auto r0 = static_cast<uint32_t>(i % row_items) * item_rows;
+        block(static_cast<uint32_t>(i / row_items), r0, std::min(item_rows, m - r0), nullptr);
+      },
+      schedule::streaming);
 }
 
 }  // namespace hearth

@@ -43,17 +43,20 @@ template <class Fn>
 void linear::impl::for_each_quant_item(uint32_t rows_per_item, Fn&& fn) const {
   size_t items = 0;
   for (const auto& p : qparts) items += (p.n_out + rows_per_item - 1) / rows_per_item;
-  parallel_for(items, [&](size_t item) {
-    for (const auto& p : qparts) {
-      const size_t here = (p.n_out + rows_per_item - 1) / rows_per_item;
-      if (item >= here) {
-        item -= here;
-        continue;
-      }
-      const auto r0 = static_cast<uint32_t>(item) * rows_per_item;
-      return fn(p, r0, std::min(rows_per_item, p.n_out - r0));
-    }
-  });
+  parallel_for(
+      items,
+      [&](size_t item) {
+        for (const auto& p : qparts) {
+          const size_t here = (p.n_out + rows_per_item - 1) / rows_per_item;
+          if (item >= here) {
+            item -= here;
+            continue;
+          }
+          const auto r0 = static_cast<uint32_t>(item) * rows_per_item;
+          return fn(p, r0, std::min(rows_per_item, p.n_out - r0));
+        }
+      },
+      schedule::streaming);
 }
 
 void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m, quant::isa variant) const {

@@ -12,7 +12,18 @@ namespace hearth {
 void set_kernel_threads(int n);
 int kernel_threads();
 
+//! How parallel_for hands out its iterations to the threads.
+enum class schedule {
+  //! Dynamic chunks of about an eighth of a thread's share, so that uneven iterations (attention
+  //! over sequences of different lengths) balance and long elementwise loops pay few atomics.
+  uneven,
+  //! Iterations of equal cost that read memory in order (a matrix's rows): guided chunks, from
+  //! half the iterations down to a sixteenth of a thread's share, so that each thread reads long
+  //! runs while the small last chunks still end the threads together.
+  streaming,
+};
+
 //! Runs fn(i) for i in [0, n) on the worker's threads; iterations are independent.
-void parallel_for(size_t n, const std::function<void(size_t)>& fn);
+void parallel_for(size_t n, const std::function<void(size_t)>& fn, schedule s = schedule::uneven);
 
 }  // namespace hearth

@@ -409,12 +409,14 @@ TEST_CASE("parallel_for runs every index exactly once", "[parallel]") {
   for (int threads : {1, 2}) {
     set_kernel_threads(threads);
     CHECK(kernel_threads() == threads);
-    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}}) {
-      CAPTURE(threads, n);
-      std::vector<std::atomic<int>> runs(n);
-      parallel_for(n, [&](size_t i) { runs[i].fetch_add(1, std::memory_order_relaxed); });
-      CHECK(std::all_of(runs.begin(), runs.end(), [](const auto& c) { return c.load() == 1; }));
-    }
+    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}})
+      for (schedule s : {schedule::uneven, schedule::streaming}) {
+        CAPTURE(threads, n, s == schedule::streaming);
+        std::vector<std::atomic<int>> runs(n);
+        parallel_for(
+            n, [&](size_t i) { runs[i].fetch_add(1, std::memory_order_relaxed); }, s);
+        CHECK(std::all_of(runs.begin(), runs.end(), [](const auto& c) { return c.load() == 1; }));
+      }
   }
   // A parallel_for inside another runs serially on the calling thread, still once per index.
   std::vector<std::atomic<int>> runs(7 * 9);
