@@ -44,7 +44,7 @@ struct activations {
 
 //! avx512_vnni_zmm: avx512_vnni's kernels with every whole group of 16 weight rows in a zmm (where
 //! a type has eight-row decoders, quant_rows8.inc), not only q4_0's from 8 activation rows on, and
-//! the one-row dots of q4_K (two super-blocks to a zmm) and q8_0 (two blocks) in zmm
+//! the one-row dots of q4_K and q6_K (two super-blocks to a zmm) and q8_0 (two blocks) in zmm
 //! (quant_wide.inc). A core with full-width 512-bit units runs the groups ~1.5 x as fast from 4
 //! activation rows on (AMD EPYC Zen 5, q4_K at m = 16 in cache: 357 against 232 GOPS) and the
 //! one-row dots 1.2-1.9 x in cache; one that splits a zmm in two (Zen 4) no faster. CPUID cannot
