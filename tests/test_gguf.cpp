@@ -4,7 +4,9 @@
 #include <stdlib.h>  // mkdtemp
 
 #include <bit>
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +26,19 @@ std::vector<std::byte> random_bytes(size_t n, std::mt19937_64& rng) {
   std::vector<std::byte> b(n);
   for (auto& x : b) x = static_cast<std::byte>(rng());
   return b;
+}
+
+// The VmFlags line of the mapping that holds p, from /proc/self/smaps ("" if none).
+std::string vm_flags_of(const void* p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &lo, &hi) == 2) inside = lo <= at && at < hi;
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
 }
 
 file parse_ok(std::span<const std::byte> bytes) {
@@ -278,6 +293,10 @@ TEST_CASE("files are written atomically and mapped back", "[gguf]") {
     CHECK(std::equal(before.begin(), before.end(), f->data(t).begin(), f->data(t).end()));
     r->release(r->tensors()[0]);  // smaller than a page: nothing to release, no harm
     CHECK(r->data(r->tensors()[0])[67] == std::byte{67});
+  }
+  SECTION("the mapping is advised for transparent huge pages, where the kernel has them") {
+    if (fs::exists("/sys/kernel/mm/transparent_hugepage/enabled"))
+      CHECK(vm_flags_of(d.data()).find(" hg") != std::string::npos);
   }
   SECTION("a file outlives the mapping's other copies") {
     const file copy = *r;
