@@ -1,5 +1,6 @@
 // The CPU backend's side of the backend contract (backend_contract.cpp runs it over the CPU
-// backend), and what only the CPU backend has: greedy output that does not depend on the thread count.
+// backend), and what only the CPU backend has: greedy output that does not depend on the thread
+// count, and a warm-up at load that leaves the KV pool untouched.
 #include <catch2/catch.hpp>
 
 #include <numeric>
@@ -52,4 +53,16 @@ TEST_CASE("greedy generation does not depend on the thread count", "[cpu_backend
   const auto one = run(1);
   CHECK(run(2) == one);
   CHECK(run(1) == one);
+}
+
+TEST_CASE("loading warms the model up and leaves the KV pool as it was, all zeros", "[cpu_backend]") {
+  const auto m = test::make_test_model(make_options{mha, tensor_type::q8_0, 3, tokenizer_kind::bpe, 512},
+                                       make_vocab(make_options{mha, tensor_type::f32, 1}));
+  auto be = cpu_backend::load(m->file, {.compute = compute_type::bf16, .block_size = 16, .kv_tokens = 64});
+  REQUIRE(be.ok());
+  const kv_pool& pool = (*be)->kv();
+  for (uint32_t b = 0; b < pool.n_blocks(); ++b) {
+    const auto bytes = pool.block(b);
+    CHECK(std::all_of(bytes.begin(), bytes.end(), [](std::byte x) { return x == std::byte{0}; }));
+  }
 }
