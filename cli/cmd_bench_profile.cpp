@@ -6,7 +6,8 @@
 // serve` runs it: at 1.7 times its rate (so its arrivals are not those of a default run), and at
 // half its rate for twice as long, where most requests arrive at an idle server. The steps they run, each
 // shape with its round trip and the idle time before it, refit the overhead, scale each group of terms and
-// set what a step after idle time adds (sim::calibrated).
+// set what a step after idle time adds (sim::calibrated); their requests' TTFT beyond the server's
+// split of it is the request's way in and out (sim::with_request_path).
 
 #include <algorithm>
 #include <chrono>
@@ -67,10 +68,26 @@ std::string agreement(const sim::step_profile& p, const std::vector<sim::profile
   return out;
 }
 
-// The steps a run of the household mix at `rate` times its own serves, each with the idle time
-// before it (the bench's engine runs one lane: each step follows the last one's end).
-result<std::vector<sim::profile_point>> served_steps(const bench_profile_args& a, const model_file& m,
-                                                     double rate, double duration_s) {
+// What a run of the household mix serves: its steps, each with the idle time before it (the
+// bench's engine runs one lane: each step follows the last one's end), and its requests' TTFT
+// beyond the server's split of it.
+struct served_run {
+  std::vector<sim::profile_point> steps;
+  std::vector<sim::request_path> paths;
+};
+
+std::vector<sim::request_path> request_paths(const household::run_result& run) {
+  std::vector<sim::request_path> out;
+  for (const auto& r : run.records) {
+    if (r.kind != event_kind::done || r.token_s.empty()) continue;
+    const double split = r.server.queue_ms + r.server.prefill_ms + r.server.first_step_ms;
+    out.push_back({r.prompt_tokens, r.ttft_ms() - split});
+  }
+  return out;
+}
+
+result<served_run> serve_mix(const bench_profile_args& a, const model_file& m, double rate,
+                             double duration_s) {
   household_args h;
   h.model = a.model;
   h.compute = a.compute;
@@ -101,34 +118,38 @@ result<std::vector<sim::profile_point>> served_steps(const bench_profile_args& a
         steps.push_back(pt);
       }});
   if (!measured) return measured.error();
-  return steps;
+  return served_run{std::move(steps), request_paths(*measured)};
 }
 
 // The profile calibrated on the steps of two real runs of the household mix.
 result<sim::step_profile> calibrated(const bench_profile_args& a, const model_file& m,
                                      const sim::step_profile& p) {
-  auto steps = served_steps(a, m, 1.7, a.calibrate_s);
-  if (!steps) return steps.error();
+  auto fast = serve_mix(a, m, 1.7, a.calibrate_s);
+  if (!fast) return fast.error();
   // Of the slow run (twice as long: its steps after idle time are about its requests, a dozen in
   // 30 s) only those: its other steps, mostly one decode at a time, scaled every term as if all
   // loads ran so, and the simulator came out 10-17 % slow at 2.5 x the rate.
-  auto slow = served_steps(a, m, 0.5, 2 * a.calibrate_s);
+  auto slow = serve_mix(a, m, 0.5, 2 * a.calibrate_s);
   if (!slow) return slow.error();
-  std::ranges::copy_if(*slow, std::back_inserter(*steps),
+  std::vector<sim::profile_point>* steps = &fast->steps;
+  std::ranges::copy_if(slow->steps, std::back_inserter(*steps),
                        [&p](const sim::profile_point& s) { return s.idle_ms >= p.idle_gap_ms; });
   auto c = sim::calibrated(p, *steps);
   if (!c) return c.error();
+  std::ranges::copy(slow->paths, std::back_inserter(fast->paths));
+  *c = sim::with_request_path(std::move(*c), fast->paths);
   auto times = [](double now, double was) { return was != 0 ? now / was : 1.0; };
   std::printf(
       "hearth bench profile: calibrated on %zu steps: %+.2f ms a step, %+.2f ms after idle time; the "
-      "tokens' terms %.2f x, the sequences' %.2f x, decode attention %.2f x, prompt attention %.2f x\n"
+      "tokens' terms %.2f x, the sequences' %.2f x, decode attention %.2f x, prompt attention %.2f x; "
+      "a request's way in and out %.2f ms + %.4f ms a prompt token (%zu requests)\n"
       "  measured / predicted, median: profiled alone: %s\n"
       "                                calibrated:     %s\n",
       steps->size(), c->overhead_ms + c->base_ms - p.overhead_ms - p.base_ms, c->after_idle_ms,
       times(c->per_token_ms, p.per_token_ms), times(c->per_seq_ms, p.per_seq_ms),
       times(c->per_decode_kpair_ms, p.per_decode_kpair_ms),
-      times(c->per_prefill_kpair_ms, p.per_prefill_kpair_ms), agreement(p, *steps).c_str(),
-      agreement(*c, *steps).c_str());
+      times(c->per_prefill_kpair_ms, p.per_prefill_kpair_ms), c->path_ms, c->path_per_token_ms,
+      fast->paths.size(), agreement(p, *steps).c_str(), agreement(*c, *steps).c_str());
   return c;
 }
 

@@ -94,7 +94,7 @@ class simulation {
     if (auto no = admission_.admit(id, r, now)) {
       rec.kind = event_kind::rejected;
       rec.reason = no->reason;
-      rec.end_s = now;
+      rec.end_s = now + e_.profile.path_for(rec.prompt_tokens) / 1e3;
       return;
     }
     core_.add(id, std::move(r), now);
@@ -134,12 +134,14 @@ class simulation {
     for (const request_event& ev : events) record(ev, now);
   }
 
+  // At the client: the server's time plus the request's way in and out (step_profile::path_ms).
   void record(const request_event& ev, double now) {
     bench_record& r = out_.records[ev.id - 1];
+    const double seen = now + e_.profile.path_for(r.prompt_tokens) / 1e3;
     if (ev.kind == event_kind::token)
-      r.token_s.push_back(now);
+      r.token_s.push_back(seen);
     else if (ev.terminal())
-      household::record_end(r, now, {ev.kind, ev.reason, ev.message, ev.use, ev.time, ev.preemptions});
+      household::record_end(r, seen, {ev.kind, ev.reason, ev.message, ev.use, ev.time, ev.preemptions});
   }
 
   void sample_gauges_until(double t) {

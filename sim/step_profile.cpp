@@ -218,6 +218,24 @@ result<step_profile> calibrated(const step_profile& p, const std::vector<profile
   return q;
 }
 
+step_profile with_request_path(step_profile p, std::span<const request_path> served) {
+  if (served.empty()) return p;
+  const auto n = static_cast<double>(served.size());
+  double mx = 0, my = 0;
+  for (const auto& r : served) mx += r.prompt_tokens / n, my += r.ms / n;
+  double sxx = 0, sxy = 0, xx = 0, xy = 0;
+  for (const auto& r : served) {
+    const double x = r.prompt_tokens;
+    sxx += (x - mx) * (x - mx), sxy += (x - mx) * (r.ms - my);
+    xx += x * x, xy += x * r.ms;
+  }
+  double slope = sxx > 0 ? std::max(0.0, sxy / sxx) : 0.0, intercept = my - slope * mx;
+  if (intercept < 0) intercept = 0, slope = xx > 0 ? std::max(0.0, xy / xx) : 0.0;  // through 0
+  p.path_ms = intercept;
+  p.path_per_token_ms = slope;
+  return p;
+}
+
 std::string to_json(const step_profile& p) {
   json pts = json::array();
   for (const auto& pt : p.points)
@@ -236,6 +254,8 @@ std::string to_json(const step_profile& p) {
                   {"overhead_ms", p.overhead_ms},
                   {"idle_gap_ms", p.idle_gap_ms},
                   {"after_idle_ms", p.after_idle_ms},
+                  {"path_ms", p.path_ms},
+                  {"path_per_token_ms", p.path_per_token_ms},
                   {"noise", p.noise},
                   {"rms_error", p.rms_error},
                   {"points", pts}};
@@ -262,6 +282,8 @@ result<step_profile> profile_from_json(std::string_view text, std::string_view s
     p.overhead_ms = j.at("overhead_ms").get<double>();
     p.idle_gap_ms = j.value("idle_gap_ms", p.idle_gap_ms);
     p.after_idle_ms = j.value("after_idle_ms", 0.0);
+    p.path_ms = j.value("path_ms", 0.0);
+    p.path_per_token_ms = j.value("path_per_token_ms", 0.0);
     p.noise = j.value("noise", 0.0);
     p.rms_error = j.value("rms_error", 0.0);
     for (const auto& pt : j.value("points", json::array()))

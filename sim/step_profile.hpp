@@ -13,6 +13,7 @@
 // key once for one query (bandwidth), a prompt chunk reuses it across its queries (compute).
 // `overhead` is the runtime's own time per step outside the backend (messages, planning).
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,13 @@ struct step_profile {
   //! more: at low load a request's first step follows a pause, after which the cores' caches,
   //! clocks and threads are cold (calibrated() fits it; 0 in a profile measured back to back).
   double idle_gap_ms = 2, after_idle_ms = 0;
+  //! What a client's TTFT holds beyond the server's split of it (queue, prefill, first step): the
+  //! request's way in (the gateway tokenizes its prompt) and its first token's way out,
+  //! path_ms + path_per_token_ms per prompt token. The simulator adds it to every time a client
+  //! sees (its tokens and its end), so the gaps between tokens keep theirs. Fitted on served
+  //! requests (fit_request_path); 0 in a profile measured without serving.
+  double path_ms = 0, path_per_token_ms = 0;
+  double path_for(uint32_t prompt_tokens) const { return path_ms + path_per_token_ms * prompt_tokens; }
   //! How much the same step's time varies run to run (relative standard deviation): the
   //! simulator draws each step's time around the prediction with it, as the engine's online
   //! step-time fit, and the stream guard that plans by its error, see on a real machine.
@@ -76,6 +84,17 @@ struct step_profile {
 //! after idle time their after_idle_ms (held towards 0 so, and never below it).
 //! errc::invalid_argument with fewer than 20 steps.
 result<step_profile> calibrated(const step_profile& p, const std::vector<profile_point>& serving);
+
+//! A served request: its prompt's tokens and how much longer its client's TTFT was than the
+//! server's split of it.
+struct request_path {
+  uint32_t prompt_tokens = 0;
+  double ms = 0;
+};
+
+//! p with path_ms and path_per_token_ms fitted to `served` by least squares, each held at 0 or
+//! more (one prompt length, or none with a positive slope: the mean alone); p as it was without any.
+step_profile with_request_path(step_profile p, std::span<const request_path> served);
 
 //! Least squares over the points (at least as many as terms, spread over the knots' segments),
 //! keeping the given knots, identity fields and overhead; errc::invalid_argument if the points

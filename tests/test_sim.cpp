@@ -181,6 +181,26 @@ TEST_CASE("a profile calibrated on served steps predicts them, each group of ter
   }
 }
 
+TEST_CASE("a request's way in and out is fitted as a line in its prompt's tokens", "[sim]") {
+  const step_profile p = constant_profile(5);
+  std::vector<request_path> served;
+  for (uint32_t tokens : {10u, 100u, 1000u, 2000u}) served.push_back({tokens, 2 + 0.001 * tokens});
+  const step_profile fitted = with_request_path(p, served);
+  CHECK(fitted.path_ms == Approx(2));
+  CHECK(fitted.path_per_token_ms == Approx(0.001));
+  CHECK(fitted.base_ms == p.base_ms);
+  CHECK(fitted.path_for(500) == Approx(2.5));
+  // One prompt length: its mean; a falling line: its mean too; a line below 0 at 0: through 0.
+  CHECK(with_request_path(p, std::vector<request_path>{{64, 2}, {64, 4}}).path_ms == Approx(3));
+  const auto falling = with_request_path(p, std::vector<request_path>{{10, 4}, {1000, 2}});
+  CHECK(falling.path_ms == Approx(3));
+  CHECK(falling.path_per_token_ms == 0);
+  const auto steep = with_request_path(p, std::vector<request_path>{{1000, 1}, {2000, 3}});
+  CHECK(steep.path_ms == 0);
+  CHECK(steep.path_per_token_ms == Approx(7.0 / 5000));
+  CHECK(with_request_path(p, {}).path_ms == 0);
+}
+
 TEST_CASE("a step profile's file reads back as written, and a bad one is named", "[sim]") {
   step_profile p = constant_profile(5, 0.1);
   p.cpu = "AMD EPYC";
@@ -189,9 +209,13 @@ TEST_CASE("a step profile's file reads back as written, and a bad one is named",
   p.threads = 2;
   p.points = {{8, 1, 0, 0.5, 12.5}};
   p.after_idle_ms = 3.5;
+  p.path_ms = 1.25;
+  p.path_per_token_ms = 0.002;
   auto back = profile_from_json(to_json(p), "p.json");
   REQUIRE(back.ok());
   CHECK(back->after_idle_ms == 3.5);
+  CHECK(back->path_ms == 1.25);
+  CHECK(back->path_per_token_ms == 0.002);
   CHECK(back->idle_gap_ms == p.idle_gap_ms);
   CHECK(back->cpu == "AMD EPYC");
   CHECK(back->threads == 2);
@@ -246,6 +270,17 @@ TEST_CASE("on a profile of 10 ms steps the simulator's times are the hand-comput
     CHECK(after.records[1].ttft_ms() == Approx(18));
     CHECK(after.records[2].ttft_ms() == Approx(13));
     CHECK(after.records[2].end_s == Approx(1.023));
+  }
+  SECTION("a request's way in and out delays what its client sees, not the gaps between tokens") {
+    step_profile far = constant_profile(10);
+    far.path_ms = 2;
+    far.path_per_token_ms = 0.1;  // prompts of 10 tokens: 3 ms
+    const auto seen = simulate(engine_on(*m, far), requests, {0, 0}, 10);
+    CHECK(seen.records[0].ttft_ms() == Approx(13));
+    CHECK_THAT(seen.records[0].gaps_ms(), Catch::Matchers::Approx(run.records[0].gaps_ms()));
+    CHECK(seen.records[0].end_s == Approx(0.033));
+    CHECK(seen.records[1].ttft_ms() == Approx(18));
+    CHECK(seen.records[1].server.ttft_ms == Approx(b.server.ttft_ms));
   }
   SECTION("past the drain, requests still running are left unfinished") {
     const auto cut = simulate(e, {req(0, 0.0, 10, 100)}, {0}, 0.505);
