@@ -131,10 +131,10 @@ result<sim::step_profile> calibrated(const bench_profile_args& a, const model_fi
   // loads ran so, and the simulator came out 10-17 % slow at 2.5 x the rate.
   auto slow = serve_mix(a, m, 0.5, 2 * a.calibrate_s);
   if (!slow) return slow.error();
-  std::vector<sim::profile_point>* steps = &fast->steps;
-  std::ranges::copy_if(slow->steps, std::back_inserter(*steps),
+  std::vector<sim::profile_point>& steps = fast->steps;
+  std::ranges::copy_if(slow->steps, std::back_inserter(steps),
                        [&p](const sim::profile_point& s) { return s.idle_ms >= p.idle_gap_ms; });
-  auto c = sim::calibrated(p, *steps);
+  auto c = sim::calibrated(p, steps);
   if (!c) return c.error();
   std::ranges::copy(slow->paths, std::back_inserter(fast->paths));
   *c = sim::with_request_path(std::move(*c), fast->paths);
@@ -145,11 +145,11 @@ result<sim::step_profile> calibrated(const bench_profile_args& a, const model_fi
       "a request's way in and out %.2f ms + %.4f ms a prompt token (%zu requests)\n"
       "  measured / predicted, median: profiled alone: %s\n"
       "                                calibrated:     %s\n",
-      steps->size(), c->overhead_ms + c->base_ms - p.overhead_ms - p.base_ms, c->after_idle_ms,
+      steps.size(), c->overhead_ms + c->base_ms - p.overhead_ms - p.base_ms, c->after_idle_ms,
       times(c->per_token_ms, p.per_token_ms), times(c->per_seq_ms, p.per_seq_ms),
       times(c->per_decode_kpair_ms, p.per_decode_kpair_ms),
       times(c->per_prefill_kpair_ms, p.per_prefill_kpair_ms), c->path_ms, c->path_per_token_ms,
-      fast->paths.size(), agreement(p, *steps).c_str(), agreement(*c, *steps).c_str());
+      fast->paths.size(), agreement(p, steps).c_str(), agreement(*c, steps).c_str());
   return c;
 }
 

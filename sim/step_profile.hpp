@@ -51,7 +51,7 @@ struct step_profile {
   //! request's way in (the gateway tokenizes its prompt) and its first token's way out,
   //! path_ms + path_per_token_ms per prompt token. The simulator adds it to every time a client
   //! sees (its tokens and its end), so the gaps between tokens keep theirs. Fitted on served
-  //! requests (fit_request_path); 0 in a profile measured without serving.
+  //! requests (with_request_path); 0 in a profile measured without serving.
   double path_ms = 0, path_per_token_ms = 0;
   double path_for(uint32_t prompt_tokens) const { return path_ms + path_per_token_ms * prompt_tokens; }
   //! How much the same step's time varies run to run (relative standard deviation): the
