@@ -1,7 +1,9 @@
 #include "kernels/cpu_backend.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <initializer_list>
+#include <string>
 
 #include "kernels/kernel_tuner.hpp"
 #include "kernels/model_tensors.hpp"
@@ -195,23 +197,30 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::load(const gguf::file& f, cons
   if (opt.progress) opt.progress(hp->n_layer + 1, hp->n_layer + 1);
   auto be = std::unique_ptr<cpu_backend>(
       new cpu_backend(*hp, std::move(w), std::make_shared<kv_pool>(std::move(*pool))));
-  be->warm_up();
+  if (auto st = be->warm_up(); !st) return st.error();
   return be;
 }
 
 // One token through the model, its KV block zeroed again after. The first forward faults in the
-// weights' pages (the file's, for weights read in place) and sets up the kernels' scratch and the
-// thread team, which a server's first request would otherwise wait for. After loading `1b`
-// q4_k_m (AMD EPYC Zen 5, the file cached in 2 MiB folios), the first prompt of 64 tokens took
-// 360 ms against 252-257 for the next ones; warmed up, 226 against 202-213.
-void cpu_backend::warm_up() {
+// weights' pages (the file's, for weights read in place: once for the process, so backends that
+// share() these weights start warm too) and sets up this thread's scratch and thread team, which
+// a server's first request would otherwise wait for. After loading `1b` q4_k_m (AMD EPYC Zen 5,
+// the file cached in 2 MiB folios), the first prompt of 64 tokens took 360 ms against 252-257 for
+// the next ones; warmed up, 226 against 202-213. A model that fails here fails to load.
+status<> cpu_backend::warm_up() {
   const token_id token = 0;
   const uint32_t block = 0;
   const batch_seq seq{{&token, 1}, 0, {&block, 1}};
   batch_logits logits;
-  (void)forward({&seq, 1}, logits);
+  status<> st;
+  try {
+    st = forward({&seq, 1}, logits);
+  } catch (const std::exception& e) {
+    st = error{errc::unsupported, std::string("cpu backend: the warm-up forward threw: ") + e.what()};
+  }
   const std::span<std::byte> kv = kv_->block(block);
   std::fill(kv.begin(), kv.end(), std::byte{0});
+  return st;
 }
 
 std::array<matmul_plan, 5> cpu_backend::plans() const {

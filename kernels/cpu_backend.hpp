@@ -91,7 +91,7 @@ class cpu_backend final : public backend {
   };
 
   cpu_backend(hparams hp, std::shared_ptr<const weights> w, std::shared_ptr<kv_pool> kv);
-  void warm_up();
+  status<> warm_up();
   void embed(std::span<const batch_seq> batch);
   void run_layer(const layer& l, uint32_t index, uint32_t n_rows, const ops::rope_table& rope);
   void compute_logits(std::span<const batch_seq> batch, batch_logits& out);

@@ -543,7 +543,8 @@ result<file, parse_error> file::open(const std::string& path, const limits& lim)
   // ext4 from 6.16), pages faulted in through a mapping advised so are read into 2 MiB folios and
   // mapped whole, one fault per 2 MiB, in this load and every later one while they stay cached.
   // The first forward after loading `1b` q4_k_m took 256 ms in 4 KiB faults, 62 ms so (AMD EPYC
-  // Zen 5, Linux 6.18). Only a hint: without transparent huge pages it fails, and nothing changes.
+  // Zen 5, Linux 6.18). Only a hint: it fails without transparent huge pages in the kernel and does
+  // nothing under THP mode `never`; the mapping works the same.
   ::madvise(addr, size, MADV_HUGEPAGE);
   auto map = std::make_shared<mapping>(addr, size);
   auto r = parse({static_cast<const std::byte*>(addr), size}, lim);

@@ -221,15 +221,16 @@ result<step_profile> calibrated(const step_profile& p, const std::vector<profile
 step_profile with_request_path(step_profile p, std::span<const request_path> served) {
   if (served.empty()) return p;
   const auto n = static_cast<double>(served.size());
-  double mx = 0, my = 0;
-  for (const auto& r : served) mx += r.prompt_tokens / n, my += r.ms / n;
+  double sx = 0, sy = 0;
+  for (const auto& r : served) sx += r.prompt_tokens, sy += r.ms;
+  const double mx = sx / n, my = sy / n;  // exact for one prompt length: whole token counts
   double sxx = 0, sxy = 0, xx = 0, xy = 0;
   for (const auto& r : served) {
     const double x = r.prompt_tokens;
     sxx += (x - mx) * (x - mx), sxy += (x - mx) * (r.ms - my);
     xx += x * x, xy += x * r.ms;
   }
-  double slope = sxx > 0 ? std::max(0.0, sxy / sxx) : 0.0, intercept = my - slope * mx;
+  double slope = sxx > 1e-9 * xx ? std::max(0.0, sxy / sxx) : 0.0, intercept = my - slope * mx;
   if (intercept < 0) intercept = 0, slope = xx > 0 ? std::max(0.0, xy / xx) : 0.0;  // through 0
   p.path_ms = intercept;
   p.path_per_token_ms = slope;

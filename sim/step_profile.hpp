@@ -47,11 +47,13 @@ struct step_profile {
   //! more: at low load a request's first step follows a pause, after which the cores' caches,
   //! clocks and threads are cold (calibrated() fits it; 0 in a profile measured back to back).
   double idle_gap_ms = 2, after_idle_ms = 0;
-  //! What a client's TTFT holds beyond the server's split of it (queue, prefill, first step): the
-  //! request's way in (the gateway tokenizes its prompt) and its first token's way out,
-  //! path_ms + path_per_token_ms per prompt token. The simulator adds it to every time a client
-  //! sees (its tokens and its end), so the gaps between tokens keep theirs. Fitted on served
-  //! requests (with_request_path); 0 in a profile measured without serving.
+  //! What a client's TTFT holds beyond the server's split of it (queue, prefill, first step): its
+  //! own lag in sending, the request's way in (the gateway tokenizes its prompt) and its first
+  //! token's way out, path_ms + path_per_token_ms per prompt token. The simulator adds it to every
+  //! time a client sees (its tokens and its end), so the gaps between tokens keep theirs; the
+  //! request reaches the scheduler at its arrival all the same. A disaggregated run's decode
+  //! profile's path is not used, and scaled() keeps it. Fitted on served requests
+  //! (with_request_path); 0 in a profile measured without serving.
   double path_ms = 0, path_per_token_ms = 0;
   double path_for(uint32_t prompt_tokens) const { return path_ms + path_per_token_ms * prompt_tokens; }
   //! How much the same step's time varies run to run (relative standard deviation): the
@@ -92,8 +94,9 @@ struct request_path {
   double ms = 0;
 };
 
-//! p with path_ms and path_per_token_ms fitted to `served` by least squares, each held at 0 or
-//! more (one prompt length, or none with a positive slope: the mean alone); p as it was without any.
+//! p with path_ms and path_per_token_ms fitted to `served` by least squares, neither below 0: a
+//! line that falls with the prompt's length (or one length only) gives the mean alone, a line
+//! below 0 at no tokens one through 0. p as it was for no requests.
 step_profile with_request_path(step_profile p, std::span<const request_path> served);
 
 //! Least squares over the points (at least as many as terms, spread over the knots' segments),

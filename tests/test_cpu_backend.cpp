@@ -58,11 +58,15 @@ TEST_CASE("greedy generation does not depend on the thread count", "[cpu_backend
 TEST_CASE("loading warms the model up and leaves the KV pool as it was, all zeros", "[cpu_backend]") {
   const auto m = test::make_test_model(make_options{mha, tensor_type::q8_0, 3, tokenizer_kind::bpe, 512},
                                        make_vocab(make_options{mha, tensor_type::f32, 1}));
-  auto be = cpu_backend::load(m->file, {.compute = compute_type::bf16, .block_size = 16, .kv_tokens = 64});
-  REQUIRE(be.ok());
-  const kv_pool& pool = (*be)->kv();
-  for (uint32_t b = 0; b < pool.n_blocks(); ++b) {
-    const auto bytes = pool.block(b);
-    CHECK(std::all_of(bytes.begin(), bytes.end(), [](std::byte x) { return x == std::byte{0}; }));
+  for (const uint32_t block_size : {16u, 1u}) {  // and a pool of one block of one position
+    auto be = cpu_backend::load(
+        m->file,
+        {.compute = compute_type::bf16, .block_size = block_size, .kv_tokens = block_size == 1 ? 1u : 64u});
+    REQUIRE(be.ok());
+    const kv_pool& pool = (*be)->kv();
+    for (uint32_t b = 0; b < pool.n_blocks(); ++b) {
+      const auto bytes = pool.block(b);
+      CHECK(std::all_of(bytes.begin(), bytes.end(), [](std::byte x) { return x == std::byte{0}; }));
+    }
   }
 }
