@@ -17,9 +17,12 @@
 #include "kernels/matmul.hpp"
 #include "kernels/parallel.hpp"
 
-// Timing: synthetic weights of the shape, but only a slice of its columns, about 1 Mi weights
-// (2 MiB in bf16; never fewer than 8 panels per thread), so that the tune of a 1b model's five
-// shapes stays near a second. Per-column rates barely change with n_out beyond that. At decode's
+// Timing: synthetic weights of the shape, but only a slice of its columns, about 2 Mi weights
+// (4 MiB in bf16; never fewer than 8 panels per thread), so that the tune of a 1b model's five
+// shapes stays near two seconds. Per-column rates barely change with n_out beyond that, except
+// where a kernel reads ahead through its columns: hearth-dpbf16 at m = 16 took 0.73-0.78 x
+// oneDNN's time at 1b's whole shapes, cold, and 0.85-0.99 x on 1 Mi-weight slices, where the
+// tuner took oneDNN for 2 of the 5 (AMD EPYC Zen 5); on 2 Mi, it chose hearth-dpbf16 for 4. At decode's
 // m the slice is read cold, from memory, as decode reads it (time_cold_forward). Each path is warmed
 // up once (primitive creation, page faults) and timed until it has run twice and 5 ms, or 50 times
 // (cold: 10 times); the fastest run counts, the one least disturbed by the rest of the machine,
@@ -45,7 +48,7 @@ double seconds_since(clock_type::time_point t0) {
 }
 
 uint32_t slice_columns(uint32_t n_in, uint32_t n_out) {
-  const double target = std::max(1048576.0 / n_in, 128.0 * kernel_threads());
+  const double target = std::max(2097152.0 / n_in, 128.0 * kernel_threads());
   return std::clamp<uint32_t>(static_cast<uint32_t>(target) / 16 * 16, 16, n_out);
 }
 
@@ -95,7 +98,9 @@ std::vector<float> synthetic_weights(uint32_t n_in, uint32_t cols) {
 
 // The rates of each path on a slice of `cols` columns of values (cols, n_in), at each bucket: two
 // rounds, the second in reverse order, each rate the better of its two, so that a burst of other
-// work on the machine during one path's turn does not decide against it.
+// work on the machine during one path's turn does not decide against it. A path that ran at under
+// 1 / 1.5 of the best rate at a bucket in the first round is not timed there again: no margin
+// would choose it, and the slow paths' timings are the longest.
 struct measurement {
   std::vector<path_rates> rates;
   double spread = 0;  //!< the largest relative difference between a rate's two rounds
@@ -108,6 +113,12 @@ bool worth_timing(matmul_path p, uint32_t bucket) {
       p == matmul_path::widened_f32 || (storage_of(p) == weight_storage::quantized &&
                                         p != matmul_path::quant_dot && p != matmul_path::quant_dot_zmm);
   return bucket > 0 || !expands;
+}
+
+double best_of(std::span<const path_rates> rates, uint32_t bucket) {
+  double best = 0;
+  for (const auto& r : rates) best = std::max(best, r.gflops[bucket]);
+  return best;
 }
 
 measurement measure(std::span<const matmul_path> paths, uint32_t n_in, uint32_t cols,
@@ -133,7 +144,8 @@ measurement measure(std::span<const matmul_path> paths, uint32_t n_in, uint32_t 
     for (size_t n = 0; n < lins.size(); ++n) {
       const size_t i = round == 0 ? n : lins.size() - 1 - n;
       for (uint32_t b = 0; b < n_m_buckets; ++b) {
-        if (!worth_timing(rates[i].path, b)) continue;
+        if (!worth_timing(rates[i].path, b) || (round == 1 && rates[i].gflops[b] * 1.5 < best_of(rates, b)))
+          continue;
         const uint32_t m = bucket_m[b];
         const double seconds = b + 1 < n_m_buckets ? time_cold_forward(lins[i], x.data(), y.data(), m)
                                                    : time_forward(lins[i], x.data(), y.data(), m);

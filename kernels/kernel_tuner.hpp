@@ -60,9 +60,10 @@ struct shape_plan {
 //! hearth-dpbf16 of 7 to 48 rows that asks for its next block into L2; v3: the quantized dots eight
 //! rows at a time with VNNI; v4: the quantized one-row dots with a super-block in the lanes, and
 //! hearth-w8, not oneDNN's bf16, the incumbent without bf16 hardware; v5: quant-dot-zmm, and the
-//! eight-row dots' scales loaded, not gathered).
+//! eight-row dots' scales loaded, not gathered; v6: hearth-dpbf16's 7 to 48 rows a region of K
+//! at a time, and decode buckets timed on 2 Mi-weight slices).
 inline constexpr std::string_view kernel_cache_header =
-    "# hearth kernel plans v5: cpu threads compute choice n_in n_out paths";
+    "# hearth kernel plans v6: cpu threads compute choice n_in n_out paths";
 
 //! The cache file's lines, one decision each: cpu, threads, compute (with "+q4_K" for weights
 //! kept quantized), choice, n_in, n_out, the plan's paths and the measured rates, tab-separated. Malformed

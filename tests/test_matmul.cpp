@@ -212,6 +212,28 @@ TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
   set_kernel_threads(threads_before);
 }
 
+TEST_CASE("hearth-dpbf16 sums K by regions across blocks, uneven ones too", "[matmul]") {
+  if (!path_available(matmul_path::hearth_dpbf16)) {
+    std::printf("hearth-dpbf16 not run here (the CPU lacks vdpbf16ps); compiled only\n");
+    return;
+  }
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  rng r(seed);
+  const int threads_before = kernel_threads();
+  // 21 k blocks of 16: regions of 8 (8, 8, 5) up to 18 rows and of 16 (16, 5) beyond; 4 column
+  // blocks, the last of 8 columns, so each thread reads ahead into its next block and stops at
+  // the end of its own.
+  const uint32_t n_in = 336, n_out = 200;
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    set_kernel_threads(threads);
+    check_against_reference(r, {make_part(r, tensor_type::f32, n_out, n_in, true)}, n_in,
+                            matmul_plan::uniform(matmul_path::hearth_dpbf16), {7, 12, 16, 18, 19, 33, 48});
+  }
+  set_kernel_threads(threads_before);
+}
+
 TEST_CASE("bf16 linear takes prefill batches, over 256 rows in chunks", "[matmul]") {
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
