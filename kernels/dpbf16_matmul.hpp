@@ -29,11 +29,11 @@ void dpbf16_pack_rows(const float* v, size_t ldv, uint32_t rows, uint32_t k0, ui
 //! y (m, n), rows ldy apart, = x (m, k_pad) bf16, rows k_pad apart, @ W (+ bias (n,) unless null),
 //! f32 accumulation: what a bf16 matmul gives, up to summation order. Parallel over the 64-column
 //! blocks and groups of 48 rows (parallel_for); each block is read from memory once, for up to 6
-//! rows of x, and from cache for the next 6. From 7 to 48 rows each thread takes a run of blocks
-//! and works through each a region of K at a time: the first pass over a region reads it, the
-//! others from L1, while all of them ask for the next region (1b bf16's batch-16 decode step on an
-//! AMD EPYC Zen 5, 95-115 -> 62-80 ms against whole-K passes from L2, alternating runs). Only
-//! where dpbf16_available().
+//! rows of x, and from cache for the next 6. Up to 48 rows each thread takes a run of blocks and
+//! works through each a region of K at a time: the first pass over a region reads it, the others
+//! from L1, while all of them ask for the next region (1b bf16's batch-16 decode step on an AMD
+//! EPYC Zen 5, 95-115 -> 62-80 ms against whole-K passes from L2, alternating runs). Only where
+//! dpbf16_available().
 void dpbf16_matmul(const uint16_t* w, uint32_t k_pad, uint32_t n, const uint16_t* x, uint32_t m,
                    const float* bias, float* y, size_t ldy);
 
