@@ -203,25 +203,25 @@ bool same_key(const shape_plan& a, const shape_plan& b) {
 
 }  // namespace
 
-matmul_plan choose_plan(std::span<const path_rates> rates, matmul_path incumbent, double margin) {
+matmul_plan choose_plan(std::span<const path_rates> rates, const matmul_plan& incumbent, double margin) {
   std::array<double, n_m_buckets> best{};
   for (const auto& r : rates)
     for (uint32_t b = 0; b < n_m_buckets; ++b) best[b] = std::max(best[b], r.gflops[b]);
-  // The fastest path of storage s at bucket b; the storage's preferred path (the incumbent, else
-  // the first of the storage) is kept when within the margin of it.
+  // The fastest path of storage s at bucket b; the storage's preferred path there (the
+  // incumbent's, else the first of the storage) is kept when within the margin of it.
   auto pick = [&](weight_storage s, uint32_t b) -> const path_rates* {
     const path_rates *fastest = nullptr, *preferred = nullptr;
     for (const auto& r : rates) {
       if (storage_of(r.path) != s || r.gflops[b] <= 0) continue;
       if (!fastest || r.gflops[b] > fastest->gflops[b]) fastest = &r;
-      if (!preferred || r.path == incumbent) preferred = &r;
+      if (!preferred || r.path == incumbent.paths[b]) preferred = &r;
     }
     return preferred && preferred->gflops[b] * margin >= fastest->gflops[b] ? preferred : fastest;
   };
-  matmul_plan plan = matmul_plan::uniform(incumbent);
+  matmul_plan plan = incumbent;
   double plan_loss = 0;
   bool have = false;
-  for (auto s : {storage_of(incumbent), weight_storage::onednn_f32, weight_storage::onednn_bf16,
+  for (auto s : {incumbent.storage(), weight_storage::onednn_f32, weight_storage::onednn_bf16,
                  weight_storage::bf16_panels}) {
     matmul_plan candidate;
     double loss = 0;
@@ -461,11 +461,12 @@ result<matmul_plan> kernel_tuner::plan(uint32_t n_in, uint32_t n_out, compute_ty
                                            : 0.0;
     s.rates = m.rates;
     const bool noisy = m.spread > noisy_spread || others > noisy_others;
-    const matmul_path incumbent = quantized ? quantized_paths[0] : default_plan(ct).paths[0];
-    s.plan = choose_plan(
-        s.rates,
-        std::find(paths->begin(), paths->end(), incumbent) != paths->end() ? incumbent : paths->front(),
-        noisy ? noisy_margin : quiet_margin);
+    // The incumbent: the plan taken without measuring, a bucket's path that is not a candidate
+    // (a narrower kernel choice) replaced by the first that is.
+    matmul_plan incumbent = quantized ? matmul_plan::uniform(quantized_paths[0]) : default_plan(ct);
+    for (auto& p : incumbent.paths)
+      if (std::find(paths->begin(), paths->end(), p) == paths->end()) p = paths->front();
+    s.plan = choose_plan(s.rates, incumbent, noisy ? noisy_margin : quiet_margin);
     s.why = noisy ? "noisy" : "measured";
     if (auto theirs = settle(s, *paths)) s.plan = theirs->plan, s.rates = theirs->rates, s.why = "cached";
     s.tune_seconds = seconds_since(t0);

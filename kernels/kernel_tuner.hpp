@@ -31,10 +31,11 @@ struct path_rates {
 
 //! The plan over measured rates. Per storage, each bucket takes its fastest path; the storage
 //! whose buckets lose least against the fastest of all (the sum over buckets of best / its rate)
-//! wins. `incumbent` (the path taken without measuring) keeps its storage and its buckets unless
-//! another is faster by more than `margin` (1.05: 5 %): timings on a noisy machine must not flip a
-//! choice that measures the same. Pure.
-matmul_plan choose_plan(std::span<const path_rates> rates, matmul_path incumbent, double margin = 1.05);
+//! wins. `incumbent` (the plan taken without measuring, one storage) keeps its storage and each
+//! bucket its path unless another is faster by more than `margin` (1.05: 5 %): timings on a noisy
+//! machine must not flip a choice that measures the same. Pure.
+matmul_plan choose_plan(std::span<const path_rates> rates, const matmul_plan& incumbent,
+                        double margin = 1.05);
 
 //! Whether `choice` has a path for `ct` on this CPU (errc::unsupported, saying why, if not):
 //! what plan() would refuse at load, told before the weights are read.
@@ -60,8 +61,8 @@ struct shape_plan {
 //! hearth-dpbf16 of 7 to 48 rows that asks for its next block into L2; v3: the quantized dots eight
 //! rows at a time with VNNI; v4: the quantized one-row dots with a super-block in the lanes, and
 //! hearth-w8, not oneDNN's bf16, the incumbent without bf16 hardware; v5: quant-dot-zmm, and the
-//! eight-row dots' scales loaded, not gathered; v6: hearth-dpbf16's 7 to 48 rows a region of K
-//! at a time, and decode buckets timed on 2 Mi-weight slices).
+//! eight-row dots' scales loaded, not gathered; v6: hearth-dpbf16 reading ahead a region of K at a
+//! time up to 48 rows, and decode buckets timed on 2 Mi-weight slices).
 inline constexpr std::string_view kernel_cache_header =
     "# hearth kernel plans v6: cpu threads compute choice n_in n_out paths";
 

@@ -110,7 +110,14 @@ matmul_plan default_plan(compute_type ct) {
   // Without bf16 hardware oneDNN 2.6 still takes bf16 matmuls, as gemm:jit at a third of our
   // kernel's rate (Intel Xeon, AVX-512 VNNI: 44-53 against its f32's 215-258 GFLOP/s): the plan a
   // tuner falls back on when its timings cannot tell the paths apart must not be that one.
-  return matmul_plan::uniform(native_bf16() ? matmul_path::onednn_bf16 : matmul_path::hearth_w8);
+  if (!native_bf16()) return matmul_plan::uniform(matmul_path::hearth_w8);
+  // With it, decode sizes take our kernel, which reads ahead through the weights: in steps it beat
+  // oneDNN by more than one call's timing shows (AMD EPYC Zen 5, alternating runs: small's batch-1
+  // step 4.68 against 5.14 ms, medians of 5, where the tuner had timed oneDNN faster at m = 1 for
+  // 4 of its 5 shapes; 1b's batch-16 step 59-67 against 75-84 ms). Prefill chunks take oneDNN's.
+  if (!path_available(matmul_path::hearth_dpbf16)) return matmul_plan::uniform(matmul_path::onednn_bf16);
+  return {{matmul_path::hearth_dpbf16, matmul_path::hearth_dpbf16, matmul_path::onednn_bf16,
+           matmul_path::onednn_bf16}};
 }
 
 namespace {

@@ -24,8 +24,9 @@ std::vector<matmul_path> paths_for(compute_type ct);
 //! Whether oneDNN multiplies bf16 in bf16 hardware (avx512_bf16; without it, it takes bf16 matmuls
 //! all the same, at a fraction of the speed).
 bool native_bf16();
-//! The plan for ct without measuring (and the tuner's incumbent): oneDNN in f32, and in bf16 where
-//! bf16 is native, else our 8-lane kernel.
+//! The plan for ct without measuring (and the tuner's incumbent): oneDNN in f32; in bf16 where bf16
+//! is native, our hearth-dpbf16 at decode sizes (m < 32) and oneDNN's for prefill chunks, else our
+//! 8-lane kernel.
 matmul_plan default_plan(compute_type ct);
 
 //! One GGUF weight tensor's raw data, (n_out, n_in) in `type`, with an optional bias (n_out,).

@@ -61,43 +61,49 @@ std::string every_path_rated() {
 TEST_CASE("the tuner keeps the incumbent unless another path is clearly faster", "[kernel_tuner]") {
   // One candidate: its plan.
   const path_rates only[] = {rates(w8, 10, 50, 50, 60)};
-  CHECK(choose_plan(only, w8) == matmul_plan::uniform(w8));
+  CHECK(choose_plan(only, matmul_plan::uniform(w8)) == matmul_plan::uniform(w8));
   // Within 5 %: the incumbent stays, bucket by bucket.
   const path_rates close[] = {rates(w8, 10, 50, 50, 60), rates(w16, 10.4, 52, 52, 62)};
-  CHECK(choose_plan(close, w8) == matmul_plan::uniform(w8));
+  CHECK(choose_plan(close, matmul_plan::uniform(w8)) == matmul_plan::uniform(w8));
   // w16 faster at prefill only: one storage, so the plan changes path with m.
   const path_rates prefill[] = {rates(w8, 10, 50, 50, 60), rates(w16, 10, 50, 50, 120)};
-  CHECK(choose_plan(prefill, w8) == matmul_plan{{w8, w8, w8, w16}});
+  CHECK(choose_plan(prefill, matmul_plan::uniform(w8)) == matmul_plan{{w8, w8, w8, w16}});
   // Not measured at m = 1 (widening cannot pay there): the bucket takes what was measured.
   const path_rates wide[] = {rates(w8, 10, 50, 50, 60), rates(widened, 0, 40, 40, 200)};
-  CHECK(choose_plan(wide, w8) == matmul_plan{{w8, w8, w8, widened}});
+  CHECK(choose_plan(wide, matmul_plan::uniform(w8)) == matmul_plan{{w8, w8, w8, widened}});
   // A path with a fixed cost per call (dequantizing every weight) pays at m = 256 but not yet at
   // 64 (1b q4_k_m's gate_up on an AMD EPYC Zen 4): a batch of 64 decodes keeps the dots.
   const auto dot = matmul_path::quant_dot, slices = matmul_path::quant_onednn_bf16;
   const path_rates fixed_cost[] = {rates(dot, 100, 247, 240, 218), rates(slices, 0, 108, 180, 354)};
-  CHECK(choose_plan(fixed_cost, dot) == matmul_plan{{dot, dot, dot, slices}});
+  CHECK(choose_plan(fixed_cost, matmul_plan::uniform(dot)) == matmul_plan{{dot, dot, dot, slices}});
   // A busy machine's margin holds back what a quiet one's lets through.
-  CHECK(choose_plan(prefill, w8, 2.5) == matmul_plan::uniform(w8));
+  CHECK(choose_plan(prefill, matmul_plan::uniform(w8), 2.5) == matmul_plan::uniform(w8));
+  // An incumbent that changes path with m keeps each bucket's own within the margin: oneDNN 3 %
+  // faster at m = 1 and hearth-dpbf16 3 % faster at 256 change nothing; 10 % at 16 does.
+  const auto dp = matmul_path::hearth_dpbf16;
+  const matmul_plan mixed{{dp, dp, onednn_bf16, onednn_bf16}};
+  const path_rates one_storage[] = {rates(dp, 100, 500, 600, 721), rates(onednn_bf16, 103, 550, 600, 700)};
+  CHECK(choose_plan(one_storage, mixed) == matmul_plan{{dp, onednn_bf16, onednn_bf16, onednn_bf16}});
 }
 
 TEST_CASE("the tuner picks the storage that loses least over all batch sizes", "[kernel_tuner]") {
   // oneDNN bf16 as run on AVX-512 without bf16 hardware: a quarter of our rates at prefill.
   const path_rates jit[] = {rates(onednn_bf16, 8, 40, 40, 50), rates(w8, 10, 60, 60, 110),
                             rates(w16, 11, 80, 80, 200)};
-  const auto plan = choose_plan(jit, onednn_bf16);
+  const auto plan = choose_plan(jit, matmul_plan::uniform(onednn_bf16));
   CHECK(plan == matmul_plan{{w16, w16, w16, w16}});
   CHECK(plan.consistent());
   // oneDNN with bf16 hardware: it wins everywhere and keeps its storage.
   const path_rates amx[] = {rates(onednn_bf16, 12, 150, 150, 600), rates(w8, 10, 60, 60, 110),
                             rates(w16, 11, 80, 80, 200)};
-  CHECK(choose_plan(amx, onednn_bf16) == matmul_plan::uniform(onednn_bf16));
+  CHECK(choose_plan(amx, matmul_plan::uniform(onednn_bf16)) == matmul_plan::uniform(onednn_bf16));
   // Storage is one decision: oneDNN fastest at m = 256 only, ours much faster at decode: ours,
   // never a plan that would need two copies of the weights.
   const path_rates split[] = {rates(onednn_bf16, 3, 20, 20, 130), rates(w8, 10, 60, 60, 110)};
-  CHECK(choose_plan(split, onednn_bf16) == matmul_plan::uniform(w8));
+  CHECK(choose_plan(split, matmul_plan::uniform(onednn_bf16)) == matmul_plan::uniform(w8));
   // Nothing measured: the incumbent.
   const path_rates none[] = {rates(onednn_bf16, 0, 0, 0, 0), rates(w8, 0, 0, 0, 0)};
-  CHECK(choose_plan(none, onednn_bf16) == matmul_plan::uniform(onednn_bf16));
+  CHECK(choose_plan(none, matmul_plan::uniform(onednn_bf16)) == matmul_plan::uniform(onednn_bf16));
 }
 
 TEST_CASE("cache lines round-trip and malformed ones are skipped", "[kernel_tuner]") {

@@ -382,9 +382,14 @@ TEST_CASE("the plan without measuring: oneDNN where it has the compute type nati
           "[matmul]") {
   CHECK(default_plan(compute_type::f32) == matmul_plan::uniform(matmul_path::onednn_f32));
   // oneDNN takes bf16 matmuls without bf16 hardware too (gemm:jit, slow): not the default there.
+  // With it, decode sizes take our vdpbf16ps kernel over oneDNN's weights.
   CHECK(native_bf16() == (path_available(matmul_path::onednn_bf16) && dpbf16_available()));
-  CHECK(default_plan(compute_type::bf16) ==
-        matmul_plan::uniform(native_bf16() ? matmul_path::onednn_bf16 : matmul_path::hearth_w8));
+  const auto dp = matmul_path::hearth_dpbf16, onednn = matmul_path::onednn_bf16;
+  const matmul_plan expected = !native_bf16()        ? matmul_plan::uniform(matmul_path::hearth_w8)
+                               : !path_available(dp) ? matmul_plan::uniform(onednn)
+                                                     : matmul_plan{{dp, dp, onednn, onednn}};
+  CHECK(default_plan(compute_type::bf16) == expected);
+  CHECK(default_plan(compute_type::bf16).consistent());
   CHECK(paths_for(compute_type::f32) == std::vector{matmul_path::onednn_f32});
   const auto bf16 = paths_for(compute_type::bf16);
   CHECK(std::count(bf16.begin(), bf16.end(), matmul_path::hearth_w8) == 1);
