@@ -1,6 +1,7 @@
 #include "kernels/dpbf16_matmul.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include "kernels/avx512_bf16.hpp"
@@ -91,11 +92,12 @@ uint32_t region_blocks(uint32_t m) {
   return m <= 3 * pass_rows ? 8 : 16;
 }
 
-//! Rows [0, m) of one column block (m <= 48), up to 6 at a pass; with `end`, K a region at a time,
+//! Rows [0, m) of one column block, up to 6 at a pass; with `end` (m <= 48), K a region at a time,
 //! the passes over a region asking for the lines after it into L1, the next block's too, up to
-//! `end`; without, all of K at once.
+//! `end`; without, all of K at once, for any m (no sums kept between regions).
 void block_passes(const uint16_t* w, uint32_t k_pad, uint32_t cols, const uint16_t* x, uint32_t m,
                   const float* bias, float* y, size_t ldy, const uint16_t* end) {
+  assert((!end || m <= item_rows) && "dpbf16: regions keep the sums of at most 48 rows");
   alignas(64) float acc[item_rows * block_cols];
   const uint32_t kb = k_pad / block_k, region = end ? region_blocks(m) : kb,
                  n_passes = (m + pass_rows - 1) / pass_rows;
@@ -108,7 +110,7 @@ void block_passes(const uint16_t* w, uint32_t k_pad, uint32_t cols, const uint16
       const uint32_t rows = std::min(pass_rows, m - i), first = p * lines / n_passes;
       const pass_out out{bias, y + i * ldy, ldy, cols};
       passes[rows - 1](
-          w, kb0, kb1, x + size_t{i} * k_pad, k_pad, acc + size_t{i} * block_cols,
+          w, kb0, kb1, x + size_t{i} * k_pad, k_pad, end ? acc + size_t{i} * block_cols : nullptr,
           {reinterpret_cast<const char*>(ahead) + size_t{first} * 64, (p + 1) * lines / n_passes - first},
           kb1 == kb ? &out : nullptr);
       i += rows;
