@@ -24,18 +24,17 @@ using clock_type = std::chrono::steady_clock;
 struct plan {
   std::vector<uint32_t> prompts, contexts, batches;
   int reps;             // timed prefill runs (after one warm-up)
-  uint32_t iterations;  // timed decode iterations (after one warm-up)
+  uint32_t iterations;  // timed decode rounds (after one warm-up), each with a run of the triad
   uint32_t gemm_m;
   double gemm_seconds;  // per shape
   size_t stream_elems;  // per array (doubles)
-  int stream_reps;
 };
 
 plan make_plan(bool quick) {
-  if (quick) return {{64, 128}, {64, 128}, {1, 4}, 2, 3, 64, 0.05, size_t{1} << 20, 3};
+  if (quick) return {{64, 128}, {64, 128}, {1, 4}, 2, 3, 64, 0.05, size_t{1} << 20};
   // 3 x 24 Mi doubles = 576 MiB: far beyond any cache, the triad reads and writes memory.
   // GEMM at m = 256: the most rows one matmul call takes (longer prompts run in 256-row chunks).
-  return {{128, 512}, {256, 1024}, {1, 4, 16, 64}, 5, 8, 256, 0.5, size_t{24} << 20, 5};
+  return {{128, 512}, {256, 1024}, {1, 4, 16, 64}, 5, 8, 256, 0.5, size_t{24} << 20};
 }
 
 double seconds_since(clock_type::time_point t0) {
@@ -130,31 +129,49 @@ status<> fill_contexts(bench_context& c, uint32_t batch, uint32_t context) {
   return {};
 }
 
-result<decode_result> bench_decode(bench_context& c, uint32_t batch, uint32_t context, double weights_read) {
-  if (auto st = fill_contexts(c, batch, context); !st) return st.error();
-  const auto tokens = random_tokens(c.r, batch, c.be.params().n_vocab);
-  std::vector<batch_seq> seqs(batch);
-  std::vector<double> times;
-  for (uint32_t it = 0; it <= c.p.iterations; ++it) {  // iteration 0 warms up
-    for (uint32_t s = 0; s < batch; ++s) seqs[s] = {{&tokens[s], 1}, context + it, c.blocks(s)};
-    const auto t0 = clock_type::now();
-    if (auto st = c.forward(seqs); !st) return st.error();
-    if (it > 0) times.push_back(seconds_since(t0));
+// Every batch at one context, their steps taken in turns: a round is one step of each batch, then
+// one run of the triad. This VM's memory goes through slow and fast spells of minutes, and rows
+// timed one after another compared the spells as much as the batches (`1b` q4_k_m's batch 16 /
+// batch 1 came out 3.40, 4.45 and 6.14 x in three runs of one build); in turns, each row and
+// its triad see the same minutes.
+result<std::vector<decode_result>> bench_decode(bench_context& c, uint32_t context, double weights_read) {
+  const std::vector<uint32_t>& batches = c.p.batches;
+  const uint32_t most = *std::max_element(batches.begin(), batches.end());
+  if (auto st = fill_contexts(c, most, context); !st) return st.error();
+  const auto tokens = random_tokens(c.r, most, c.be.params().n_vocab);
+  std::vector<batch_seq> seqs(most);
+  std::vector<std::vector<double>> times(batches.size());
+  std::vector<double> triad;
+  for (uint32_t it = 0; it <= c.p.iterations; ++it) {  // round 0 warms up
+    // Each batch's first sequences write the same position: decode reads the same bytes whatever
+    // they hold.
+    for (uint32_t s = 0; s < most; ++s) seqs[s] = {{&tokens[s], 1}, context + it, c.blocks(s)};
+    for (size_t k = 0; k < batches.size(); ++k) {
+      const auto t0 = clock_type::now();
+      if (auto st = c.forward(std::span(seqs).first(batches[k])); !st) return st.error();
+      if (it > 0) times[k].push_back(seconds_since(t0));
+    }
+    if (it > 0) {
+      const auto run = c.triad.run(1);
+      triad.insert(triad.end(), run.begin(), run.end());
+    }
   }
+  c.triad_runs.insert(c.triad_runs.end(), triad.begin(), triad.end());
   const kv_layout& l = c.be.kv().layout();
   const double kv_per_position = static_cast<double>(l.block_bytes()) / l.block_size;
-  // The triad right after the row, with the same statistic: its share does not move with the
-  // bandwidth's drift over the run.
-  const auto triad = c.triad.run(c.p.stream_reps);
-  c.triad_runs.insert(c.triad_runs.end(), triad.begin(), triad.end());
-  decode_result out{
-      .batch = batch, .context = context, .step_seconds = median(times), .stream_gbps = median(triad)};
-  out.tok_per_s = batch / out.step_seconds;
-  out.bytes_per_step = weights_read + static_cast<double>(batch) * context * kv_per_position;
-  out.gbps = out.bytes_per_step / out.step_seconds / 1e9;
-  out.gflop_per_step = decode_gflop(c.be.params(), batch, context);
-  out.gflops = out.gflop_per_step / out.step_seconds;
-  return out;
+  std::vector<decode_result> rows;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    const uint32_t batch = batches[k];
+    decode_result out{
+        .batch = batch, .context = context, .step_seconds = median(times[k]), .stream_gbps = median(triad)};
+    out.tok_per_s = batch / out.step_seconds;
+    out.bytes_per_step = weights_read + static_cast<double>(batch) * context * kv_per_position;
+    out.gbps = out.bytes_per_step / out.step_seconds / 1e9;
+    out.gflop_per_step = decode_gflop(c.be.params(), batch, context);
+    out.gflops = out.gflop_per_step / out.step_seconds;
+    rows.push_back(out);
+  }
+  return rows;
 }
 
 status<> run_backend(kernels_bench_report& r, cpu_backend& be, const plan& p, stream_triad& triad) {
@@ -177,13 +194,12 @@ status<> run_backend(kernels_bench_report& r, cpu_backend& be, const plan& p, st
   }
   const double weights_read = r.weight_bytes - r.embedding_bytes;
   for (uint32_t ctx : p.contexts) {
-    double batch1 = 0;  // batches start at 1
-    for (uint32_t b : p.batches) {
-      auto dr = bench_decode(c, b, ctx, weights_read);
-      if (!dr) return dr.error();
-      if (b == 1) batch1 = dr->tok_per_s;
-      dr->vs_batch1 = batch1 > 0 ? dr->tok_per_s / batch1 : 0.0;
-      r.decode.push_back(*dr);
+    auto rows = bench_decode(c, ctx, weights_read);
+    if (!rows) return rows.error();
+    const double batch1 = rows->front().tok_per_s;  // batches start at 1
+    for (auto& d : *rows) {
+      d.vs_batch1 = d.tok_per_s / batch1;
+      r.decode.push_back(d);
     }
   }
   r.stream_gbps = median(triad_runs);
@@ -356,7 +372,8 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
     std::fprintf(out, "   %.1f\n", g.gflops);
   }
   std::fprintf(out, "  combined (FLOP-weighted)       %10.1f\n", r.gemm_combined_gflops);
-  std::fprintf(out, "STREAM triad over %.0f MiB: %.1f GB/s (median of its runs after each decode row)\n\n",
+  std::fprintf(out,
+               "STREAM triad over %.0f MiB: %.1f GB/s (median of its runs between the decode rounds)\n\n",
                r.stream_bytes / (1 << 20), r.stream_gbps);
   std::fprintf(out, "prefill  tokens     ms    tok/s   GFLOP/s  %% of GEMM\n");
   for (const auto& p : r.prefill) {

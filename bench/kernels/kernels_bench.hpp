@@ -50,7 +50,7 @@ struct decode_result {
   double tok_per_s = 0;       //!< batch / step_seconds
   double bytes_per_step = 0;  //!< weights without the embedding table + KV read
   double gbps = 0;
-  double stream_gbps = 0;     //!< median of the triad's runs right after this row's
+  double stream_gbps = 0;     //!< median of the triad's runs between this context's rounds
   double pct_of_stream = 0;   //!< gbps / stream_gbps
   double gflop_per_step = 0;  //!< linear + attention FLOPs of one iteration
   double gflops = 0;
