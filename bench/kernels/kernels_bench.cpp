@@ -24,7 +24,7 @@ using clock_type = std::chrono::steady_clock;
 struct plan {
   std::vector<uint32_t> prompts, contexts, batches;
   int reps;             // timed prefill runs (after one warm-up)
-  uint32_t iterations;  // timed decode rounds (after one warm-up), each with a run of the triad
+  uint32_t iterations;  // timed decode steps of each batch (bench_decode: taken in rounds)
   uint32_t gemm_m;
   double gemm_seconds;  // per shape
   size_t stream_elems;  // per array (doubles)
@@ -47,9 +47,10 @@ std::vector<token_id> random_tokens(rng& r, uint32_t n, uint32_t n_vocab) {
   return t;
 }
 
-// One sequence's positions: the longest context plus the decode steps, or the longest prompt.
+// One sequence's positions: the longest context and the one its decode steps write, or the
+// longest prompt.
 uint32_t positions_per_seq(const plan& p) {
-  const uint32_t ctx = *std::max_element(p.contexts.begin(), p.contexts.end()) + p.iterations + 1;
+  const uint32_t ctx = *std::max_element(p.contexts.begin(), p.contexts.end()) + 1;
   return std::max(ctx, *std::max_element(p.prompts.begin(), p.prompts.end()));
 }
 
@@ -129,34 +130,36 @@ status<> fill_contexts(bench_context& c, uint32_t batch, uint32_t context) {
   return {};
 }
 
-// Every batch at one context, their steps taken in turns: a round is one step of each batch, then
-// the triad. This VM's memory goes through slow and fast spells of minutes, and rows
-// timed one after another compared the spells as much as the batches (`1b` q4_k_m's batch 16 /
-// batch 1 came out 3.40, 4.45 and 6.14 x in three runs of one build); in turns, each row and
-// its triad see the same minutes.
+// Every batch at one context, their steps taken in turns: a round is 3 steps of each batch, then 3
+// runs of the triad, the first of each not counted. This VM's memory goes through slow and fast
+// spells of minutes, and rows timed one after another compared the spells as much as the batches
+// (`1b` q4_k_m's batch 16 / batch 1 came out 3.40, 4.45 and 6.14 x in three runs of one build);
+// in turns, each row and its triad see the same minutes. Whatever runs first after another kind
+// of work runs slowest (Zen 5: the triad's first run after the steps 16-46 GB/s against 48-61
+// for the next two; `small` bf16's batch 1 taken one step a round, 5.5-8.3 ms against 3.9-5.5).
 result<std::vector<decode_result>> bench_decode(bench_context& c, uint32_t context, double weights_read) {
+  constexpr uint32_t per_round = 3;
   const std::vector<uint32_t>& batches = c.p.batches;
   const uint32_t most = *std::max_element(batches.begin(), batches.end());
   if (auto st = fill_contexts(c, most, context); !st) return st.error();
   const auto tokens = random_tokens(c.r, most, c.be.params().n_vocab);
+  // Every step writes the same position of each sequence: decode reads the same bytes whatever
+  // they hold.
   std::vector<batch_seq> seqs(most);
+  for (uint32_t s = 0; s < most; ++s) seqs[s] = {{&tokens[s], 1}, context, c.blocks(s)};
   std::vector<std::vector<double>> times(batches.size());
   std::vector<double> triad;
-  for (uint32_t it = 0; it <= c.p.iterations; ++it) {  // round 0 warms up
-    // Each batch's first sequences write the same position: decode reads the same bytes whatever
-    // they hold.
-    for (uint32_t s = 0; s < most; ++s) seqs[s] = {{&tokens[s], 1}, context + it, c.blocks(s)};
+  const uint32_t rounds = (c.p.iterations + per_round - 2) / (per_round - 1);
+  for (uint32_t round = 0; round < rounds; ++round) {
     for (size_t k = 0; k < batches.size(); ++k) {
-      const auto t0 = clock_type::now();
-      if (auto st = c.forward(std::span(seqs).first(batches[k])); !st) return st.error();
-      if (it > 0) times[k].push_back(seconds_since(t0));
+      for (uint32_t step = 0; step < per_round; ++step) {
+        const auto t0 = clock_type::now();
+        if (auto st = c.forward(std::span(seqs).first(batches[k])); !st) return st.error();
+        if (step > 0) times[k].push_back(seconds_since(t0));
+      }
     }
-    if (it > 0) {
-      // The first run after the steps is the slowest (Zen 5, `1b` q8_0: 16-46 GB/s against 48-61
-      // for the next two): it is not counted, as a row's warm-up step is not.
-      const auto run = c.triad.run(3);
-      triad.insert(triad.end(), run.begin() + 1, run.end());
-    }
+    const auto run = c.triad.run(per_round);
+    triad.insert(triad.end(), run.begin() + 1, run.end());
   }
   c.triad_runs.insert(c.triad_runs.end(), triad.begin(), triad.end());
   const kv_layout& l = c.be.kv().layout();
