@@ -26,6 +26,11 @@ constexpr auto busy_retry_every = std::chrono::milliseconds(100);
 constexpr std::string_view busy = "busy: ";
 // How long a stopping worker waits for its server to take note.
 constexpr auto leave_timeout = std::chrono::seconds(2);
+// CAF 0.17's middleman stamps a connection it opens as last seen only once the peer's first
+// bytes arrive, so a heartbeat (messages.cpp, every second) that comes while the handshake is
+// under way drops it at once as timed out: a TLS handshake under load takes long enough for that
+// to happen now and then. Such a connect is tried afresh; each try ends by the next heartbeat.
+constexpr int connect_tries = 4;
 
 // The published face of a worker in its own process. It serves one server at a time (two
 // schedulers would hand out the same KV blocks): a join checks the server's hello and reserves
@@ -239,6 +244,9 @@ result<std::pair<worker_actor, worker_info>> join_remote_worker(caf::actor_syste
                                                                 const join_hello& hello) {
   // Untyped (messages.hpp): the join, whose layout never changes, tells a worker of another build.
   auto remote = connect_actor(sys, at.host, at.port, !at.credentials.empty());
+  for (int tried = 1; tried < connect_tries && !remote && remote.error() == caf::sec::connection_timeout;
+       ++tried)
+    remote = connect_actor(sys, at.host, at.port, !at.credentials.empty());
   if (!remote)
     return error{errc::io, "worker " + at.text() + ": cannot connect: " + error_text(sys, remote.error())};
   const std::string busy_refusal = "worker " + at.text() + ": " + std::string(busy);
