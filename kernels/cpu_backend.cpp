@@ -47,10 +47,6 @@ bool kept(const linear& l) {
   return l.plan().storage() == weight_storage::quantized;
 }
 
-void add_rows(float* x, const float* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] += y[i];
-}
-
 // One block's linears, each one stacked matrix: [q; k; v] and [gate; up] are three and two
 // tensors in llama/qwen files and already one each in phi3's (attn_qkv, ffn_up of 2 n_ff rows),
 // laid out the same way, so the forward does not know which it got.
@@ -303,14 +299,14 @@ void cpu_backend::run_layer(const layer& l, uint32_t index, uint32_t n_rows, con
   ops::paged_attention(*kv_, index, hp_.n_head, {qkv_.data(), qkv_dim}, {att_.data(), q_dim}, seqs_, attn);
   l.wo.forward(att_.data(), h_.data(), n_rows);
   if (hp_.has_post_norms) ops::rmsnorm({h_.data(), d}, l.attn_post_norm, hp_.rms_eps, {h_.data(), d}, n_rows);
-  add_rows(x_.data(), h_.data(), n_rows * d);
+  ops::add({x_.data(), d}, {h_.data(), d}, n_rows, static_cast<uint32_t>(d));
 
   ops::rmsnorm({x_.data(), d}, l.ffn_norm, hp_.rms_eps, {h_.data(), d}, n_rows);
   l.gate_up.forward(h_.data(), gu_.data(), n_rows);
   ops::gated_act({gu_.data(), 2 * size_t{hp_.n_ff}}, {ff_.data(), hp_.n_ff}, n_rows, hp_.n_ff, hp_.act);
   l.down.forward(ff_.data(), h_.data(), n_rows);
   if (hp_.has_post_norms) ops::rmsnorm({h_.data(), d}, l.ffn_post_norm, hp_.rms_eps, {h_.data(), d}, n_rows);
-  add_rows(x_.data(), h_.data(), n_rows * d);
+  ops::add({x_.data(), d}, {h_.data(), d}, n_rows, static_cast<uint32_t>(d));
 }
 
 void cpu_backend::compute_logits(std::span<const batch_seq> batch, batch_logits& out) {

@@ -34,6 +34,9 @@ void rmsnorm(row_view<const float> x, std::span<const float> weight, float eps, 
 void gated_act(row_view<const float> gate_up, row_view<float> out, uint32_t rows, uint32_t n_ff,
                ffn_activation act);
 
+//! x (rows, n) += y (rows, n): the residual adds, a prefill chunk's rows spread over the threads.
+void add(row_view<float> x, row_view<const float> y, uint32_t rows, uint32_t n);
+
 //! x = cap * tanh(x / cap) in place (cap > 0): gemma2's final logit soft-capping.
 void softcap(std::span<float> x, float cap);
 

@@ -1,12 +1,16 @@
 // The CPU backend's elementwise kernels and KV pool against their plain twins (reference_ops).
 #include <algorithm>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
 #include "kernels/cpu_ops.hpp"
+#include "kernels/parallel.hpp"
 #include "kernels/reference_ops.hpp"
 #include "kernels/simd.hpp"
 #include "model/tensor_types.hpp"
@@ -295,4 +299,54 @@ TEST_CASE("store_kv writes each row into its block and slot, converted to the po
       }
     }
   }
+}
+
+TEST_CASE("store_kv and add spread a prefill chunk's rows over the threads, each row as one thread writes it",
+          "[cpu_ops]") {
+  const uint64_t seed = test::test_seed();
+  CAPTURE(seed);
+  std::mt19937 rng(seed);
+  const int threads_before = kernel_threads();
+  set_kernel_threads(2);
+  // 300 rows of 256 floats: three ranges of rows (cpu_ops.cpp's for_row_ranges), from mid-block.
+  const kv_layout layout{
+      .n_layer = 1, .n_head_kv = 2, .head_dim = 64, .block_size = 16, .dtype = kv_dtype::bf16};
+  auto pool = kv_pool::create(layout, 20).value();
+  const uint32_t rows = 300, kv_dim = 128, stride = 2 * kv_dim, start = 5;
+  auto kv = random_floats(rng, size_t{rows} * stride, -4.0f, 4.0f);
+  // Where rounding is decided: a tie (to even), the largest finite, NaN, infinity, -0.
+  const float specials[] = {std::bit_cast<float>(0x3f808000u),       std::bit_cast<float>(0x3f818000u),
+                            std::numeric_limits<float>::max(),       std::numeric_limits<float>::quiet_NaN(),
+                            -std::numeric_limits<float>::infinity(), -0.0f};
+  for (size_t i = 0; i < std::size(specials); ++i) kv[i * 997 % kv.size()] = specials[i];
+  std::vector<uint32_t> blocks(20);
+  std::iota(blocks.begin(), blocks.end(), 0u);
+  std::shuffle(blocks.begin(), blocks.end(), rng);
+  const ops::seq_rows seq{0, rows, start, blocks};
+  ops::store_kv(pool, 0, {kv.data(), stride}, {kv.data() + kv_dim, stride}, {&seq, 1});
+  for (uint32_t r = 0; r < rows; ++r) {
+    const uint32_t pos = start + r;
+    for (uint32_t half = 0; half < 2; ++half) {
+      for (uint32_t h = 0; h < 2; ++h) {
+        const float* src = kv.data() + size_t{r} * stride + half * kv_dim + h * 64;
+        const std::byte* dst = pool.tile(blocks[pos / 16], 0, half, h) + (pos % 16) * 64 * 2;
+        for (uint32_t d = 0; d < 64; ++d) {
+          uint16_t b;
+          std::memcpy(&b, dst + 2 * d, 2);
+          INFO("row " << r << " head " << h << " element " << d);
+          REQUIRE(b == fp32_to_bf16(src[d]));
+        }
+      }
+    }
+  }
+
+  const uint32_t n = 256, ldx = n + 3;  // x a slice of wider rows
+  auto x = random_floats(rng, size_t{rows} * ldx, -4.0f, 4.0f);
+  const auto y = random_floats(rng, size_t{rows} * n, -4.0f, 4.0f);
+  auto want = x;
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t i = 0; i < n; ++i) want[size_t{r} * ldx + i] += y[size_t{r} * n + i];
+  ops::add({x.data(), ldx}, {y.data(), n}, rows, n);
+  CHECK(x == want);
+  set_kernel_threads(threads_before);
 }
