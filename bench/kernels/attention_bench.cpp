@@ -1,7 +1,7 @@
 // Decode attention over the paged KV cache (bf16, block 16, Llama-3-8B heads: 32 query heads on
-// 8 kv heads of 128; and small's, 12 of 64) at several context lengths, against the memory bandwidth measured
-// in the same run. Each call reads a different layer of a pool larger than the caches, so K/V come from
-// memory as in a real decode step. Reports GB/s of K/V read against the triad ceiling, and FMA
+// 8 kv heads of 128; small's, 12 of 64; 1b's, 32 on 4 of 64) at several context lengths, against the memory
+// bandwidth measured in the same run. Each call reads a different layer of a pool larger than the caches, so
+// K/V come from memory as in a real decode step. Reports GB/s of K/V read against the triad ceiling, and FMA
 // throughput against the core's FMA peak: with 4 query heads per kv head, decode attention does
 // 4 multiply-adds per bf16 element read, so on AVX2 it is compute-bound before memory-bound. Where
 // the CPU has vdpbf16ps, also the bf16 folds a bf16 model's decode rows take there.
@@ -91,6 +91,7 @@ struct heads {
 };
 constexpr heads llama3_8b{"llama3-8b", 32, 8, 128};
 constexpr heads small{"small", 12, 12, 64};
+constexpr heads one_b{"1b", 32, 4, 64};  // 8 query heads a kv head
 
 void bench_decode(const heads& h, uint32_t ctx, uint32_t n_seqs, double ceiling, double fma_peak) {
   const uint32_t n_head = h.n_head, n_head_kv = h.n_head_kv, hd = h.hd, bs = 16;
@@ -160,6 +161,7 @@ int main(int argc, char** argv) {
   bench_decode(llama3_8b, 1024, 8, ceiling, fma_peak);
   for (uint32_t ctx : {256u, 1024u}) bench_decode(small, ctx, 1, ceiling, fma_peak);
   bench_decode(small, 256, 16, ceiling, fma_peak);
+  for (uint32_t ctx : {256u, 2048u}) bench_decode(one_b, ctx, 1, ceiling, fma_peak);
   for (uint32_t start : {0u, 2048u}) bench_prefill(start, 32, fma_peak);
   bench_prefill(0, 256, fma_peak);
   bench_prefill(1024, 256, fma_peak);
