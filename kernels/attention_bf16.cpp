@@ -132,50 +132,66 @@ HEARTH_BF16_TARGET inline __m512 exp16(__m512 x) {
   return _mm512_scalef_ps(y, n);
 }
 
-//! The lanes of the 16 keys from j that a query seeing keys [from, seen) sees.
-inline __mmask16 seen_lanes(uint32_t j, uint32_t from, uint32_t seen) {
-  const uint32_t lo = std::clamp<int64_t>(int64_t{from} - j, 0, 16),
-                 hi = std::clamp<int64_t>(int64_t{seen} - j, 0, 16);
-  return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
-}
-
 //! NQ queries' scores s (NQ, ldk) -> their weights p (NQ, ldk) in bf16 over the keys [from[g],
 //! seen[g]) each sees, zero elsewhere, soft-capped first when softcap > 0; updates their maxima
 //! and sums, and sets the factors their acc rows are to be scaled by. Two passes over the rows,
 //! 16 keys at a time, the unseen keys masked off, each step taken for all NQ queries in turn so
 //! that their chains of reductions and exponentials overlap (a query at a time, a decode fold
-//! spent a quarter of its time waiting on them).
+//! spent a quarter of its time waiting on them). The masks come from two compares per query and
+//! 16 keys, made once for both passes, and the factors from one exp16 for all NQ queries, where
+//! scalar clamps and exponentials were: prefill attention at 1.00-1.09 x the rate (AMD EPYC Zen 5,
+//! small's and 1b's heads, 1 and 2 threads, alternating).
 template <uint32_t NQ>
 HEARTH_BF16_TARGET void weights(float* s, uint32_t ldk, const uint32_t* from, const uint32_t* seen,
                                 float softcap, float* m, float* l, uint16_t* p, float* correction) {
+  static_assert(NQ <= 16, "one exp16 takes every query's factor");
   __m512 top[NQ], sum[NQ];
+  __m512i first[NQ], end[NQ];
   for (uint32_t g = 0; g < NQ; ++g) {
     if (softcap > 0.0f && from[g] < seen[g]) simd::softcap(s + g * ldk + from[g], seen[g] - from[g], softcap);
     top[g] = _mm512_set1_ps(m[g]);
     sum[g] = _mm512_setzero_ps();
+    first[g] = _mm512_set1_epi32(static_cast<int>(from[g]));
+    end[g] = _mm512_set1_epi32(static_cast<int>(seen[g]));
   }
-  for (uint32_t j = 0; j < ldk; j += 16)
-    for (uint32_t g = 0; g < NQ; ++g)
-      top[g] = _mm512_mask_max_ps(top[g], seen_lanes(j, from[g], seen[g]), top[g],
-                                  _mm512_loadu_ps(s + g * ldk + j));
+  __mmask16 seen_lanes[NQ][max_tile_keys / 16];
+  __m512i key = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (uint32_t j = 0; j < ldk; j += 16, key = _mm512_add_epi32(key, _mm512_set1_epi32(16))) {
+    for (uint32_t g = 0; g < NQ; ++g) {
+      const __mmask16 lanes = _mm512_cmpge_epu32_mask(key, first[g]) & _mm512_cmplt_epu32_mask(key, end[g]);
+      seen_lanes[g][j / 16] = lanes;
+      top[g] = _mm512_mask_max_ps(top[g], lanes, top[g], _mm512_loadu_ps(s + g * ldk + j));
+    }
+  }
   __m512 shift[NQ];
-  for (uint32_t g = 0; g < NQ; ++g) shift[g] = _mm512_set1_ps(_mm512_reduce_max_ps(top[g]));
+  alignas(64) float m_old[16] = {}, m_new[16] = {};
+  for (uint32_t g = 0; g < NQ; ++g) {
+    shift[g] = _mm512_set1_ps(_mm512_reduce_max_ps(top[g]));
+    m_old[g] = m[g];
+    m_new[g] = _mm512_cvtss_f32(shift[g]);
+  }
   for (uint32_t j = 0; j < ldk; j += 16) {
     for (uint32_t g = 0; g < NQ; ++g) {
       // A query that sees none of these keys: every lane masked, whatever its shift (-inf at first).
-      const __m512 e = _mm512_maskz_mov_ps(seen_lanes(j, from[g], seen[g]),
+      const __m512 e = _mm512_maskz_mov_ps(seen_lanes[g][j / 16],
                                            exp16(_mm512_sub_ps(_mm512_loadu_ps(s + g * ldk + j), shift[g])));
       sum[g] = _mm512_add_ps(sum[g], e);
       const __m256bh b = _mm512_cvtneps_pbh(e);
       std::memcpy(p + g * ldk + j, &b, sizeof b);
     }
   }
+  // ~1e-38 on the first tile, where l and acc are 0; 1 where the query saw nothing new (its m
+  // unchanged: -inf - -inf on the first tile).
+  __mmask16 saw = 0;
+  for (uint32_t g = 0; g < NQ; ++g) saw |= static_cast<__mmask16>((from[g] < seen[g] ? 1u : 0u) << g);
+  alignas(64) float factor[16];
+  _mm512_store_ps(factor,
+                  _mm512_mask_blend_ps(saw, _mm512_set1_ps(1.0f),
+                                       exp16(_mm512_sub_ps(_mm512_load_ps(m_old), _mm512_load_ps(m_new)))));
   for (uint32_t g = 0; g < NQ; ++g) {
-    const float m_new = _mm512_cvtss_f32(shift[g]);
-    // ~1e-38 on the first tile, where l and acc are 0; 1 where the query saw nothing new.
-    correction[g] = from[g] < seen[g] ? simd::exp(m[g] - m_new) : 1.0f;
+    correction[g] = factor[g];
     l[g] = l[g] * correction[g] + _mm512_reduce_add_ps(sum[g]);
-    m[g] = m_new;
+    m[g] = m_new[g];
   }
 }
 
