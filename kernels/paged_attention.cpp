@@ -88,10 +88,10 @@ struct attn_item {
 };
 
 //! Keys per fold on the prefill path: whole blocks, about 64 keys in f32 and 128 in bf16. A fold
-//! pays a fixed cost (each query's max, correction, and a pass over its accumulators, and in bf16
-//! the tile's packing for each item of rows) that 16-key blocks paid four times as often. bf16
-//! tiles of 128 keys against 64: prefill attention at 1.05-1.14 x the rate (chunks of 256 rows at
-//! 1024 and 512 at 0 and 1536, small's and 1b's heads, 1 and 2 threads, AMD EPYC Zen 5).
+//! pays a fixed cost (each query's max, correction, and a pass over its accumulators) that 16-key
+//! blocks paid four times as often. bf16 tiles of 128 keys against 64: prefill attention at
+//! 1.05-1.14 x the rate (chunks of 256 rows at 1024 and 512 at 0 and 1536, small's and 1b's
+//! heads, 1 and 2 threads, AMD EPYC Zen 5).
 constexpr uint32_t prefill_blocks_per_tile(uint32_t block_size, bool bf16) {
   return std::max(1u, (bf16 ? 128 : 64) / block_size);
 }
