@@ -5,8 +5,8 @@
 // throughput against the core's FMA peak: with 4 query heads per kv head, decode attention does
 // 4 multiply-adds per bf16 element read, so on AVX2 it is compute-bound before memory-bound. Where
 // the CPU has vdpbf16ps, also the bf16 folds a bf16 model's decode rows take there.
-// Then prefill chunks at small's heads, against the FMA peak: a chunk deep in a long prompt; where
-// the CPU has vdpbf16ps, also with the bf16 tiles a bf16 model's prefill takes there.
+// Then prefill chunks at small's heads and one at 1b's, against the FMA peak: a chunk deep in a long
+// prompt; where the CPU has vdpbf16ps, also with the bf16 tiles a bf16 model's prefill takes there.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -125,12 +125,15 @@ void bench_decode(const heads& h, uint32_t ctx, uint32_t n_seqs, double ceiling,
   std::printf("\n");
 }
 
-//! A prefill chunk of `rows` rows of one sequence at start_pos, small's heads (12 of 64, MHA):
-//! the chunk a household step adds to a long document's prompt.
-void bench_prefill(uint32_t start_pos, uint32_t rows, double fma_peak) {
-  const uint32_t n_head = 12, hd = 64, bs = 16, n_layer = 4;
-  const kv_layout layout{
-      .n_layer = n_layer, .n_head_kv = n_head, .head_dim = hd, .block_size = bs, .dtype = kv_dtype::bf16};
+//! A prefill chunk of `rows` rows of one sequence at start_pos: the chunk a household step adds
+//! to a long document's prompt.
+void bench_prefill(const heads& h, uint32_t start_pos, uint32_t rows, double fma_peak) {
+  const uint32_t n_head = h.n_head, hd = h.hd, bs = 16, n_layer = 4;
+  const kv_layout layout{.n_layer = n_layer,
+                         .n_head_kv = h.n_head_kv,
+                         .head_dim = hd,
+                         .block_size = bs,
+                         .dtype = kv_dtype::bf16};
   std::vector<uint32_t> ids;
   const kv_pool pool = random_pool(layout, kv_pool::blocks_for_tokens(layout, start_pos + rows), 7, ids);
   const std::vector<ops::seq_rows> seqs{{0, rows, start_pos, ids}};
@@ -139,8 +142,8 @@ void bench_prefill(uint32_t start_pos, uint32_t rows, double fma_peak) {
   const double fma = 2.0 * keys * n_head * hd;  // q.k and p * v
   const int calls = std::max(8, static_cast<int>(2e9 / fma));
   const double per_call = seconds_per_call(pool, n_head, seqs, rows, calls);
-  std::printf("prefill %3u rows at %5u: %8.1f us/layer, %5.1f GFMA/s = %3.0f%% of peak", rows, start_pos,
-              per_call * 1e6, fma / per_call / 1e9, 100.0 * fma / per_call / 1e9 / fma_peak);
+  std::printf("prefill %-5s %3u rows at %5u: %8.1f us/layer, %5.1f GFMA/s = %3.0f%% of peak", h.name, rows,
+              start_pos, per_call * 1e6, fma / per_call / 1e9, 100.0 * fma / per_call / 1e9 / fma_peak);
   if (dpbf16_available()) {  // what a bf16 model runs here
     const double bf16 = seconds_per_call(pool, n_head, seqs, rows, calls, {.in_bf16 = true});
     std::printf("; bf16 tiles %8.1f us/layer, %5.1f GFMA/s, %.2f x", bf16 * 1e6, fma / bf16 / 1e9,
@@ -162,8 +165,9 @@ int main(int argc, char** argv) {
   for (uint32_t ctx : {256u, 1024u}) bench_decode(small, ctx, 1, ceiling, fma_peak);
   bench_decode(small, 256, 16, ceiling, fma_peak);
   for (uint32_t ctx : {256u, 2048u}) bench_decode(one_b, ctx, 1, ceiling, fma_peak);
-  for (uint32_t start : {0u, 2048u}) bench_prefill(start, 32, fma_peak);
-  bench_prefill(0, 256, fma_peak);
-  bench_prefill(1024, 256, fma_peak);
+  for (uint32_t start : {0u, 2048u}) bench_prefill(small, start, 32, fma_peak);
+  bench_prefill(small, 0, 256, fma_peak);
+  bench_prefill(small, 1024, 256, fma_peak);
+  bench_prefill(one_b, 1024, 256, fma_peak);
   return 0;
 }
