@@ -8,6 +8,7 @@
 
 #include "backend_contract.hpp"
 #include "cpu_backend_loader.hpp"
+#include "kernel_threads_scope.hpp"
 #include "kernels/parallel.hpp"
 #include "model/model_maker.hpp"
 
@@ -39,6 +40,7 @@ TEST_CASE("greedy generation does not depend on the thread count", "[cpu_backend
     REQUIRE(be.forward({&seq, 1}, out).ok());
     return out.last(0);
   };
+  const test::kernel_threads_scope restore_threads;
   auto run = [&](int threads) {
     set_kernel_threads(threads);
     auto be = test::cpu_backend_loader()(m->file, {.compute = compute_type::bf16, .kv = kv_dtype::bf16});

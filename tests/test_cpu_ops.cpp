@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "kernel_threads_scope.hpp"
 #include "kernels/cpu_ops.hpp"
-#include "kernels/parallel.hpp"
 #include "kernels/reference_ops.hpp"
 #include "kernels/simd.hpp"
 #include "model/tensor_types.hpp"
@@ -306,8 +306,7 @@ TEST_CASE("store_kv and add spread a prefill chunk's rows over the threads, each
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937 rng(seed);
-  const int threads_before = kernel_threads();
-  set_kernel_threads(2);
+  const test::kernel_threads_scope two_threads(2);
   // 300 rows of 256 floats: three ranges of rows (cpu_ops.cpp's for_row_ranges), from mid-block.
   const kv_layout layout{
       .n_layer = 1, .n_head_kv = 2, .head_dim = 64, .block_size = 16, .dtype = kv_dtype::bf16};
@@ -348,5 +347,4 @@ TEST_CASE("store_kv and add spread a prefill chunk's rows over the threads, each
     for (uint32_t i = 0; i < n; ++i) want[size_t{r} * ldx + i] += y[size_t{r} * n + i];
   ops::add({x.data(), ldx}, {y.data(), n}, rows, n);
   CHECK(x == want);
-  set_kernel_threads(threads_before);
 }

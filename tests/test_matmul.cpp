@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/rng.hpp"
+#include "kernel_threads_scope.hpp"
 #include "kernels/bf16_gemm.hpp"
 #include "kernels/dpbf16_matmul.hpp"
 #include "kernels/matmul.hpp"
@@ -185,7 +186,7 @@ TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
-  const int threads_before = kernel_threads();
+  const test::kernel_threads_scope restore_threads;
   const uint32_t n_in = 512, n_out = 333;  // hearth-dpbf16: 6 column blocks, the last of 13 columns
   for (const auto& plan : test_plans()) {
     CAPTURE(describe(plan));
@@ -209,7 +210,6 @@ TEST_CASE("linear gives the same results on one and two threads", "[matmul]") {
       // output columns) but not at m = 1, where its gemv splits the reduction over threads.
     }
   }
-  set_kernel_threads(threads_before);
 }
 
 TEST_CASE("hearth-dpbf16 sums K by regions across blocks, uneven ones too", "[matmul]") {
@@ -220,7 +220,7 @@ TEST_CASE("hearth-dpbf16 sums K by regions across blocks, uneven ones too", "[ma
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
-  const int threads_before = kernel_threads();
+  const test::kernel_threads_scope restore_threads;
   // 21 k blocks of 16: regions of 8 (8, 8, 5) up to 18 rows and of 16 (16, 5) beyond; 4 column
   // blocks, the last of 8 columns, so each thread reads ahead into its next block and stops at
   // the end of its own.
@@ -232,7 +232,6 @@ TEST_CASE("hearth-dpbf16 sums K by regions across blocks, uneven ones too", "[ma
                             matmul_plan::uniform(matmul_path::hearth_dpbf16),
                             {1, 4, 7, 12, 16, 18, 19, 33, 48});
   }
-  set_kernel_threads(threads_before);
 }
 
 TEST_CASE("bf16 linear takes prefill batches, over 256 rows in chunks", "[matmul]") {
@@ -260,7 +259,7 @@ TEST_CASE("gemm_bf16w matches a double reference for any shape and thread count"
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   rng r(seed);
-  const int threads_before = kernel_threads();
+  const test::kernel_threads_scope restore_threads;
   // Batch sizes around each kernel's passes: w8 takes 6 rows at a time, w16 12, 8, 4, 2, 1.
   auto kernel_batches = [] {
     std::vector<std::pair<bf16_kernel, uint32_t>> out;
@@ -290,7 +289,6 @@ TEST_CASE("gemm_bf16w matches a double reference for any shape and thread count"
       CHECK(y1 == y2);  // each output is one thread's sum, in the same order
     }
   }
-  set_kernel_threads(threads_before);
 }
 
 TEST_CASE("quantized parts kept as stored match the reference at every batch size", "[matmul]") {
@@ -433,7 +431,7 @@ TEST_CASE("measure_gemm_peak_gflops reports a positive rate", "[matmul]") {
 }
 
 TEST_CASE("parallel_for runs every index exactly once", "[parallel]") {
-  const int threads_before = kernel_threads();
+  const test::kernel_threads_scope restore_threads;
   for (int threads : {1, 2}) {
     set_kernel_threads(threads);
     CHECK(kernel_threads() == threads);
@@ -450,5 +448,4 @@ TEST_CASE("parallel_for runs every index exactly once", "[parallel]") {
   std::vector<std::atomic<int>> runs(7 * 9);
   parallel_for(7, [&](size_t i) { parallel_for(9, [&](size_t j) { runs[i * 9 + j].fetch_add(1); }); });
   CHECK(std::all_of(runs.begin(), runs.end(), [](const auto& c) { return c.load() == 1; }));
-  set_kernel_threads(threads_before);
 }

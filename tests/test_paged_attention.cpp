@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "kernel_threads_scope.hpp"
 #include "kernels/cpu_ops.hpp"
 #include "kernels/dpbf16_matmul.hpp"
 #include "kernels/parallel.hpp"
@@ -209,7 +210,7 @@ TEST_CASE("paged attention splits one sequence's keys over the threads and stays
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937 rng(seed);
-  const int threads_before = kernel_threads();
+  const test::kernel_threads_scope restore_threads;
   const auto shape = GENERATE(attn_shape{8, 2, 64, 16}, attn_shape{4, 4, 40, 16}, attn_shape{8, 1, 128, 32});
   CAPTURE(shape.n_head, shape.n_head_kv, shape.head_dim, shape.block_size);
   // One sequence, so few items: its keys are split into ranges that are merged after. A decode
@@ -233,7 +234,6 @@ TEST_CASE("paged attention splits one sequence's keys over the threads and stays
       CHECK(std::memcmp(got.data(), first_bf16.data(), got.size() * sizeof(float)) == 0);
     }
   }
-  set_kernel_threads(threads_before);
 }
 
 TEST_CASE("paged attention with a sliding window, soft-capped scores and a scale matches dense attention",
@@ -269,7 +269,7 @@ TEST_CASE("bf16 tiles and blocks match dense attention over bf16 queries, on any
   const uint64_t seed = test::test_seed();
   CAPTURE(seed);
   std::mt19937 rng(seed);
-  const int threads_before = kernel_threads();
+  const test::kernel_threads_scope restore_threads;
   // Heads of 64, 96, 128 and 256 (gemma's; MHA and GQA up to 8 query heads per kv head), blocks
   // of 1 to 256 keys (of an odd size, whose last key a decode fold pairs with zero, and of more
   // than the 128 it folds at once); and a head of 48, which bf16 does not take (f32 folds, at
@@ -304,5 +304,4 @@ TEST_CASE("bf16 tiles and blocks match dense attention over bf16 queries, on any
       CHECK(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)) == 0);
     }
   }
-  set_kernel_threads(threads_before);
 }

@@ -3,11 +3,13 @@
 #include <cmath>
 
 #include "bench/kernels/stream_triad.hpp"
+#include "kernel_threads_scope.hpp"
 #include "kernels/parallel.hpp"
 
 using namespace hearth;
 
 TEST_CASE("stream triad reports a positive finite bandwidth on a small size", "[bench]") {
+  const test::kernel_threads_scope restore_threads;
   for (int threads : {1, 2}) {
     CAPTURE(threads);
     set_kernel_threads(threads);
