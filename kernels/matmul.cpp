@@ -242,9 +242,15 @@ void linear::impl::forward_native(const float* x, float* y, uint32_t m) const {
 void linear::impl::forward_dpbf16(const float* x, float* y, uint32_t m) const {
   const auto k_pad = static_cast<uint32_t>(weights.get_desc().data.padded_dims[0]);
   uint16_t* xb = scratch<uint16_t>(size_t{m} * k_pad);
-  for (uint32_t i = 0; i < m; ++i) {
-    to_bf16(x + size_t{i} * n_in, xb + size_t{i} * k_pad, n_in);
-    std::fill(xb + size_t{i} * k_pad + n_in, xb + size_t{i + 1} * k_pad, uint16_t{0});
+  if (k_pad == n_in) {
+    // All rows as one run, spread over the threads: row by row, a prefill chunk's rows were
+    // rounded on one thread while the other waited.
+    to_bf16(x, xb, size_t{m} * n_in);
+  } else {
+    for (uint32_t i = 0; i < m; ++i) {
+      to_bf16(x + size_t{i} * n_in, xb + size_t{i} * k_pad, n_in);
+      std::fill(xb + size_t{i} * k_pad + n_in, xb + size_t{i + 1} * k_pad, uint16_t{0});
+    }
   }
   dpbf16_matmul(static_cast<const uint16_t*>(weights.get_data_handle()), k_pad, n_out, xb, m, bias_at(0), y,
                 n_out);
