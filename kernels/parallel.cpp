@@ -1,6 +1,10 @@
 #include "kernels/parallel.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <cstdint>
+#include <vector>
 
 #include <omp.h>
 
@@ -43,6 +47,44 @@ void parallel_for(size_t n, const std::function<void(size_t)>& fn, schedule s) {
   const size_t chunk = std::max<size_t>(1, n / (static_cast<size_t>(threads) * 8));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, chunk)
   for (size_t i = 0; i < n; ++i) fn(i);
+}
+
+void parallel_runs(size_t n, const std::function<void(size_t, size_t)>& fn) {
+  const auto threads = static_cast<uint32_t>(std::min<size_t>(n, static_cast<size_t>(kernel_threads())));
+  if (threads <= 1 || omp_in_parallel()) {
+    for (size_t i = 0; i < n; ++i) fn(i, n);
+    return;
+  }
+  // A run's next iteration from the front (its owner's) and from the back (the others'), packed in
+  // one word so that both ends move by one compare-and-swap and never pass each other.
+  struct alignas(64) run {
+    std::atomic<uint64_t> ends;
+  };
+  assert(n < (uint64_t{1} << 32) && "parallel_runs: iterations fit 32 bits");
+  std::vector<run> runs(threads);
+  const auto bound = [&](uint32_t t) { return n * t / threads; };
+  for (uint32_t t = 0; t < threads; ++t) runs[t].ends.store(bound(t) | (uint64_t{bound(t + 1)} << 32));
+  // The next iteration of run t from its front or back; none once the ends meet.
+  const auto take = [&](uint32_t t, bool front, size_t& i) {
+    uint64_t e = runs[t].ends.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t f = e & 0xffffffffu, b = e >> 32;
+      if (f >= b) return false;
+      const uint64_t next = front ? e + 1 : e - (uint64_t{1} << 32);
+      if (runs[t].ends.compare_exchange_weak(e, next, std::memory_order_relaxed)) {
+        i = front ? f : b - 1;
+        return true;
+      }
+    }
+  };
+  const int team = static_cast<int>(threads);
+#pragma omp parallel num_threads(team)
+  {
+    const auto t = static_cast<uint32_t>(omp_get_thread_num());
+    for (size_t i; take(t, true, i);) fn(i, bound(t + 1));
+    for (uint32_t o = 1; o < threads; ++o)
+      for (size_t i; take((t + o) % threads, false, i);) fn(i, i + 1);
+  }
 }
 
 }  // namespace hearth

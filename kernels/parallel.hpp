@@ -26,4 +26,10 @@ enum class schedule {
 //! Runs fn(i) for i in [0, n) on the worker's threads; iterations are independent.
 void parallel_for(size_t n, const std::function<void(size_t)>& fn, schedule s = schedule::uneven);
 
+//! Runs fn(i, end) for i in [0, n) on the worker's threads, each thread through its own run of
+//! [0, n) in order, `end` that run's end (how far it may read ahead); a thread done with its run
+//! takes the others' last iterations, one at a time (end = i + 1), so that threads slowed by the
+//! machine still end together. For iterations that stream memory in order, in long runs.
+void parallel_runs(size_t n, const std::function<void(size_t, size_t)>& fn);
+
 }  // namespace hearth

@@ -1,10 +1,12 @@
 // linear (oneDNN, and the bf16-weight kernel of emulated bf16) against a plain double-accumulation
-// reference on fresh random inputs, and parallel_for's contract.
+// reference on fresh random inputs, and parallel_for's and parallel_runs' contracts.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -448,4 +450,54 @@ TEST_CASE("parallel_for runs every index exactly once", "[parallel]") {
   std::vector<std::atomic<int>> runs(7 * 9);
   parallel_for(7, [&](size_t i) { parallel_for(9, [&](size_t j) { runs[i * 9 + j].fetch_add(1); }); });
   CHECK(std::all_of(runs.begin(), runs.end(), [](const auto& c) { return c.load() == 1; }));
+}
+
+TEST_CASE("parallel_runs runs every index once, each thread its own run, then the others' ends",
+          "[parallel]") {
+  const test::kernel_threads_scope restore_threads;
+  for (int threads : {1, 2, 3}) {
+    set_kernel_threads(threads);
+    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}}) {
+      CAPTURE(threads, n);
+      std::vector<std::atomic<int>> runs(n);
+      std::vector<size_t> ends(n);
+      parallel_runs(n, [&](size_t i, size_t end) {
+        runs[i].fetch_add(1, std::memory_order_relaxed);
+        ends[i] = end;
+      });
+      CHECK(std::all_of(runs.begin(), runs.end(), [](const auto& c) { return c.load() == 1; }));
+      // Each index's end: its owner's run end (where threads' runs split [0, n)), or its own.
+      const size_t t = std::min<size_t>(n, static_cast<size_t>(threads));
+      for (size_t r = 0, i = 0; r < t; ++r)
+        for (const size_t run_end = n * (r + 1) / t; i < run_end; ++i) {
+          CAPTURE(i);
+          CHECK((ends[i] == run_end || ends[i] == i + 1));
+        }
+    }
+  }
+  // Run 0's owner held at index 0 until another thread has taken its other indices, from the back
+  // (unless the other thread took all of run 0 before its owner began).
+  set_kernel_threads(2);
+  constexpr size_t n = 8;
+  std::vector<std::thread::id> by(n);
+  std::vector<size_t> ends(n);
+  std::atomic<size_t> taken_from_run0{0};
+  std::atomic<bool> timed_out{false};
+  parallel_runs(n, [&](size_t i, size_t end) {
+    by[i] = std::this_thread::get_id();
+    ends[i] = end;
+    if (i > 0 && i < n / 2) taken_from_run0.fetch_add(1);
+    if (i != 0 || end != n / 2) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (taken_from_run0.load() < n / 2 - 1)
+      if (std::chrono::steady_clock::now() > deadline) return timed_out.store(true);
+  });
+  REQUIRE_FALSE(timed_out.load());
+  const bool owner_began = ends[0] == n / 2;
+  CAPTURE(owner_began);
+  for (size_t i = owner_began ? 1 : 0; i < n / 2; ++i) {
+    CAPTURE(i);
+    if (owner_began) CHECK(by[i] != by[0]);
+    CHECK(ends[i] == i + 1);
+  }
 }
