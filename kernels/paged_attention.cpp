@@ -360,7 +360,7 @@ HEARTH_SIMD_INLINE void fold_blocks_by_tiles(const attn_call& c, const attn_item
 //! kv heads [hb.kv_head, + heads) of block hb.b folded together: their tiles, one after another,
 //! and the tiles of the item's next heads in fold order to ask for meanwhile (this block's, else
 //! the next block's first). AMD EPYC Zen 5, small's heads at batch 16: asked for a block ahead
-//! (48 KiB, as one head at a time is), or into L2, the fold took 1.1-1.25 x the time.
+//! (48 KiB, as one head at a time is), the fold took 1.07-1.19 x the time; into L2, 1.19-1.26 x.
 HEARTH_SIMD_INLINE attention_bf16::head_tiles together(const attn_call& c, const attn_item& it,
                                                        const head_blocks& hb, uint32_t heads) {
   const size_t tile = c.pool.layout().tile_bytes();
