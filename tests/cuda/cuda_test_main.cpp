@@ -3,14 +3,12 @@
 // HEARTH_REQUIRE_GPU=1 (scripts/gpu-check.sh) no device is a failure: a GPU machine whose driver is
 // too old for the runtime must not pass by skipping. Listing the tests (CTest's discovery at build
 // time) needs no device.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "catch_run.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 
 int main(int argc, char** argv) {
@@ -23,5 +21,5 @@ int main(int argc, char** argv) {
     std::printf("%s: no CUDA device (%s)\n", required ? "failed" : "skipped", why.c_str());
     return required ? 1 : 77;
   }
-  return Catch::Session().run(argc, argv);
+  return hearth::test::run_catch(argc, argv);
 }

@@ -1,6 +1,5 @@
 // What of the CUDA backend runs without a device: cuBLASLt, which the backend opens at run time
 // rather than links (kernels/cuda/cuda_gemm.cpp), is found and has every function it calls.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include "kernels/cuda/cuda_gemm.hpp"
