@@ -66,6 +66,31 @@ token_id argmax(std::span<const float> x) {
   return static_cast<token_id>(std::max_element(x.begin(), x.end()) - x.begin());
 }
 
+// Greedy tokens and the logits each was drawn from.
+struct greedy_run {
+  std::vector<token_id> tokens;
+  std::vector<std::vector<float>> logits;
+
+  void add(std::span<const float> l) {
+    logits.emplace_back(l.begin(), l.end());
+    tokens.push_back(argmax(l));
+  }
+};
+
+// A chunk boundary may move a rounding: a path chosen per row count sums in another order, and
+// now and then a K/V value lands on the other side of a bf16 rounding (logits apart by up to 0.3 %
+// over 180 runs; HEARTH_TEST_SEED=14027308020348779608 flipped a top two 0.0008 apart on logits
+// near 2.8). So the logits must agree within 1 % at every step, and the tokens until a step whose
+// top two are nearer than that: there either may win, and the two runs' contexts part.
+void check_same_greedy(const greedy_run& got, const greedy_run& want) {
+  REQUIRE(got.tokens.size() == want.tokens.size());
+  for (size_t i = 0; i < want.tokens.size(); ++i) {
+    INFO("step " << i);
+    REQUIRE(rel_error(got.logits[i], want.logits[i]) <= 1e-2);
+    if (got.tokens[i] != want.tokens[i]) return;
+  }
+}
+
 // Runs `check` over each backend of the binary, with a generator of a fresh seed (printed, and
 // captured in every failure's report).
 template <class Check>
@@ -157,15 +182,18 @@ TEST_CASE("chunked prefill then decode gives the tokens of one-shot prefill", "[
         last_logits(*be, std::span(prompt).subspan(pos, n), pos, blocks, out);
         pos += n;
       }
-      std::vector<token_id> gen{argmax(out.last(0))};
-      for (; gen.size() < 12; ++pos)
-        gen.push_back(argmax(last_logits(*be, {&gen.back(), 1}, pos, blocks, out)));
-      return gen;
+      greedy_run run;
+      run.add(out.last(0));
+      for (; run.tokens.size() < 12; ++pos)
+        run.add(last_logits(*be, {&run.tokens.back(), 1}, pos, blocks, out));
+      return run;
     };
-    const auto one_shot = greedy({40});
-    CHECK(greedy({7, 1, 16, 16}) == one_shot);
-    CHECK(greedy({1, 1, 1, 37}) == one_shot);
-    CHECK(greedy({20, 20}) == one_shot);
+    const greedy_run one_shot = greedy({40});
+    for (const std::vector<uint32_t>& chunks :
+         {std::vector<uint32_t>{7, 1, 16, 16}, {1, 1, 1, 37}, {20, 20}}) {
+      INFO("chunks of " << chunks[0] << ", " << chunks[1] << ", " << chunks[2] << "...");
+      check_same_greedy(greedy(chunks), one_shot);
+    }
   });
 }
 
