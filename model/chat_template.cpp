@@ -11,14 +11,6 @@ namespace {
 constexpr std::string_view qwen_tool_instructions =
     "You may call one or more functions to assist with the user query.";
 
-// Python's str.strip() / Jinja's trim, for the ASCII whitespace prompts contain.
-std::string_view strip(std::string_view s) {
-  constexpr std::string_view space = " \t\n\r\v\f";
-  const size_t first = s.find_first_not_of(space);
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(space) - first + 1);
-}
-
 // Llama 2 and Mistral have no system turn: a leading system message is folded into the first
 // turn after it, which `first_content` returns; the rest of the turns are messages[1..].
 struct folded_chat {

@@ -31,12 +31,6 @@ constexpr std::string_view call_open = "<tool_call>", call_close = "</tool_call>
 constexpr std::string_view python_tag = "<|python_tag|>";
 constexpr std::string_view space = " \t\n\r\v\f";
 
-std::string_view strip(std::string_view s) {
-  const size_t first = s.find_first_not_of(space);
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(space) - first + 1);
-}
-
 // Jinja's tojson as Hugging Face runs it (Python's json.dumps, ensure_ascii off): ", " and ": "
 // between items, or with an indent "," and a new line per item; "[]" and "{}" when empty.
 void dump_python(const ojson& j, int indent, int level, std::string& out) {
@@ -214,6 +208,12 @@ void append(assistant_reply& to, assistant_reply&& from) {
 }
 
 }  // namespace
+
+std::string_view strip(std::string_view s) {
+  const size_t first = s.find_first_not_of(space);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(space) - first + 1);
+}
 
 bool has_tools(chat_format f) {
   return f == chat_format::llama31 || f == chat_format::qwen25;

@@ -16,6 +16,9 @@
 
 namespace hearth {
 
+//! Python's str.strip() / Jinja's trim, for the ASCII whitespace prompts contain.
+std::string_view strip(std::string_view s);
+
 //! Whether the family renders tools and answers with calls.
 bool has_tools(chat_format f);
 
