@@ -191,7 +191,9 @@ TEST_CASE("chunked prefill then decode gives the tokens of one-shot prefill", "[
     const greedy_run one_shot = greedy({40});
     for (const std::vector<uint32_t>& chunks :
          {std::vector<uint32_t>{7, 1, 16, 16}, {1, 1, 1, 37}, {20, 20}}) {
-      INFO("chunks of " << chunks[0] << ", " << chunks[1] << ", " << chunks[2] << "...");
+      std::string shown;
+      for (uint32_t n : chunks) shown += (shown.empty() ? "" : ", ") + std::to_string(n);
+      INFO("chunks of " << shown);
       check_same_greedy(greedy(chunks), one_shot);
     }
   });
