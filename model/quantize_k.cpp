@@ -12,6 +12,8 @@
 //     q6_K), and each element re-quantized against the scale that was actually stored.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "model/quant_blocks.hpp"
 #include "model/tensor_types.hpp"
@@ -21,10 +23,19 @@ namespace {
 
 constexpr float group_max_eps = 1e-15f;  // GROUP_MAX_EPS: below it a sub-block is all zero
 
-// Round to nearest, ties to even (ggml's nearest_int, for the magnitudes seen here). lrint
-// gives an unspecified value, never undefined behaviour, for NaN or huge inputs.
-int nearest_int(float v) {
-  return static_cast<int>(std::lrint(v));
+// v rounded to the nearest integer, ties to even (ggml's nearest_int, as lrint rounds), clamped
+// to [lo, hi]; NaN gives lo. Clamped as a float first (the same result, rounding is monotonic),
+// so that adding 1.5 * 2^23 leaves the integer exactly in the low mantissa bits: no call to
+// libm's lrintf per element (neither compiler inlines it with errno on), and no std::clamp,
+// whose out-of-line -O0 copy from another object is the one a sanitizer build links.
+int level(float v, int lo, int hi) {
+  const float low = static_cast<float>(lo), high = static_cast<float>(hi);
+  v = v >= low ? v : low;
+  v = v <= high ? v : high;
+  const float shifted = v + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  return (bits & 0x007fffff) - 0x00400000;
 }
 
 // Stored f16 back to float: re-quantization uses the scales as a reader will see them.
@@ -63,8 +74,7 @@ float search_scale_min(const float* x, const float* w, uint32_t n, int nmax, flo
   };
   float iscale = static_cast<float>(nmax) / (max - min);
   float scale = 1 / iscale;
-  for (uint32_t i = 0; i < n; ++i)
-    L[i] = static_cast<uint8_t>(std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax));
+  for (uint32_t i = 0; i < n; ++i) L[i] = static_cast<uint8_t>(level(iscale * (x[i] - min), 0, nmax));
   float best = error_of(L, scale, min);
   if (nstep < 1) {
     the_min = -min;
@@ -75,7 +85,7 @@ float search_scale_min(const float* x, const float* w, uint32_t n, int nmax, flo
     iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
     for (uint32_t i = 0; i < n; ++i) {
-      const int l = std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax);
+      const int l = level(iscale * (x[i] - min), 0, nmax);
       aux[i] = static_cast<uint8_t>(l);
       const auto fl = static_cast<float>(l);
       sum_l += w[i] * fl;
@@ -115,7 +125,7 @@ float search_scale_q3(const float* x, uint32_t n, int nmax, int8_t* L) {
   const float iscale = -static_cast<float>(nmax) / max;
   float sumlx = 0, suml2 = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    const int l = level(iscale * x[i], -nmax, nmax - 1);
     L[i] = static_cast<int8_t>(l);
     const float w = x[i] * x[i];
     sumlx += w * x[i] * static_cast<float>(l);
@@ -129,7 +139,7 @@ float search_scale_q3(const float* x, uint32_t n, int nmax, int8_t* L) {
       float slx = sumlx - w * x[i] * li;
       if (slx <= 0) continue;
       float sl2 = suml2 - w * li * li;
-      const int new_l = std::clamp(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+      const int new_l = level(x[i] * sl2 / slx, -nmax, nmax - 1);
       if (new_l == L[i]) continue;
       const auto fl = static_cast<float>(new_l);
       slx += w * x[i] * fl;
@@ -160,7 +170,7 @@ float search_scale_q6(const float* x, uint32_t n, int nmax, int8_t* L) {
   const auto sums = [&](float iscale, int8_t* levels, float& sumlx, float& suml2) {
     sumlx = suml2 = 0;
     for (uint32_t i = 0; i < n; ++i) {
-      const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+      const int l = level(iscale * x[i], -nmax, nmax - 1);
       if (levels != nullptr) levels[i] = static_cast<int8_t>(l + nmax);
       const float w = x[i] * x[i];
       sumlx += w * x[i] * static_cast<float>(l);
@@ -206,7 +216,7 @@ void pack_nibble_pairs(const uint8_t* L, uint8_t* qs) {
 
 // A 6-bit code of v against the super-block's largest value: round(v * 63 / max), in [0, 63].
 uint8_t code6(float v, float inv) {
-  return static_cast<uint8_t>(std::clamp(nearest_int(inv * v), 0, 63));
+  return static_cast<uint8_t>(level(inv * v, 0, 63));
 }
 
 // Steps 1 and 2 shared by q4_K and q5_K: 8 sub-blocks of 32 with scale and min each, weights
@@ -241,7 +251,7 @@ void scales_mins_k4(const float* x, int nmax, float rmin, int nstep, Block& b, u
     if (d == 0) continue;  // a zero scale: the search's levels stay (they decode to -min anyway)
     const float dm = half(b.dmin) * static_cast<float>(m[j]);
     for (uint32_t l = 0; l < 32; ++l) {
-      L[32 * j + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[32 * j + l] + dm) / d), 0, nmax));
+      L[32 * j + l] = static_cast<uint8_t>(level((x[32 * j + l] + dm) / d, 0, nmax));
     }
   }
 }
@@ -261,9 +271,7 @@ void quantize_q2_k(const float* x, std::byte* out) {
     max_scale = std::max(max_scale, scales[j]);
     max_min = std::max(max_min, mins[j]);
   }
-  const auto code4 = [](float v, float inv) {
-    return static_cast<uint8_t>(std::clamp(nearest_int(inv * v), 0, 15));
-  };
+  const auto code4 = [](float v, float inv) { return static_cast<uint8_t>(level(inv * v, 0, 15)); };
   if (max_scale > 0) {
     for (uint32_t j = 0; j < 16; ++j) b.scales[j] = code4(scales[j], 15.f / max_scale);
     b.d = fp32_to_fp16(max_scale / 15.f);
@@ -278,7 +286,7 @@ void quantize_q2_k(const float* x, std::byte* out) {
     if (d == 0) continue;
     const float dm = half(b.dmin) * static_cast<float>(b.scales[j] >> 4);
     for (uint32_t l = 0; l < 16; ++l) {
-      L[16 * j + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[16 * j + l] + dm) / d), 0, 3));
+      L[16 * j + l] = static_cast<uint8_t>(level((x[16 * j + l] + dm) / d, 0, 3));
     }
   }
   pack_2bit_planes(L, b.qs);
@@ -297,7 +305,7 @@ void quantize_q3_k(const float* x, std::byte* out) {
     const float iscale = -32.f / max_scale;
     uint8_t stored[16];
     for (uint32_t j = 0; j < 16; ++j)
-      stored[j] = static_cast<uint8_t>(std::clamp(nearest_int(iscale * scales[j]), -32, 31) + 32);
+      stored[j] = static_cast<uint8_t>(level(iscale * scales[j], -32, 31) + 32);
     set_q3_k_scales(stored, b.scales);
     b.d = fp32_to_fp16(1 / iscale);
   }
@@ -305,7 +313,7 @@ void quantize_q3_k(const float* x, std::byte* out) {
     const float d = half(b.d) * static_cast<float>(q3_k_scale(j, b.scales));
     if (d == 0) continue;
     for (uint32_t l = 0; l < 16; ++l)
-      L[16 * j + l] = static_cast<int8_t>(std::clamp(nearest_int(x[16 * j + l] / d), -4, 3) + 4);
+      L[16 * j + l] = static_cast<int8_t>(level(x[16 * j + l] / d, -4, 3) + 4);
   }
   // The 3rd bit of element e to bit e / 32 of hmask[e % 32]; the low 2 bits as in q2_K.
   uint8_t low[qk_k];
@@ -349,13 +357,12 @@ void quantize_q6_k(const float* x, std::byte* out) {
   if (std::fabs(max_scale) >= group_max_eps) {
     const float iscale = -128.f / max_scale;
     b.d = fp32_to_fp16(1 / iscale);
-    for (uint32_t j = 0; j < 16; ++j)
-      b.scales[j] = static_cast<int8_t>(std::clamp(nearest_int(iscale * scales[j]), -128, 127));
+    for (uint32_t j = 0; j < 16; ++j) b.scales[j] = static_cast<int8_t>(level(iscale * scales[j], -128, 127));
     for (uint32_t j = 0; j < 16; ++j) {
       const float d = half(b.d) * static_cast<float>(b.scales[j]);
       if (d == 0) continue;
       for (uint32_t l = 0; l < 16; ++l)
-        L[16 * j + l] = static_cast<int8_t>(std::clamp(nearest_int(x[16 * j + l] / d), -32, 31) + 32);
+        L[16 * j + l] = static_cast<int8_t>(level(x[16 * j + l] / d, -32, 31) + 32);
     }
     // Element e (half h, group g, lane l as in dequantize_q6_k): low 4 bits to ql, high 2 to qh.
     for (uint32_t e = 0; e < qk_k; ++e) {
@@ -376,8 +383,7 @@ void quantize_q8_k(const float* x, std::byte* out) {
   const float max = signed_absmax(x, qk_k);
   if (max != 0) {
     const float iscale = -127.f / max;
-    for (uint32_t e = 0; e < qk_k; ++e)
-      b.qs[e] = static_cast<int8_t>(std::clamp(nearest_int(iscale * x[e]), -128, 127));
+    for (uint32_t e = 0; e < qk_k; ++e) b.qs[e] = static_cast<int8_t>(level(iscale * x[e], -128, 127));
     for (uint32_t j = 0; j < 16; ++j) {
       int sum = 0;
       for (uint32_t l = 0; l < 16; ++l) sum += b.qs[16 * j + l];
