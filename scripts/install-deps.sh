@@ -9,7 +9,7 @@ packages=(
   libcaf-dev libdnnl-dev ocl-icd-opencl-dev libhwloc-dev libtbb-dev libtbbbind-2-5
   libzmq3-dev cppzmq-dev libcpp-httplib-dev python3-zmq python3-venv python3-pip libsystemd-dev
   python3-prometheus-client  # parses /metrics in its test
-  clang clang-format libclang-rt-14-dev libomp-dev nodejs
+  clang clang-format libclang-rt-14-dev libomp-dev lld nodejs
   iproute2  # ip netns: the workers' network-namespace test
   dpkg-dev systemd  # cpack -G DEB's dependency list (dpkg-shlibdeps); systemd-analyze for the unit's test
 )
