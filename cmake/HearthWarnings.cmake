@@ -14,7 +14,7 @@ if(HEARTH_SANITIZE)
   # The AddressSanitizer build (CI's) links with lld, as position-dependent executables: its
   # binaries are large (hearth 110 MB), and GNU ld took 28 s of two cores to link them all where
   # lld takes 10; without PIE a process starts with no relative relocations to apply (850
-  # thousand in hearth: 0.19 -> 0.14 CPU-seconds a start, and the suite starts ~1000 processes).
+  # thousand in hearth: 0.19 -> 0.14 CPU-seconds a start; the suite starts ~700 of them).
   if(HEARTH_SANITIZE MATCHES "address")
     add_link_options(-fuse-ld=lld -no-pie)
   endif()
