@@ -141,7 +141,7 @@ float* activation_scratch(size_t n) {
 }  // namespace
 
 bf16_matrix::bf16_matrix(uint32_t n_out, uint32_t n_in) : n_out_(n_out), n_in_(n_in) {
-  data_.reset(reinterpret_cast<uint16_t*>(alloc_zeroed_big(bytes())));
+  data_ = alloc_zeroed_big<uint16_t>(bytes());
   if (!data_) throw std::bad_alloc();
 }
 

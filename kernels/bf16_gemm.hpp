@@ -41,7 +41,7 @@ class bf16_matrix {
 
  private:
   uint32_t n_out_ = 0, n_in_ = 0;
-  std::unique_ptr<uint16_t[], big_free> data_;
+  big_array<uint16_t> data_;
 };
 
 //! Our kernels over a bf16_matrix, by vector width. w8: 8 f32 lanes, AVX2's ymm (two SSE registers

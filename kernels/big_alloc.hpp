@@ -3,21 +3,29 @@
 // internal to kernels/.
 
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
 
 namespace hearth {
 
-//! `bytes` of zeroed memory, 64-byte aligned, freed with std::free; nullptr when out of memory.
-//! From 2 MiB up it is 2 MiB aligned and advised for transparent huge pages (Debian's default
-//! THP mode is madvise): decode streams the weights and walks KV tiles 2 KiB at a time, and with
-//! 4 KiB pages every page or tile is a TLB miss (docs/performance.md).
-std::byte* alloc_zeroed_big(size_t bytes);
-
-//! Frees an alloc_zeroed_big buffer, whatever its element type.
+//! Frees an alloc_zeroed_big buffer of `bytes` (the size asked for), whatever its element type.
 struct big_free {
-  void operator()(void* p) const { std::free(p); }
+  size_t bytes = 0;
+  void operator()(void* p) const;
 };
-using big_buffer = std::unique_ptr<std::byte[], big_free>;
+template <class T>
+using big_array = std::unique_ptr<T[], big_free>;
+using big_buffer = big_array<std::byte>;
+
+//! `bytes` of zeroed memory, 64-byte aligned, or the raw allocation behind it: nullptr when out
+//! of memory. From 2 MiB up it is a mapping of its own, 2 MiB aligned, advised for transparent
+//! huge pages (Debian's default THP mode is madvise; decode streams the weights and walks KV
+//! tiles 2 KiB at a time, and with 4 KiB pages every page or tile is a TLB miss,
+//! docs/performance.md) and zeroed by the kernel page by page as it is first touched.
+std::byte* alloc_zeroed_bytes(size_t bytes);
+
+template <class T = std::byte>
+big_array<T> alloc_zeroed_big(size_t bytes) {
+  return big_array<T>(reinterpret_cast<T*>(alloc_zeroed_bytes(bytes)), big_free{bytes});
+}
 
 }  // namespace hearth

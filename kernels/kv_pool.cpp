@@ -48,7 +48,7 @@ result<kv_pool> kv_pool::create(const kv_layout& layout, uint32_t n_blocks) {
   }
   big_buffer mem;
   if (*padded > 0) {
-    mem.reset(alloc_zeroed_big(*padded));
+    mem = alloc_zeroed_big(*padded);
     if (!mem) {
       return error{errc::limit_exceeded, "kv pool: cannot allocate " + std::to_string(*padded) + " bytes"};
     }

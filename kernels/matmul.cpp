@@ -326,7 +326,7 @@ void linear::impl::create_native(std::span<const weight_part> parts) {
   const dnnl::memory::desc wei(dims2(n_in, n_out), src_dt, gemv ? bf16_blocked : dnnl_tag::any);
   const dnnl::memory::desc dst(dims2(layout_m, n_out), dnnl_dt::f32, dnnl_tag::ab);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), dnnl_ctx::engine());
-  weight_bytes.reset(alloc_zeroed_big(pd.weights_desc().get_size()));
+  weight_bytes = alloc_zeroed_big(pd.weights_desc().get_size());
   if (!weight_bytes) throw std::bad_alloc();
   weights = dnnl::memory(pd.weights_desc(), dnnl_ctx::engine(), weight_bytes.get());
   load_weights(parts, n_in, n_out, src_dt, weights);
