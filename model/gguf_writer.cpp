@@ -185,14 +185,21 @@ status<> writer::write(const std::string& path, const progress_fn& progress) con
     return good;
   };
   bool ok = check(write_all(fd, header_bytes(kvs_, tensors_, alignment_)));
-  bytes buf;  // one tensor and its padding at a time
-  uint64_t total = 0, done = 0;
-  for (const auto& t : tensors_) total += t.info.n_bytes;
+  uint64_t total = 0, done = 0, largest = 0;
+  for (const auto& t : tensors_) {
+    total += t.info.n_bytes;
+    largest = std::max(largest, padded(t.info.n_bytes, alignment_));
+  }
+  // One tensor and its padding at a time. The fill writes every byte of the tensor: only the
+  // padding is zeroed (zeroing all of it was a pass over every tensor, element by element in a
+  // sanitizer build).
+  const auto buf = std::make_unique_for_overwrite<std::byte[]>(largest);
   for (size_t i = 0; i < tensors_.size() && ok; ++i) {
     const auto& t = tensors_[i].info;
-    buf.assign(padded(t.n_bytes, alignment_), std::byte{0});
-    tensors_[i].fill(std::span(buf).first(t.n_bytes));
-    ok = check(write_all(fd, buf));
+    const std::span<std::byte> out(buf.get(), padded(t.n_bytes, alignment_));
+    std::memset(out.data() + t.n_bytes, 0, out.size() - t.n_bytes);
+    tensors_[i].fill(out.first(t.n_bytes));
+    ok = check(write_all(fd, out));
     if (progress) progress(done += t.n_bytes, total);
   }
   ok = ok && check(::fsync(fd) == 0);  // the data is on disk before the name points at it
