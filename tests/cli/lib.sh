@@ -45,6 +45,12 @@ await_endpoint() {
   fail "$what did not start: $(cat "$files.err")"
 }
 
+# await_exit PID WHY: waits up to 20 s for PID to exit (wait has no timeout), else fails
+# with WHY. Polls every 0.1 s: at tail's default, once a second, a wait lasted up to a second more.
+await_exit() {
+  timeout 20 tail -s 0.1 --pid="$1" -f /dev/null || fail "$2"
+}
+
 # stop_serve LOG: SIGTERM to $serve_pid, which must exit 0 (else LOG is shown).
 stop_serve() {
   kill -TERM "$serve_pid"

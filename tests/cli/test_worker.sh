@@ -172,11 +172,11 @@ start_serve stopped_serve --model "$dir/tiny.gguf" --config "$dir/stopped.toml"
 "$hearth" chat -e "$endpoint" -n 4 hi >/dev/null 2>&1 || fail "chat through the worker to be stopped failed"
 kill -TERM "$worker_pid"
 rc=0
-timeout 20 tail --pid="$worker_pid" -f /dev/null || fail "the worker does not exit on SIGTERM under a server"
+await_exit "$worker_pid" "the worker does not exit on SIGTERM under a server"
 wait "$worker_pid" || rc=$?
 [ "$rc" -eq 0 ] || fail "worker exited with $rc after SIGTERM under a server: $(cat "$dir/stopped.err")"
 rc=0
-timeout 20 tail --pid="$serve_pid" -f /dev/null || fail "serve does not exit after its worker stopped"
+await_exit "$serve_pid" "serve does not exit after its worker stopped"
 wait "$serve_pid" || rc=$?
 [ "$rc" -eq 1 ] && grep -q "worker $worker_endpoint was shut down" "$dir/stopped_serve.err" ||
   fail "serve exit $rc after its worker stopped: $(cat "$dir/stopped_serve.err")"
@@ -190,11 +190,11 @@ start_serve frozen_serve --model "$dir/tiny.gguf" --config "$dir/frozen.toml"
 start_long_chat frozen_chat
 kill -STOP "$worker_pid"
 rc=0
-timeout 20 tail --pid="$chat_pid" -f /dev/null || fail "chat hangs on a silent worker"
+await_exit "$chat_pid" "chat hangs on a silent worker"
 wait "$chat_pid" || rc=$?
 [ "$rc" -eq 3 ] && grep -q "internal: .*worker $worker_endpoint is unreachable" "$dir/frozen_chat.err" ||
   fail "chat on a silent worker: exit $rc: $(cat "$dir/frozen_chat.err")"
-timeout 20 tail --pid="$serve_pid" -f /dev/null || fail "serve does not exit after its worker went silent"
+await_exit "$serve_pid" "serve does not exit after its worker went silent"
 rc=0
 wait "$serve_pid" || rc=$?
 [ "$rc" -eq 1 ] || fail "serve exit $rc after its worker went silent, expected 1: $(cat "$dir/frozen_serve.err")"
@@ -217,12 +217,12 @@ start_serve doomed_serve --model "$dir/tiny.gguf" --config "$dir/doomed.toml"
 start_long_chat long
 { kill -9 "$worker_pid" && wait "$worker_pid"; } 2>/dev/null || true  # reaped: no "Killed" line from bash
 rc=0
-timeout 20 tail --pid="$chat_pid" -f /dev/null || fail "chat hangs after the worker died"
+await_exit "$chat_pid" "chat hangs after the worker died"
 wait "$chat_pid" || rc=$?
 [ "$rc" -eq 3 ] || fail "chat exit $rc after the worker died, expected 3: $(cat "$dir/long.err")"
 grep -q "internal: .*worker $worker_endpoint is unreachable" "$dir/long.err" || fail "chat's error: $(cat "$dir/long.err")"
 rc=0
-timeout 20 tail --pid="$serve_pid" -f /dev/null || fail "serve does not exit after its worker died"
+await_exit "$serve_pid" "serve does not exit after its worker died"
 wait "$serve_pid" || rc=$?
 [ "$rc" -eq 1 ] || fail "serve exit $rc after its worker died, expected 1: $(cat "$dir/doomed_serve.err")"
 echo "test_worker: ok"
