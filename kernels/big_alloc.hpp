@@ -16,13 +16,15 @@ template <class T>
 using big_array = std::unique_ptr<T[], big_free>;
 using big_buffer = big_array<std::byte>;
 
-//! `bytes` of zeroed memory, 64-byte aligned, or the raw allocation behind it: nullptr when out
-//! of memory. From 2 MiB up it is a mapping of its own, 2 MiB aligned, advised for transparent
-//! huge pages (Debian's default THP mode is madvise; decode streams the weights and walks KV
-//! tiles 2 KiB at a time, and with 4 KiB pages every page or tile is a TLB miss,
-//! docs/performance.md) and zeroed by the kernel page by page as it is first touched.
+//! What alloc_zeroed_big holds, which only big_free{bytes} frees: `bytes` of zeroed memory,
+//! 64-byte aligned; nullptr when out of memory. From 2 MiB up it is a mapping of its own, 2 MiB
+//! aligned, advised for transparent huge pages (Debian's default THP mode is madvise; decode
+//! streams the weights and walks KV tiles 2 KiB at a time, and with 4 KiB pages every page or
+//! tile is a TLB miss, docs/performance.md) and zeroed by the kernel page by page as it is first
+//! touched.
 std::byte* alloc_zeroed_bytes(size_t bytes);
 
+//! `bytes` of zeroed memory as T[] (empty when out of memory), freed as it was allocated.
 template <class T = std::byte>
 big_array<T> alloc_zeroed_big(size_t bytes) {
   return big_array<T>(reinterpret_cast<T*>(alloc_zeroed_bytes(bytes)), big_free{bytes});
