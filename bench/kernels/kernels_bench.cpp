@@ -401,7 +401,7 @@ void print_kernels_bench(const kernels_bench_report& r, std::FILE* out) {
       "peak RSS %.1f MiB = %.2f x (weights %.1f MiB + KV pool %.1f MiB) = %.2f x (file %.1f MiB + KV pool)\n",
       r.peak_rss_bytes / (1 << 20), r.rss_ratio, r.weight_bytes / (1 << 20), r.kv_pool_bytes / (1 << 20),
       r.rss_vs_file, r.file_bytes / (1 << 20));
-  std::fprintf(out, "load %.2f s (open, map, check, plan the matmuls, zero the %.0f MiB KV pool, warm up)\n",
+  std::fprintf(out, "load %.2f s (open, map, check, plan the matmuls, map the %.0f MiB KV pool, warm up)\n",
                r.load_seconds, r.kv_pool_bytes / (1 << 20));
 }
 
