@@ -6,7 +6,11 @@
 //      one fails (or `min_rate` fails too: capacity 0; or the run budget ends: a lower bound);
 //   2. bisect (geometrically) between the highest pass and the lowest fail until they are
 //      within `resolution` of each other (hi / lo <= 1 + resolution) or the budget ends.
-// The capacity is the highest rate that passed. Every trial is kept, for the frontier plot.
+// Every trial is kept, for the frontier plot, and all of them make the estimate: their
+// attainment made non-increasing in rate (adjacent violators pooled into their mean), the
+// capacity is where that curve crosses `target`, linearly between the two points beside the
+// crossing. Not the highest passing rate: that moved by a whole bracket with one noisy trial
+// near the target, and sat up to a bracket's width below the crossing of a smooth curve.
 
 #include <functional>
 #include <vector>
@@ -27,13 +31,17 @@ struct trial_point {
 };
 
 struct capacity_result {
-  double capacity = 0;              //!< highest passing rate (0: none passed)
-  bool bracketed = false;           //!< a failing rate above it was seen (else capacity is a lower bound)
+  double capacity = 0;  //!< where attainment crosses the target (0: the lowest rate fails)
+  bool bracketed =
+      false;  //!< a failing rate above it was seen (else capacity is a lower bound: the highest rate)
   std::vector<trial_point> trials;  //!< in the order run
 };
 
 //! `attainment_at(rate)` runs one trial. A trial's attainment is its own: a noisy, non-monotone
 //! point does not stop the search, which trusts the bracket it has.
+//! r.capacity and r.bracketed from r.trials, as above.
+void estimate_capacity(capacity_result& r, double target);
+
 capacity_result find_capacity(const std::function<double(double rate)>& attainment_at,
                               const search_options& opt);
 
