@@ -92,7 +92,8 @@ int run_bench_sweep(bench_sweep_args& a) {
                 r.capacity.bracketed ? " " : "+", r.ratio_to_baseline, i == sweep->best ? "  best" : "");
   }
   std::printf(
-      "(capacity: the highest total arrival rate with >= %.0f %% of requests within SLO; + a lower bound)\n",
+      "(capacity: the total arrival rate where the share of requests within SLO crosses %.0f %%, "
+      "interpolated between trials; + a lower bound)\n",
       100 * a.search.target);
   nlohmann::json config = household_config_json(a.h, *w);
   config["command"] = "sweep";
