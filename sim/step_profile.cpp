@@ -180,6 +180,25 @@ std::optional<std::array<double, n_coefficients>> fit_scales(
   return out;
 }
 
+double median_of(std::vector<double>& v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// The served steps' spread around q, a relative standard deviation robust to the few that a page
+// fault or a timer stretched: 1.4826 times the median absolute deviation of log(measured /
+// predicted), which is the standard deviation where the logs are normal.
+double served_spread(const step_profile& q, const std::vector<profile_point>& serving) {
+  std::vector<double> e;
+  for (const auto& pt : serving)
+    if (const double predicted = q.predict_ms(pt); pt.ms > 0 && predicted > 0)
+      e.push_back(std::log(pt.ms / predicted));
+  if (e.empty()) return 0;
+  const double center = median_of(e);
+  for (double& x : e) x = std::abs(x - center);
+  return 1.4826 * median_of(e);
+}
+
 }  // namespace
 
 result<step_profile> calibrated(const step_profile& p, const std::vector<profile_point>& serving) {
@@ -215,6 +234,7 @@ result<step_profile> calibrated(const step_profile& p, const std::vector<profile
   q.per_decode_kpair_ms *= 1 + d[3];
   q.per_prefill_kpair_ms *= 1 + d[4];
   q.after_idle_ms = p.after_idle_ms + std::max(0.0, d[5]);
+  q.noise = std::max(p.noise, served_spread(q, serving));
   return q;
 }
 

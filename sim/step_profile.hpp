@@ -56,9 +56,10 @@ struct step_profile {
   //! (with_request_path); 0 in a profile measured without serving.
   double path_ms = 0, path_per_token_ms = 0;
   double path_for(uint32_t prompt_tokens) const { return path_ms + path_per_token_ms * prompt_tokens; }
-  //! How much the same step's time varies run to run (relative standard deviation): the
-  //! simulator draws each step's time around the prediction with it, as the engine's online
-  //! step-time fit, and the stream guard that plans by its error, see on a real machine.
+  //! How much a step's time varies around the prediction (relative standard deviation): the
+  //! simulator draws each step's time with it, as the engine's online step-time fit, and the
+  //! stream guard that plans by its error, see on a real machine. The profiler measures one
+  //! shape's runs alone; calibrated() widens it to the served steps' spread.
   double noise = 0;
 
   double rms_error = 0;                    //!< of the fit over `points`, relative to the times
@@ -83,8 +84,10 @@ struct step_profile {
 //! added constant, each group of terms (the tokens', the sequences', decode and prompt
 //! attention) a scale of its own (within 0.25 and 4), held towards 1 as if five steps had said
 //! so (ridge), so that what the steps cannot tell apart keeps the profile's split, and the steps
-//! after idle time their after_idle_ms (held towards 0 so, and never below it).
-//! errc::invalid_argument with fewer than 20 steps.
+//! after idle time their after_idle_ms (held towards 0 so, and never below it). Its noise is the
+//! served steps' spread around the refitted model (never below the profile's): a step served
+//! varies more than the same shape run alone, and the simulated stream guard should plan by the
+//! spread a server sees. errc::invalid_argument with fewer than 20 steps.
 result<step_profile> calibrated(const step_profile& p, const std::vector<profile_point>& serving);
 
 //! A served request: its prompt's tokens and how much longer its client's TTFT was than the

@@ -1,10 +1,14 @@
 // The simulator (sim/): the step-time model's fit, its file, and runs on the virtual clock
 // whose times can be worked out by hand.
+#include <cmath>
+#include <random>
+
 #include <catch2/catch.hpp>
 
 #include "engine_fixture.hpp"
 #include "sim/simulator.hpp"
 #include "sim/step_profile.hpp"
+#include "test_seed.hpp"
 
 namespace hearth::sim {
 namespace {
@@ -107,6 +111,7 @@ TEST_CASE("a profile calibrated on served steps predicts them, each group of ter
   alone.per_decode_kpair_ms = 0.4;
   alone.per_prefill_kpair_ms = 0.2;
   alone.overhead_ms = 0.3;
+  alone.noise = 0.05;  // one shape's runs alone
   // Serving: 2 ms more per step, the tokens' work 20 % slower, the sequences' 40 % faster.
   step_profile serving = alone;
   serving.overhead_ms += 2;
@@ -136,7 +141,25 @@ TEST_CASE("a profile calibrated on served steps predicts them, each group of ter
   }
   CHECK(c->overhead_ms == Approx(serving.overhead_ms).margin(0.3));
   CHECK(c->base_ms == alone.base_ms);
+  CHECK(c->noise == alone.noise);  // steps that spread less than that keep it
 
+  SECTION("the served steps' spread around the refitted model becomes its noise") {
+    const uint64_t seed = test::test_seed();
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> normal;
+    std::vector<profile_point> noisy;
+    for (int copy = 0; copy < 3; ++copy)  // ~860 steps: the estimate's own spread ~4 %
+      for (profile_point p : steps) {
+        p.ms = serving.predict_ms(p) * std::exp(0.1 * normal(rng));
+        noisy.push_back(p);
+      }
+    // A few stretched by a page fault or a timer do not set it.
+    for (size_t i = 0; i < noisy.size(); i += 50) noisy[i].ms *= 5;
+    auto d = calibrated(alone, noisy);
+    REQUIRE(d.ok());
+    CHECK(d->noise == Approx(0.1).epsilon(0.2));
+  }
   SECTION("a group the steps never exercise keeps its profiled value") {
     auto d = calibrated(alone, decodes);
     REQUIRE(d.ok());
