@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "core/step_runner.hpp"
@@ -80,7 +81,30 @@ double relative_spread(const std::vector<double>& ms) {
   return std::sqrt(sq / static_cast<double>(ms.size() - 1)) / mean;
 }
 
+double median(std::vector<double> ms) {
+  std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
+  return ms[ms.size() / 2];
+}
+
 }  // namespace
+
+status<> fit_remeasuring(step_profile& p, std::vector<profile_point> points,
+                         const std::function<double(size_t)>& measure, unsigned retries) {
+  constexpr double slow = 1.25;
+  for (unsigned round = 0;; ++round) {
+    if (auto st = fit(p, points); !st) return st;
+    if (round == retries) return {};
+    step_profile backend = p;
+    backend.overhead_ms = 0;  // the points are backend times
+    bool remeasured = false;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (points[i].ms <= slow * backend.predict_ms(points[i])) continue;
+      points[i].ms = std::min(points[i].ms, measure(i));
+      remeasured = true;
+    }
+    if (!remeasured) return {};
+  }
+}
 
 uint64_t profile_positions() {
   return max_positions;
@@ -100,24 +124,32 @@ result<step_profile> measure_profile(backend& be, token_id filler, const profile
   const auto shapes = grid(be.params().n_ctx_train);
   std::vector<profile_point> points;
   std::vector<double> spreads;  // each shape's relative standard deviation over its repeats
-  for (size_t i = 0; i < shapes.size(); ++i) {
+  // Its runs' times, the first (warm-up: first touches of its blocks, primitives for this m) left out.
+  const auto run_shape = [&](size_t i, std::vector<double>& ms) -> status<> {
     const step s = make_step(shapes[i], filler, block);
-    std::vector<double> ms;
-    (void)runner.run(s);  // warm: first touches of its blocks, primitives for this m
+    (void)runner.run(s);
     for (unsigned r = 0; r < std::max(1u, opt.repeats); ++r) {
       const step_result res = runner.run(s);
       if (!res.error.empty()) return error{errc::invalid_argument, "step profile: " + res.error};
       ms.push_back(res.compute_ms);
     }
+    return {};
+  };
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    std::vector<double> ms;
+    if (auto st = run_shape(i, ms); !st) return st.error();
     spreads.push_back(relative_spread(ms));
-    std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
-    profile_point pt = shape_of(s);
-    pt.ms = ms[ms.size() / 2];
+    profile_point pt = shape_of(make_step(shapes[i], filler, block));
+    pt.ms = median(ms);
     points.push_back(pt);
     if (opt.progress) opt.progress(i + 1, shapes.size());
   }
+  const auto again = [&](size_t i) {
+    std::vector<double> ms;
+    return run_shape(i, ms) ? median(ms) : std::numeric_limits<double>::infinity();
+  };
   step_profile p;
-  if (auto st = fit(p, std::move(points)); !st) return st.error();
+  if (auto st = fit_remeasuring(p, std::move(points), again); !st) return st.error();
   // The typical shape's spread: a few slow outliers (a page fault, a timer) do not set it.
   std::nth_element(spreads.begin(), spreads.begin() + static_cast<std::ptrdiff_t>(spreads.size() / 2),
                    spreads.end());

@@ -22,8 +22,17 @@ struct profile_options {
 //! The KV positions the grid needs at once: the backend's pool must hold them.
 uint64_t profile_positions();
 
-//! Measures and fits; the identity fields (cpu, model, compute, threads) and overhead_ms are
-//! the caller's to set. errc::invalid_argument for a pool too small or a context too short.
+//! Fits p to `points` (fit()), then measures again each point more than 25 % slower than the
+//! fit predicts, keeping the faster of its times, and fits again; up to `retries` rounds. A stall
+//! of the VM inflates a whole shape's median (Zen 5: a batch-1 step's 14.1 ms where its
+//! neighbours took 5), and one such point moved every decode's prediction by ~10 %. A stall only
+//! slows a step, so a point faster than the fit is left as measured. measure(i) times point i
+//! afresh (infinity if it cannot).
+status<> fit_remeasuring(step_profile& p, std::vector<profile_point> points,
+                         const std::function<double(size_t)>& measure, unsigned retries = 2);
+
+//! Measures and fits (fit_remeasuring); the identity fields (cpu, model, compute, threads) and overhead_ms
+//! are the caller's to set. errc::invalid_argument for a pool too small or a context too short.
 result<step_profile> measure_profile(backend& be, token_id filler, const profile_options& opt);
 
 }  // namespace hearth::sim

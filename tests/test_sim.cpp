@@ -1,11 +1,13 @@
 // The simulator (sim/): the step-time model's fit, its file, and runs on the virtual clock
 // whose times can be worked out by hand.
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include <catch2/catch.hpp>
 
 #include "engine_fixture.hpp"
+#include "sim/profiler.hpp"
 #include "sim/simulator.hpp"
 #include "sim/step_profile.hpp"
 #include "test_seed.hpp"
@@ -80,6 +82,63 @@ TEST_CASE("a step profile fitted to times its own model made gives that model ba
     std::vector<profile_point> decodes_only(points.begin(), points.begin() + 8);
     step_profile p;
     CHECK(fit(p, decodes_only).error().code == errc::invalid_argument);
+  }
+}
+
+TEST_CASE("a profile's point slowed by a stall is measured again, and the fit is the truth's", "[sim]") {
+  step_profile truth;
+  truth.base_ms = 5;
+  truth.per_token_ms = 0.2;
+  truth.bend_ms = {0.25, -0.1, 0.0};
+  truth.per_seq_ms = 0.1;
+  truth.per_decode_kpair_ms = 1.0;
+  truth.per_prefill_kpair_ms = 0.1;
+  std::vector<profile_point> points;
+  for (uint32_t seqs : {1u, 2u, 4u, 8u, 16u, 64u})
+    for (uint32_t ctx : {32u, 1024u}) points.push_back({seqs, seqs, seqs * (ctx + 1) / 1000.0, 0, 0});
+  for (uint32_t chunk : {8u, 32u, 128u, 512u})
+    for (uint32_t start : {0u, 1024u})
+      points.push_back({chunk, 1, 0, (chunk * double(start) + chunk * (chunk + 1) / 2.0) / 1000, 0});
+  for (auto& p : points) p.ms = truth.predict_ms(p);
+  const size_t stalled = 0;  // a decode of one sequence at 32, as seen: 14.1 ms for ~5
+  const double true_ms = points[stalled].ms;
+  points[stalled].ms *= 2.8;
+  std::vector<size_t> asked;
+
+  SECTION("measured again, its true time is kept") {
+    step_profile fitted;
+    REQUIRE(fit_remeasuring(fitted, points, [&](size_t i) {
+              asked.push_back(i);
+              return truth.predict_ms(points[i]);
+            }).ok());
+    CHECK(asked == std::vector<size_t>{stalled});
+    CHECK(fitted.points[stalled].ms == Approx(true_ms));
+    CHECK(fitted.base_ms == Approx(truth.base_ms).epsilon(1e-6));
+    CHECK(fitted.per_decode_kpair_ms == Approx(truth.per_decode_kpair_ms).epsilon(1e-6));
+    CHECK(fitted.rms_error < 1e-9);
+  }
+  SECTION("a point that stays slow is kept as measured after the retries") {
+    step_profile fitted;
+    REQUIRE(fit_remeasuring(
+                fitted, points,
+                [&](size_t i) {
+                  asked.push_back(i);
+                  return i == stalled ? std::numeric_limits<double>::infinity() : truth.predict_ms(points[i]);
+                },
+                2)
+                .ok());
+    CHECK(asked == std::vector<size_t>{stalled, stalled});
+    CHECK(fitted.points[stalled].ms == Approx(2.8 * true_ms));
+    CHECK(fitted.rms_error > 0.05);
+  }
+  SECTION("without the stall nothing is measured again") {
+    points[stalled].ms = true_ms;
+    step_profile fitted;
+    REQUIRE(fit_remeasuring(fitted, points, [&](size_t i) {
+              asked.push_back(i);
+              return 0.0;
+            }).ok());
+    CHECK(asked.empty());
   }
 }
 
