@@ -50,23 +50,36 @@ bench_request req(size_t index, double at_s, uint32_t prompt, uint32_t max_token
   return r;
 }
 
-}  // namespace
+// A step-time model with every term set, and shapes like the profiler's grid that tell them all
+// apart: decodes at contexts 32 and 1024, prompt chunks of 8-512 tokens at 0 and 1024, each
+// timed by `timed_by`.
+step_profile known_profile() {
+  step_profile p;
+  p.base_ms = 8;
+  p.per_token_ms = 0.75;
+  p.bend_ms = {0.2, -0.05, 0.01};
+  p.per_seq_ms = 1.5;
+  p.per_decode_kpair_ms = 1.2;
+  p.per_prefill_kpair_ms = 0.4;
+  return p;
+}
 
-TEST_CASE("a step profile fitted to times its own model made gives that model back", "[sim]") {
-  step_profile truth;
-  truth.base_ms = 8;
-  truth.per_token_ms = 0.75;
-  truth.bend_ms = {0.2, -0.05, 0.01};
-  truth.per_seq_ms = 1.5;
-  truth.per_decode_kpair_ms = 1.2;
-  truth.per_prefill_kpair_ms = 0.4;
+std::vector<profile_point> grid_points(const step_profile& timed_by) {
   std::vector<profile_point> points;
   for (uint32_t seqs : {1u, 4u, 16u, 64u})
     for (uint32_t ctx : {32u, 1024u}) points.push_back({seqs, seqs, seqs * (ctx + 1) / 1000.0, 0, 0});
   for (uint32_t chunk : {8u, 32u, 128u, 512u})
     for (uint32_t start : {0u, 1024u})
       points.push_back({chunk, 1, 0, (chunk * double(start) + chunk * (chunk + 1) / 2.0) / 1000, 0});
-  for (auto& p : points) p.ms = truth.predict_ms(p);
+  for (auto& p : points) p.ms = timed_by.predict_ms(p);
+  return points;
+}
+
+}  // namespace
+
+TEST_CASE("a step profile fitted to times its own model made gives that model back", "[sim]") {
+  const step_profile truth = known_profile();
+  const std::vector<profile_point> points = grid_points(truth);
   step_profile fitted;
   REQUIRE(fit(fitted, points).ok());
   CHECK(fitted.base_ms == Approx(truth.base_ms).epsilon(1e-6));
@@ -86,21 +99,9 @@ TEST_CASE("a step profile fitted to times its own model made gives that model ba
 }
 
 TEST_CASE("a profile's point slowed by a stall is measured again, and the fit is the truth's", "[sim]") {
-  step_profile truth;
-  truth.base_ms = 5;
-  truth.per_token_ms = 0.2;
-  truth.bend_ms = {0.25, -0.1, 0.0};
-  truth.per_seq_ms = 0.1;
-  truth.per_decode_kpair_ms = 1.0;
-  truth.per_prefill_kpair_ms = 0.1;
-  std::vector<profile_point> points;
-  for (uint32_t seqs : {1u, 2u, 4u, 8u, 16u, 64u})
-    for (uint32_t ctx : {32u, 1024u}) points.push_back({seqs, seqs, seqs * (ctx + 1) / 1000.0, 0, 0});
-  for (uint32_t chunk : {8u, 32u, 128u, 512u})
-    for (uint32_t start : {0u, 1024u})
-      points.push_back({chunk, 1, 0, (chunk * double(start) + chunk * (chunk + 1) / 2.0) / 1000, 0});
-  for (auto& p : points) p.ms = truth.predict_ms(p);
-  const size_t stalled = 0;  // a decode of one sequence at 32, as seen: 14.1 ms for ~5
+  const step_profile truth = known_profile();
+  std::vector<profile_point> points = grid_points(truth);
+  const size_t stalled = 0;  // a decode of one sequence at 32: seen at 14.1 ms for ~5
   const double true_ms = points[stalled].ms;
   points[stalled].ms *= 2.8;
   std::vector<size_t> asked;
