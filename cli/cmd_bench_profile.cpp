@@ -162,12 +162,21 @@ int run_bench_profile(const bench_profile_args& a) {
   if (!be) return fail(be.error().message);
   const auto ids = m->tok->encode(" the", {.add_bos = false, .parse_special = false});
   progress_line measuring("profiling " + a.model);
-  auto p = sim::measure_profile(**be, ids.empty() ? 0 : ids.back(),
-                                {.repeats = a.quick ? 2u : 5u, .progress = [&](size_t done, size_t total) {
-                                   measuring.update(done, total);
-                                 }});
+  std::string again;  // the shapes a stall slowed, measured again
+  auto p = sim::measure_profile(
+      **be, ids.empty() ? 0 : ids.back(),
+      {.repeats = a.quick ? 2u : 5u,
+       .progress = [&](size_t done, size_t total) { measuring.update(done, total); },
+       .measured_again =
+           [&](const sim::profile_point& s, double first_ms, double again_ms) {
+             char line[160];
+             std::snprintf(line, sizeof line, "  %u tokens in %u sequence%s: %.2f ms, then %.2f ms\n",
+                           s.tokens, s.seqs, s.seqs == 1 ? "" : "s", first_ms, again_ms);
+             again += line;
+           }});
   measuring.finish();
   if (!p) return fail(p.error().message);
+  if (!again.empty()) std::printf("measured again, more than 25 %% slower than the fit:\n%s", again.c_str());
   be->reset();  // the engine bench loads its own
   auto overhead = run_engine_bench({.model_path = a.model,
                                     .compute = ct,

@@ -144,9 +144,12 @@ result<step_profile> measure_profile(backend& be, token_id filler, const profile
     points.push_back(pt);
     if (opt.progress) opt.progress(i + 1, shapes.size());
   }
+  const std::vector<profile_point> first = points;
   const auto again = [&](size_t i) {
     std::vector<double> ms;
-    return run_shape(i, ms) ? median(ms) : std::numeric_limits<double>::infinity();
+    const double t = run_shape(i, ms) ? median(ms) : std::numeric_limits<double>::infinity();
+    if (opt.measured_again) opt.measured_again(first[i], first[i].ms, t);
+    return t;
   };
   step_profile p;
   if (auto st = fit_remeasuring(p, std::move(points), again); !st) return st.error();

@@ -17,6 +17,8 @@ struct profile_options {
   unsigned repeats = 5;  //!< runs per shape; the median is kept, their spread is the noise
   //! Told each shape measured and their number.
   std::function<void(size_t done, size_t total)> progress = {};
+  //! Told each shape measured again (fit_remeasuring): its point, its first time and the new one.
+  std::function<void(const profile_point& shape, double first_ms, double again_ms)> measured_again = {};
 };
 
 //! The KV positions the grid needs at once: the backend's pool must hold them.
