@@ -50,18 +50,24 @@ bench_request req(size_t index, double at_s, uint32_t prompt, uint32_t max_token
   return r;
 }
 
+// A profile of these terms (bends at the default knots).
+step_profile terms(double base, double per_token, std::vector<double> bends, double per_seq,
+                   double decode_kpair, double prefill_kpair) {
+  step_profile p;
+  p.base_ms = base;
+  p.per_token_ms = per_token;
+  p.bend_ms = std::move(bends);
+  p.per_seq_ms = per_seq;
+  p.per_decode_kpair_ms = decode_kpair;
+  p.per_prefill_kpair_ms = prefill_kpair;
+  return p;
+}
+
 // A step-time model with every term set, and shapes like the profiler's grid that tell them all
 // apart: decodes at contexts 32 and 1024, prompt chunks of 8-512 tokens at 0 and 1024, each
 // timed by `timed_by`.
 step_profile known_profile() {
-  step_profile p;
-  p.base_ms = 8;
-  p.per_token_ms = 0.75;
-  p.bend_ms = {0.2, -0.05, 0.01};
-  p.per_seq_ms = 1.5;
-  p.per_decode_kpair_ms = 1.2;
-  p.per_prefill_kpair_ms = 0.4;
-  return p;
+  return terms(8, 0.75, {0.2, -0.05, 0.01}, 1.5, 1.2, 0.4);
 }
 
 std::vector<profile_point> grid_points(const step_profile& timed_by) {
@@ -163,13 +169,7 @@ TEST_CASE("a what-if profile divides bandwidth terms by one factor and compute t
 
 TEST_CASE("a profile calibrated on served steps predicts them, each group of terms scaled on its own",
           "[sim]") {
-  step_profile alone;
-  alone.base_ms = 8;
-  alone.per_token_ms = 0.5;
-  alone.bend_ms = {0.1, -0.05, 0.01};
-  alone.per_seq_ms = 1.0;
-  alone.per_decode_kpair_ms = 0.4;
-  alone.per_prefill_kpair_ms = 0.2;
+  step_profile alone = terms(8, 0.5, {0.1, -0.05, 0.01}, 1.0, 0.4, 0.2);
   alone.overhead_ms = 0.3;
   alone.noise = 0.05;  // one shape's runs alone
   // Serving: 2 ms more per step, the tokens' work 20 % slower, the sequences' 40 % faster.
