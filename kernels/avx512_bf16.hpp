@@ -29,6 +29,13 @@ HEARTH_BF16_TARGET inline __m512i as_int(__m512bh v) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+//! 64 bytes read as two 32-byte halves joined (why: dpbf16_matmul.cpp's load_weights).
+HEARTH_BF16_TARGET inline __m512i load_joined(const void* at) {
+  const auto* half = static_cast<const __m256i*>(at);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(half)), _mm256_loadu_si256(half + 1),
+                            1);
+}
+
 //! 16 rows of 16 dwords (a row's 16 k pairs) -> 16 of one k pair each (its 16 rows, in order):
 //! pairs within 128-bit lanes, then quads, then the lanes across the four 4-row groups.
 HEARTH_BF16_TARGET inline void transpose_16x16(__m512i (&r)[16]) {

@@ -34,6 +34,17 @@ struct pass_out {
   uint32_t cols;
 };
 
+//! 32 bf16 weights. A single row's pass reads them as two 32-byte halves joined: the pass streams
+//! its weights from memory with one vdpbf16ps each, and so `small`'s matmuls at m = 1 took 0.90-0.92
+//! x the time of 64-byte loads with regions of 8 k blocks, ~0.95 x with regions of 2 (AMD EPYC Zen
+//! 5, alternating in one process); no faster at m = 2-8, and 1.08 x at m = 16, where the shuffle
+//! that joins them counts.
+template <bool joined>
+HEARTH_BF16_TARGET inline __m512bh load_weights(const uint16_t* w) {
+  if constexpr (joined) return as_bf16(load_joined(w));
+  return as_bf16(_mm512_loadu_si512(reinterpret_cast<const void*>(w)));
+}
+
 //! k blocks [kb0, kb1) of columns [64 nb, 64 nb + 64) for M rows, added to the sums of the k
 //! blocks before (none at kb0 = 0), kept in acc_io (M x 64 f32) between regions, or with `out`
 //! stored there: four accumulators of 16 columns per row, each vdpbf16ps taking one k pair of 16
@@ -54,8 +65,7 @@ HEARTH_BF16_TARGET void column_pass(const uint16_t* w, uint32_t kb0, uint32_t kb
 #pragma GCC unroll 8
     for (uint32_t p = 0; p < block_k / 2; ++p) {
       __m512bh wv[4];
-      for (uint32_t c = 0; c < 4; ++c)
-        wv[c] = as_bf16(_mm512_loadu_si512(reinterpret_cast<const void*>(w + p * 2 * block_cols + 32 * c)));
+      for (uint32_t c = 0; c < 4; ++c) wv[c] = load_weights<M == 1>(w + p * 2 * block_cols + 32 * c);
       for (uint32_t r = 0; r < M; ++r) {
         uint32_t pair;
         std::memcpy(&pair, x + size_t{r} * k_pad + b * block_k + 2 * p, sizeof pair);
@@ -86,10 +96,15 @@ constexpr pass_fn passes[pass_rows] = {column_pass<1>, column_pass<2>, column_pa
 //! The k blocks of a region when a thread reads ahead through its blocks: the passes after the
 //! first read a region from L1 while they ask for the next, a steady stream (1b bf16's shapes at
 //! m = 16, cold, AMD EPYC Zen 5: 0.53-0.67 x the time of whole-K passes asking for the next block
-//! into L2; at m = 32, 16 k blocks did better than 8: 0.85 x against 0.90 x). A prefill chunk's
-//! passes, from cache, ran 4-8 % faster over whole K than by regions.
+//! into L2; at m = 32, 16 k blocks did better than 8: 0.85 x against 0.90 x). A few rows run
+//! through a region so fast that a short one is what keeps the lines asked for arriving in time:
+//! `small`'s matmuls (Zen 5, alternating in one process) at 2 blocks instead of 8 took 0.74-0.80 x
+//! the time at m = 1, 0.88-0.90 x at m = 2-4, but 1.06 x at m = 6, where 4 blocks took 0.92 x, and
+//! 1.37 x at m = 7-16, where the second pass rereads the region from L1; the decode step at batch
+//! 1 took 0.81-0.83 x (`small`, `1b`), at 2 0.91 x, at 6 0.96 x, at 16 the same. A prefill
+//! chunk's passes, from cache, ran 4-8 % faster over whole K than by regions.
 uint32_t region_blocks(uint32_t m) {
-  return m <= 3 * pass_rows ? 8 : 16;
+  return m <= 4 ? 2 : m <= pass_rows ? 4 : m <= 3 * pass_rows ? 8 : 16;
 }
 
 //! Rows [0, m) of one column block, up to 6 at a pass; with `end` (m <= 48), K a region at a time,

@@ -63,9 +63,10 @@ struct shape_plan {
 //! hearth-w8, not oneDNN's bf16, the incumbent without bf16 hardware; v5: quant-dot-zmm, and the
 //! eight-row dots' scales loaded, not gathered; v6: hearth-dpbf16 reading ahead a region of K at a
 //! time up to 48 rows, and decode buckets timed on 2 Mi-weight slices; v7: the sixteen-row groups
-//! decoded in zmms and asking for the next group a quarter at a time).
+//! decoded in zmms and asking for the next group a quarter at a time; v8: hearth-dpbf16's shorter
+//! regions up to 6 rows, and a single row's weights read in 32-byte halves).
 inline constexpr std::string_view kernel_cache_header =
-    "# hearth kernel plans v7: cpu threads compute choice n_in n_out paths";
+    "# hearth kernel plans v8: cpu threads compute choice n_in n_out paths";
 
 //! The cache file's lines, one decision each: cpu, threads, compute (with "+q4_K" for weights
 //! kept quantized), choice, n_in, n_out, the plan's paths and the measured rates, tab-separated. Malformed
