@@ -305,9 +305,9 @@ TEST_CASE("bf16 tiles and blocks match dense attention over bf16 queries, on any
   const test::kernel_threads_scope restore_threads;
   // Heads of 32, 64, 96, 128 and 256 (gemma's; MHA and GQA up to 8 query heads per kv head),
   // blocks of 1 to 256 keys (of an odd size, whose last key a decode fold pairs with zero, and of
-  // more than the 128 it folds at once); MHA decode rows fold up to 4 kv heads together (6: 4 and
-  // 2, or 3 and 3 to an item); and a head of 48, which bf16 does not take (f32 folds, at their
-  // bound).
+  // more than the 128 it folds at once); MHA decode rows fold up to 2 kv heads together (6: three
+  // pairs, or 3 and 3 to an item, each a pair and one); and a head of 48, which bf16 does not take (f32
+  // folds, at their bound).
   const auto shape = GENERATE(attn_shape{4, 4, 64, 16}, attn_shape{8, 2, 128, 16}, attn_shape{8, 1, 64, 32},
                               attn_shape{4, 2, 96, 4}, attn_shape{2, 2, 64, 1}, attn_shape{2, 1, 256, 128},
                               attn_shape{16, 2, 64, 5}, attn_shape{4, 1, 128, 256}, attn_shape{6, 6, 32, 160},
