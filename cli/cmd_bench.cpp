@@ -151,6 +151,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] { exit_code = run_bench_kernels(*a); });
   add_bench_engine_command(*bench, exit_code);
   add_bench_profile_command(*bench, exit_code);
+  add_bench_calibrate_command(*bench, exit_code);
   add_bench_serve_command(*bench, exit_code);
   add_bench_sweep_command(*bench, exit_code);
 }

@@ -1,5 +1,6 @@
 #include "cli/cmd_bench_household.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -95,6 +96,28 @@ result<household::run_result> run_household(const household_args& a, const engin
   if (o.started) o.started();
   return household::run_open_loop((*server)->target(), s.requests, s.cls,
                                   {.drain_s = w.drain_s, .progress = o.progress});
+}
+
+std::function<void(const step&, double)> served_recorder::hook() {
+  return [this](const step& s, double ms) {
+    const auto now = std::chrono::steady_clock::now();
+    const std::lock_guard lock(mutex_);
+    steps_.add(s, ms, now);
+  };
+}
+
+void served_recorder::add_requests(const household::run_result& run) {
+  const std::lock_guard lock(mutex_);
+  for (const auto& r : run.records) {
+    if (r.kind != event_kind::done || r.token_s.empty()) continue;
+    const double split = r.server.queue_ms + r.server.prefill_ms + r.server.first_step_ms;
+    requests_.push_back({r.prompt_tokens, r.ttft_ms() - split});
+  }
+}
+
+sim::served_log served_recorder::take() {
+  const std::lock_guard lock(mutex_);
+  return {std::move(steps_.steps()), std::move(requests_)};
 }
 
 result<household::workload> load_household_workload(const household_args& a) {

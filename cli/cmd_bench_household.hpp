@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@
 #include "model/model_file.hpp"
 #include "server/gateway.hpp"
 #include "server/http/gateway.hpp"
+#include "sim/served.hpp"
 #include "sim/step_profile.hpp"
 
 namespace hearth {
@@ -87,6 +89,22 @@ struct run_options {
   std::function<void()> started = {};
   //! The bench's own server only: each step it runs (engine_hooks::step_end).
   std::function<void(const step&, double round_trip_ms)> step_end = {};
+};
+
+//! What the bench's own server serves over one or more runs, to calibrate a profile on
+//! (sim/served.hpp): hook() as each run's run_options::step_end, add_requests() with each run's
+//! result, then take().
+class served_recorder {
+ public:
+  std::function<void(const step&, double round_trip_ms)> hook();
+  //! Its done requests' TTFT beyond the server's split of it (queue, prefill, first step).
+  void add_requests(const household::run_result& run);
+  sim::served_log take();
+
+ private:
+  std::mutex mutex_;  // the steps are heard on the scheduler's thread
+  sim::step_recorder steps_;
+  std::vector<sim::request_path> requests_;
 };
 
 //! What one run drives. Destroyed in order: the target (cancelling what is in flight), the

@@ -7,13 +7,13 @@
 // half its rate for twice as long, where most requests arrive at an idle server. The steps they run, each
 // shape with its round trip and the idle time before it, refit the overhead, scale each group of terms and
 // set what a step after idle time adds (sim::calibrated); their requests' TTFT beyond the server's
-// split of it is the request's way in and out (sim::with_request_path).
+// split of it is the request's way in and out (sim::with_request_path). hearth bench calibrate
+// does the same on what real runs served (bench serve --served-out), so that a profile follows
+// the minutes those runs came in.
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 #include <iterator>
-#include <mutex>
 
 #include "bench/household/schedule.hpp"
 #include "cli/cmd_bench_household.hpp"
@@ -68,26 +68,8 @@ std::string agreement(const sim::step_profile& p, const std::vector<sim::profile
   return out;
 }
 
-// What a run of the household mix serves: its steps, each with the idle time before it (the
-// bench's engine runs one lane: each step follows the last one's end), and its requests' TTFT
-// beyond the server's split of it.
-struct served_run {
-  std::vector<sim::profile_point> steps;
-  std::vector<sim::request_path> paths;
-};
-
-std::vector<sim::request_path> request_paths(const household::run_result& run) {
-  std::vector<sim::request_path> out;
-  for (const auto& r : run.records) {
-    if (r.kind != event_kind::done || r.token_s.empty()) continue;
-    const double split = r.server.queue_ms + r.server.prefill_ms + r.server.first_step_ms;
-    out.push_back({r.prompt_tokens, r.ttft_ms() - split});
-  }
-  return out;
-}
-
-result<served_run> serve_mix(const bench_profile_args& a, const model_file& m, double rate,
-                             double duration_s) {
+result<sim::served_log> serve_mix(const bench_profile_args& a, const model_file& m, double rate,
+                                  double duration_s) {
   household_args h;
   h.model = a.model;
   h.compute = a.compute;
@@ -101,24 +83,32 @@ result<served_run> serve_mix(const bench_profile_args& a, const model_file& m, d
   household::schedule_builder builder(*w, real.tok(), real.n_ctx());
   auto s = builder.generate(rate, w->duration_s);
   if (!s) return s.error();
-  std::mutex mutex;  // the steps are heard on the scheduler's thread
-  std::vector<sim::profile_point> steps;
-  auto last_end = std::chrono::steady_clock::time_point::min();
-  auto measured = run_household(
-      h, household_engine(h), *w, real, *s, {.step_end = [&](const step& st, double ms) {
-        const auto now = std::chrono::steady_clock::now();
-        sim::profile_point pt = sim::shape_of(st);
-        pt.ms = ms;
-        const std::lock_guard lock(mutex);
-        pt.idle_ms =
-            last_end == std::chrono::steady_clock::time_point::min()
-                ? 1e9
-                : std::max(0.0, std::chrono::duration<double, std::milli>(now - last_end).count() - ms);
-        last_end = now;
-        steps.push_back(pt);
-      }});
+  served_recorder served;
+  auto measured = run_household(h, household_engine(h), *w, real, *s, {.step_end = served.hook()});
   if (!measured) return measured.error();
-  return served_run{std::move(steps), request_paths(*measured)};
+  served.add_requests(*measured);
+  return served.take();
+}
+
+// p calibrated on what was served (sim::calibrated, sim::with_request_path), said with how far p
+// and the calibrated profile are from the steps.
+result<sim::step_profile> calibrate_on(const sim::step_profile& p, const sim::served_log& served) {
+  auto c = sim::calibrated(p, served.steps);
+  if (!c) return c.error();
+  *c = sim::with_request_path(std::move(*c), served.requests);
+  auto times = [](double now, double was) { return was != 0 ? now / was : 1.0; };
+  std::printf(
+      "hearth bench profile: calibrated on %zu steps: %+.2f ms a step, %+.2f ms after idle time; the "
+      "tokens' terms %.2f x, the sequences' %.2f x, decode attention %.2f x, prompt attention %.2f x; "
+      "a request's way in and out %.2f ms + %.4f ms a prompt token (%zu requests)\n"
+      "  measured / predicted, median: profiled alone: %s\n"
+      "                                calibrated:     %s\n",
+      served.steps.size(), c->overhead_ms + c->base_ms - p.overhead_ms - p.base_ms, c->after_idle_ms,
+      times(c->per_token_ms, p.per_token_ms), times(c->per_seq_ms, p.per_seq_ms),
+      times(c->per_decode_kpair_ms, p.per_decode_kpair_ms),
+      times(c->per_prefill_kpair_ms, p.per_prefill_kpair_ms), c->path_ms, c->path_per_token_ms,
+      served.requests.size(), agreement(p, served.steps).c_str(), agreement(*c, served.steps).c_str());
+  return c;
 }
 
 // The profile calibrated on the steps of two real runs of the household mix.
@@ -131,26 +121,10 @@ result<sim::step_profile> calibrated(const bench_profile_args& a, const model_fi
   // loads ran so, and the simulator came out 10-17 % slow at 2.5 x the rate.
   auto slow = serve_mix(a, m, 0.5, 2 * a.calibrate_s);
   if (!slow) return slow.error();
-  std::vector<sim::profile_point>& steps = fast->steps;
-  std::ranges::copy_if(slow->steps, std::back_inserter(steps),
+  std::ranges::copy_if(slow->steps, std::back_inserter(fast->steps),
                        [&p](const sim::profile_point& s) { return s.idle_ms >= p.idle_gap_ms; });
-  auto c = sim::calibrated(p, steps);
-  if (!c) return c.error();
-  std::ranges::copy(slow->paths, std::back_inserter(fast->paths));
-  *c = sim::with_request_path(std::move(*c), fast->paths);
-  auto times = [](double now, double was) { return was != 0 ? now / was : 1.0; };
-  std::printf(
-      "hearth bench profile: calibrated on %zu steps: %+.2f ms a step, %+.2f ms after idle time; the "
-      "tokens' terms %.2f x, the sequences' %.2f x, decode attention %.2f x, prompt attention %.2f x; "
-      "a request's way in and out %.2f ms + %.4f ms a prompt token (%zu requests)\n"
-      "  measured / predicted, median: profiled alone: %s\n"
-      "                                calibrated:     %s\n",
-      steps.size(), c->overhead_ms + c->base_ms - p.overhead_ms - p.base_ms, c->after_idle_ms,
-      times(c->per_token_ms, p.per_token_ms), times(c->per_seq_ms, p.per_seq_ms),
-      times(c->per_decode_kpair_ms, p.per_decode_kpair_ms),
-      times(c->per_prefill_kpair_ms, p.per_prefill_kpair_ms), c->path_ms, c->path_per_token_ms,
-      fast->paths.size(), agreement(p, steps).c_str(), agreement(*c, steps).c_str());
-  return c;
+  std::ranges::copy(slow->requests, std::back_inserter(fast->requests));
+  return calibrate_on(p, *fast);
 }
 
 int run_bench_profile(const bench_profile_args& a) {
@@ -205,7 +179,41 @@ int run_bench_profile(const bench_profile_args& a) {
   return 0;
 }
 
+struct bench_calibrate_args {
+  std::string profile;
+  std::vector<std::string> served;
+  std::string out;
+};
+
+int run_bench_calibrate(const bench_calibrate_args& a) {
+  auto p = sim::load_profile(a.profile);
+  if (!p) return fail(p.error().message);
+  sim::served_log all;
+  for (const std::string& path : a.served) {
+    auto log = sim::load_served(path);
+    if (!log) return fail(log.error().message);
+    std::ranges::copy(log->steps, std::back_inserter(all.steps));
+    std::ranges::copy(log->requests, std::back_inserter(all.requests));
+  }
+  auto c = calibrate_on(*p, all);
+  if (!c) return fail(a.profile + ": " + c.error().message);
+  if (auto st = write_text_file(a.out, sim::to_json(*c)); !st) return fail(st.error().message);
+  return 0;
+}
+
 }  // namespace
+
+void add_bench_calibrate_command(CLI::App& bench, int& exit_code) {
+  auto* cmd = bench.add_subcommand(
+      "calibrate", "Calibrate a step profile on what a real server served (bench serve --served-out)");
+  auto a = std::make_shared<bench_calibrate_args>();
+  cmd->add_option("--profile", a->profile, "The profile to start from (bench profile --calibrate 0)")
+      ->required();
+  cmd->add_option("--served", a->served, "What bench serve --served-out wrote; repeat for several runs")
+      ->required();
+  cmd->add_option("-o,--out", a->out, "The calibrated profile's JSON file")->required();
+  cmd->callback([a, &exit_code] { exit_code = run_bench_calibrate(*a); });
+}
 
 void add_bench_profile_command(CLI::App& bench, int& exit_code) {
   auto* cmd = bench.add_subcommand("profile", "Measure the step-time model the simulator runs on");

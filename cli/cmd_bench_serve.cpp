@@ -25,11 +25,14 @@ struct bench_serve_args {
   household_args h;
   std::string trace;
   std::string json_path;
+  std::string served_out;
   double rate_scale = 1;
 };
 
 int run_bench_serve(const bench_serve_args& a) {
   if (auto st = check_server_options(a.h); !st) return fail(st.error().message);
+  if (!a.served_out.empty() && (!a.h.server.empty() || !a.h.sim.empty()))
+    return fail("--served-out records the bench's own server: not with --server or --sim");
   auto w = load_household_workload(a.h);
   if (!w) return fail(w.error().message);
   std::vector<household::trace_entry> trace;
@@ -59,6 +62,7 @@ int run_bench_serve(const bench_serve_args& a) {
   }
   const bool bar = !a.h.no_progress && isatty(fileno(stderr));
   std::vector<household::run_result> runs;
+  served_recorder served;
   for (const std::vector<uint8_t>& pass : lanes) {
     const auto t0 = std::chrono::steady_clock::now();
     // The header once the first run has begun: an error before it is the one line printed.
@@ -73,14 +77,22 @@ int run_bench_serve(const bench_serve_args& a) {
                                      : "");
     };
     auto run = run_household(a.h, cfg, *w, m, *s,
-                             {.lanes = pass, .progress = bar ? stderr : nullptr, .started = header});
+                             {.lanes = pass,
+                              .progress = bar ? stderr : nullptr,
+                              .started = header,
+                              .step_end = a.served_out.empty() ? nullptr : served.hook()});
     if (!run) return fail(run.error().message);
+    served.add_requests(*run);
     runs.push_back(std::move(*run));
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (m.profile)
       std::fprintf(stderr, "hearth bench serve: simulated %zu requests in %.3f s (%.0f requests/s)\n",
                    s->requests.size(), wall_s,
                    static_cast<double>(s->requests.size()) / std::max(wall_s, 1e-9));
+  }
+  if (!a.served_out.empty()) {
+    if (auto st = write_text_file(a.served_out, sim::to_json(served.take())); !st)
+      return fail(st.error().message);
   }
   const auto report = household::make_report(*w, *s, runs[0]);
   household::print_report(report, stdout);
@@ -117,6 +129,8 @@ void add_bench_serve_command(CLI::App& bench, int& exit_code) {
   cmd->add_option("--rate-scale", a->rate_scale, "Multiply every class's arrival rate")
       ->capture_default_str();
   cmd->add_option("--json", a->json_path, "Write every figure and the exact configuration to this file");
+  cmd->add_option("--served-out", a->served_out,
+                  "Write the steps the server ran and its requests' way in and out, for bench calibrate");
   cmd->add_option("--max-seqs", e.max_seqs, "Sequences per step")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.max_batched_tokens, "Tokens per step")->capture_default_str();
   cmd->add_option("--long-prefill-threshold", e.long_prefill_threshold, "Prefill chunk per request (0: none)")

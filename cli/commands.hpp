@@ -12,6 +12,7 @@ void add_generate_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_bench_engine_command(CLI::App& bench, int& exit_code);
 void add_bench_profile_command(CLI::App& bench, int& exit_code);
+void add_bench_calibrate_command(CLI::App& bench, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
 void add_worker_command(CLI::App& app, int& exit_code);
 void add_keygen_command(CLI::App& app, int& exit_code);

@@ -8,6 +8,7 @@
 
 #include "engine_fixture.hpp"
 #include "sim/profiler.hpp"
+#include "sim/served.hpp"
 #include "sim/simulator.hpp"
 #include "sim/step_profile.hpp"
 #include "test_seed.hpp"
@@ -310,6 +311,52 @@ TEST_CASE("a step profile's file reads back as written, and a bad one is named",
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("p.json") != std::string::npos);
   CHECK(profile_from_json("[1, 2]", "q.json").error().message == "q.json: not a JSON object");
+}
+
+TEST_CASE("what a server served reads back as written, each step with the idle time before it", "[sim]") {
+  using clock = std::chrono::steady_clock;
+  step_recorder rec;
+  const clock::time_point t0{};
+  // Steps of 4, 2 and 3 ms ending at 4, 6 (back to back) and 20 ms (11 ms idle before it).
+  const auto one_seq = [](uint32_t start_pos, uint32_t tokens) {
+    step_seq q;
+    q.tokens.assign(tokens, 1);
+    q.start_pos = start_pos;
+    step s;
+    s.seqs.push_back(q);
+    return s;
+  };
+  const step prompt = one_seq(0, 8), decode = one_seq(8, 1);
+  rec.add(prompt, 4, t0 + std::chrono::milliseconds(4));
+  rec.add(decode, 2, t0 + std::chrono::milliseconds(6));
+  rec.add(decode, 3, t0 + std::chrono::milliseconds(20));
+  const served_log log{rec.steps(), {{40, 2.5}, {7, 1.5}}};
+  REQUIRE(log.steps.size() == 3);
+  CHECK(log.steps[0].idle_ms == 1e9);  // the first: after an idle server
+  CHECK(log.steps[1].idle_ms == Approx(0).margin(1e-9));
+  CHECK(log.steps[2].idle_ms == Approx(11));
+  CHECK(log.steps[0].tokens == 8);
+  CHECK(log.steps[2].decode_kpairs == shape_of(decode).decode_kpairs);
+  auto back = served_from_json(to_json(log), "s.json");
+  REQUIRE(back.ok());
+  REQUIRE(back->steps.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(back->steps[i].tokens == log.steps[i].tokens);
+    CHECK(back->steps[i].seqs == log.steps[i].seqs);
+    CHECK(back->steps[i].prefill_kpairs == log.steps[i].prefill_kpairs);
+    CHECK(back->steps[i].ms == log.steps[i].ms);
+    CHECK(back->steps[i].idle_ms == log.steps[i].idle_ms);
+  }
+  REQUIRE(back->requests.size() == 2);
+  CHECK(back->requests[1].prompt_tokens == 7);
+  CHECK(back->requests[1].ms == 1.5);
+  CHECK(served_from_json(R"({"steps": [[2, 1, 0, 0, 1, 0], [0, 1, 0, 0, 1, 0]], "requests": []})", "s.json")
+            .error()
+            .message == "s.json: steps[1] is not a step");
+  CHECK(served_from_json(R"({"steps": [], "requests": [[1]]})", "s.json")
+            .error()
+            .message.find("s.json: requests[0]") == 0);
+  CHECK(served_from_json("[]", "s.json").error().message == "s.json: not a JSON object");
 }
 
 TEST_CASE("on a profile of 10 ms steps the simulator's times are the hand-computed ones", "[sim]") {

@@ -8,7 +8,7 @@ common=(--compute f32 --threads 1 --no-progress --kv-tokens 8192)
 
 "$hearth" model make --preset tiny --dtype f32 --seed 5 -o "$dir/tiny.gguf" >/dev/null
 table=$("$hearth" bench serve --model "$dir/tiny.gguf" "${common[@]}" --duration 4 --drain 60 --rate-scale 4 \
-        --json "$dir/serve.json")
+        --json "$dir/serve.json" --served-out "$dir/served.json")
 for want in "SLO %" "TTFT" "queue wait" "first-token step" "ITL" "TPOT" "E2E" "per iteration" "queue depth"; do
   grep -q "$want" <<<"$table" || fail "table lacks '$want': $table"
 done
@@ -38,6 +38,13 @@ for q in r["requests"]:
     assert s["queue"] + s["prefill"] + s["first_step"] <= q["ttft_ms"] + 1, q
 steps = r["server"]["steps"]
 assert steps["count"] > 0 and steps["seqs"]["max"] <= r["server"]["limits"]["max_seqs"], steps
+# What --served-out kept: every step the server ran (tokens, seqs, decode and prompt kpairs, ms,
+# idle ms before it; the first after an idle server) and every done request's way in and out.
+served = json.load(open(sys.argv[1].replace("serve.json", "served.json")))
+assert len(served["steps"]) == steps["count"] and len(served["requests"]) == o["done"], served.keys()
+assert served["steps"][0][5] >= 1e9 and all(t >= s >= 1 and ms > 0 and idle >= 0
+                                            for t, s, dk, pk, ms, idle in served["steps"]), served["steps"][:3]
+assert all(n > 0 for n, ms in served["requests"]), served["requests"]
 assert steps["prefill_tokens"]["max"] <= r["server"]["limits"]["max_batched_tokens"], steps
 assert len(r["gauges"]["series"]) > 0 and r["gauges"]["kv_used_pct"]["max"] > 0, r["gauges"]
 PY
@@ -147,6 +154,18 @@ expect_one_line_error "unknown tenant" "'tv'" "$hearth" bench serve --model "$di
   -o "$dir/profile.json" >"$dir/profile.txt" 2>/dev/null || fail "bench profile: $(cat "$dir/profile.txt")"
 grep -q "steps measured on .*, 1 threads, f32; fit within" "$dir/profile.txt" &&
   grep -q "calibrated on [0-9]* steps: .* ms a step, .* ms after idle time" "$dir/profile.txt" || fail "profile: $(cat "$dir/profile.txt")"
+# The profile calibrated again on what the first run served: the same fields, its noise the
+# served steps' spread at least.
+"$hearth" bench calibrate --profile "$dir/profile.json" --served "$dir/served.json" -o "$dir/recal.json" \
+  >"$dir/recal.txt" 2>&1 || fail "bench calibrate: $(cat "$dir/recal.txt")"
+grep -q "calibrated on $(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['steps']))" "$dir/served.json") steps" \
+  "$dir/recal.txt" || fail "bench calibrate: $(cat "$dir/recal.txt")"
+python3 - "$dir/profile.json" "$dir/recal.json" <<'PY'
+import json, sys
+p, q = (json.load(open(f)) for f in sys.argv[1:])
+assert set(p) == set(q) and q["points"] == p["points"] and q["noise"] >= p["noise"], (p, q)
+assert q["overhead_ms"] >= p["overhead_ms"] and q["path_ms"] >= 0, q
+PY
 "$hearth" bench serve --model "$dir/tiny.gguf" "${common[@]}" --duration 8 --sim "$dir/profile.json" \
   --json "$dir/sim.json" >"$dir/sim.txt" 2>"$dir/sim.err" || fail "bench serve --sim: $(cat "$dir/sim.err")"
 grep -q "simulated on $dir/profile.json" "$dir/sim.err" && grep -q "simulated [0-9]* requests in" "$dir/sim.err" ||
@@ -187,6 +206,14 @@ for f, kind, key in (("ttft_cdf.svg", "TTFT", "ttft_ms"), ("itl_cdf.svg", "ITL",
 PY
 expect_one_line_error "--sim with --server" "--sim runs no server" \
   "$hearth" bench serve --model "$dir/tiny.gguf" --sim "$dir/profile.json" --server tcp://127.0.0.1:1
+expect_one_line_error "--served-out with --sim" "--served-out records the bench's own server" \
+  "$hearth" bench serve --model "$dir/tiny.gguf" --sim "$dir/profile.json" --served-out "$dir/x.json"
+echo '{"steps": [[1, 1, 0, 0, 2.5, 0], [1, 2, 0, 0, 2.5, 0]], "requests": []}' >"$dir/bad_served.json"
+expect_one_line_error "a step of more sequences than tokens" "bad_served.json: steps\[1\] is not a step" \
+  "$hearth" bench calibrate --profile "$dir/profile.json" --served "$dir/bad_served.json" -o "$dir/x.json"
+echo '{"steps": [[1, 1, 0, 0, 2.5, 0]], "requests": []}' >"$dir/few_served.json"
+expect_one_line_error "too few steps" "1 served steps to calibrate on" \
+  "$hearth" bench calibrate --profile "$dir/profile.json" --served "$dir/few_served.json" -o "$dir/x.json"
 echo '{"cpu": "x"}' >"$dir/bad_profile.json"
 expect_one_line_error "bad profile" "bad_profile.json" \
   "$hearth" bench serve --model "$dir/tiny.gguf" --sim "$dir/bad_profile.json"
