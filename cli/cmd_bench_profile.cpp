@@ -92,18 +92,19 @@ result<sim::served_log> serve_mix(const bench_profile_args& a, const model_file&
 
 // p calibrated on what was served (sim::calibrated, sim::with_request_path), said with how far p
 // and the calibrated profile are from the steps.
-result<sim::step_profile> calibrate_on(const sim::step_profile& p, const sim::served_log& served) {
+result<sim::step_profile> calibrate_on(const char* command, const sim::step_profile& p,
+                                       const sim::served_log& served) {
   auto c = sim::calibrated(p, served.steps);
   if (!c) return c.error();
   *c = sim::with_request_path(std::move(*c), served.requests);
   auto times = [](double now, double was) { return was != 0 ? now / was : 1.0; };
   std::printf(
-      "hearth bench profile: calibrated on %zu steps: %+.2f ms a step, %+.2f ms after idle time; the "
+      "hearth bench %s: calibrated on %zu steps: %+.2f ms a step, %+.2f ms after idle time; the "
       "tokens' terms %.2f x, the sequences' %.2f x, decode attention %.2f x, prompt attention %.2f x; "
       "a request's way in and out %.2f ms + %.4f ms a prompt token (%zu requests)\n"
       "  measured / predicted, median: profiled alone: %s\n"
       "                                calibrated:     %s\n",
-      served.steps.size(), c->overhead_ms + c->base_ms - p.overhead_ms - p.base_ms, c->after_idle_ms,
+      command, served.steps.size(), c->overhead_ms + c->base_ms - p.overhead_ms - p.base_ms, c->after_idle_ms,
       times(c->per_token_ms, p.per_token_ms), times(c->per_seq_ms, p.per_seq_ms),
       times(c->per_decode_kpair_ms, p.per_decode_kpair_ms),
       times(c->per_prefill_kpair_ms, p.per_prefill_kpair_ms), c->path_ms, c->path_per_token_ms,
@@ -124,7 +125,7 @@ result<sim::step_profile> calibrated(const bench_profile_args& a, const model_fi
   std::ranges::copy_if(slow->steps, std::back_inserter(fast->steps),
                        [&p](const sim::profile_point& s) { return s.idle_ms >= p.idle_gap_ms; });
   std::ranges::copy(slow->requests, std::back_inserter(fast->requests));
-  return calibrate_on(p, *fast);
+  return calibrate_on("profile", p, *fast);
 }
 
 int run_bench_profile(const bench_profile_args& a) {
@@ -195,7 +196,7 @@ int run_bench_calibrate(const bench_calibrate_args& a) {
     std::ranges::copy(log->steps, std::back_inserter(all.steps));
     std::ranges::copy(log->requests, std::back_inserter(all.requests));
   }
-  auto c = calibrate_on(*p, all);
+  auto c = calibrate_on("calibrate", *p, all);
   if (!c) return fail(a.profile + ": " + c.error().message);
   if (auto st = write_text_file(a.out, sim::to_json(*c)); !st) return fail(st.error().message);
   return 0;
