@@ -45,7 +45,7 @@ struct step_profile {
   double overhead_ms = 0;
   //! A served step that begins after its lane idled at least idle_gap_ms takes after_idle_ms
   //! more: at low load a request's first step follows a pause, after which the cores' caches,
-  //! clocks and threads are cold (calibrated() fits it; 0 in a profile measured back to back).
+  //! clocks and threads are cold (calibrated() fits both; 0 in a profile measured back to back).
   double idle_gap_ms = 2, after_idle_ms = 0;
   //! What a client's TTFT holds beyond the server's split of it (queue, prefill, first step): its
   //! own lag in sending, the request's way in (the gateway tokenizes its prompt) and its first
@@ -84,7 +84,8 @@ struct step_profile {
 //! added constant, each group of terms (the tokens', the sequences', decode and prompt
 //! attention) a scale of its own (within 0.25 and 4), held towards 1 as if five steps had said
 //! so (ridge), so that what the steps cannot tell apart keeps the profile's split, and the steps
-//! after idle time their after_idle_ms (held towards 0 so, and never below it). Its noise is the
+//! after idle time their after_idle_ms (held towards 0 so, and never below it), at the idle gap
+//! (of 2 to 500 ms, never below p's) that explains the steps best. Its noise is the
 //! served steps' spread around the refitted model (never below the profile's): a step served
 //! varies more than the same shape run alone, and the simulated stream guard should plan by the
 //! spread a server sees. errc::invalid_argument with fewer than 20 steps.

@@ -259,6 +259,26 @@ TEST_CASE("a profile calibrated on served steps predicts them, each group of ter
     REQUIRE(e.ok());
     CHECK(e->after_idle_ms == 0);
   }
+  SECTION("the idle gap is where idle time begins to cost") {
+    // Steps after 5-40 ms of idle time take what the others do, those after 120 ms or more 15 ms
+    // more: the gap comes out past 40 and at most 120 ms, the added time at 15 ms.
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const bool long_idle = i % 8 == 0, short_idle = i % 8 == 4;
+      steps[i].idle_ms = long_idle    ? 120.0 + static_cast<double>(i)
+                         : short_idle ? 5.0 + 0.3 * static_cast<double>(i)
+                                      : 0.5;
+      steps[i].ms = serving.predict_ms(steps[i]) + (long_idle ? 15.0 : 0.0);
+    }
+    auto d = calibrated(alone, steps);
+    REQUIRE(d.ok());
+    CHECK(d->idle_gap_ms > 40);
+    CHECK(d->idle_gap_ms <= 120);
+    // The prior holds it towards 0 as five steps would.
+    const auto n = static_cast<double>((steps.size() + 7) / 8);
+    CHECK(d->after_idle_ms == Approx(15 * n / (n + 5)).margin(0.5));
+    for (const auto& p : steps)
+      if (p.idle_ms < 100) CHECK(d->predict_ms(p) == Approx(p.ms).epsilon(0.04));
+  }
   SECTION("too few steps are refused") {
     decodes.resize(19);
     CHECK(calibrated(alone, decodes).error().code == errc::invalid_argument);
