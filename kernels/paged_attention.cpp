@@ -10,26 +10,23 @@
 // hardware prefetcher follows (small: 24 KiB, against 2 KiB per head). Small at context 1024, 2
 // threads, 12 layers: 4.8 -> 3.0 ms of attention per decode step. The prefetcher stops at each
 // block's end, and the next block is elsewhere in the pool: so as it folds a head's tiles, an item
-// asks for that head's tiles of its next block into L2 (into L1, the whole next block, 48 KiB,
-// only slowed it). attention_bench, 2 threads, AMD EPYC Zen 4, two alternating runs: small at
-// 1024 245 / 277 -> 159 / 197 us a layer, Llama-3-8B's heads at 4096 2841 / 2969 -> 2160 / 1887.
+// asks for the tiles it folds next, a few KiB ahead (a block of all heads ahead was slower:
+// performance.md, Kernels and memory).
 //
 // An item of prefill rows with more than 4 queries folds tiles of 4 blocks (64 keys) into 4
 // queries at a time against the K tiles transposed (attention_tile.hpp), in items of 64 rows:
-// against one 16-key block per fold in items of 16 rows, small's heads, medians of 5 alternating
-// runs, 1.25 x faster for 256 rows at 1024 on two threads, 1.38 x for 32 at 2048, 1.29 x for
-// 256 at 0, 1.47 x for 256 at 3072 on one. Decode rows read bf16 tiles in place, in tile order;
-// the output is put back in order once per item.
+// 1.25-1.47 x faster than one 16-key block per fold in items of 16 rows (small's heads, 32-256
+// rows at 0-3072). Decode rows read bf16 tiles in place, in tile order; the output is put back
+// in order once per item.
 //
 // Where the CPU has vdpbf16ps and the caller allows it (attn_params::in_bf16), a prefill
 // item's tiles of a bf16 pool fold in bf16 instead (attention_bf16.hpp), and it asks for the next
 // tile's blocks into L2 as it folds one (which did nothing for the f32 folds, bound by their
 // FMAs). attention_bench's prefill lines, small's heads, AMD EPYC Zen 4, two threads: 1.6-2.1 x
-// the f32 folds. A decode row's blocks fold in bf16 too, read in place, a block at a time (in
-// runs of 4 blocks, one softmax update a run, each head's walk left the blocks' contiguous runs of
-// tiles and read memory 5-10 % slower): one vdpbf16ps per key and 32 elements for the scores, the
-// values' rows paired in registers. attention_bench's decode lines, same machine: Llama-3-8B's
-// heads 1.5-1.6 x (compute-bound, 33 -> 53 % of the triad), small's 16 rows at 256 1.4 x.
+// the f32 folds. A decode row's blocks fold in bf16 too, read in place, a block at a time (runs
+// of 4 blocks read memory 5-10 % slower): one vdpbf16ps per key and 32 elements for the scores,
+// the values' rows paired in registers. attention_bench's decode lines, same machine:
+// Llama-3-8B's heads 1.5-1.6 x (33 -> 53 % of the triad), small's 16 rows at 256 1.4 x.
 
 #include <algorithm>
 #include <cassert>
@@ -259,10 +256,8 @@ struct head_blocks {
 };
 
 //! One kv head's K and V tiles of a block, into L1 (Locality 3) or L2 (2). A decode row asks for
-//! the tiles it folds next into L1 while it folds these: asked for a block ahead (48 KiB in
-//! small), its batch-16 step took 0.91-0.92 x the time it took with them asked into L2 while the
-//! memory was slow (at 256 and 1024), 0.99 x while it was fast (AMD EPYC Zen 5, alternating runs;
-//! not measured on a CPU of 32 KiB L1).
+//! the tiles it folds next into L1 while it folds these: into L1 rather than L2, `small`'s
+//! batch-16 step took 0.91-0.99 x the time (AMD EPYC Zen 5; not measured with a 32 KiB L1).
 template <int Locality>
 HEARTH_SIMD_INLINE void prefetch_tiles(const attn_call& c, uint32_t block, uint32_t head) {
   const kv_layout& lay = c.pool.layout();
@@ -434,9 +429,7 @@ HEARTH_SIMD_INLINE void attend(const attn_call& c, const attn_item& it) {
   }
   const uint32_t step = by_tiles ? prefill_blocks_per_tile(bs, bf16_tiles) : 1;
   // A decode row of one query per kv head (MHA) folds 2 heads at once in bf16, asking for the
-  // next 2's tiles (8 KiB) meanwhile: against 4 (16 KiB ahead), `small`'s batch-16 step took
-  // 0.97 x the time at 256 and 0.94 x at 1024, batch 1 at 1024 0.98 x (AMD EPYC Zen 5,
-  // alternating in one process); 3 heads 0.99 x, 1 1.04 x.
+  // next 2's tiles (8 KiB ahead): 0.94-0.97 x the time of 4 (performance.md).
   const uint32_t heads_per_fold = in_bf16 && per_head == 1 ? 2 : 1;
   const uint64_t first_pos = uint64_t{s.start_pos} + it.row0;
   const uint64_t end_pos = first_pos + it.n_rows;  // keys [0, end_pos) are visible to some row
@@ -455,11 +448,8 @@ HEARTH_SIMD_INLINE void attend(const attn_call& c, const attn_item& it) {
         continue;
       }
       const uint32_t heads = std::min(heads_per_fold, it.n_heads - h);
-      // One head at a time asks for the tiles it folds next: the next head's of this block, the
-      // first head's of the next block at the last. Against the same head's of the next block
-      // (a block of all the item's heads ahead), `1b`'s batch-16 step at 1024 took 0.95-0.98 x
-      // the time, at 256 0.99 x, batch 4 at 1024 0.98 x (AMD EPYC Zen 5, alternating in one
-      // process).
+      // One head at a time asks for the tiles it folds next, not a block of all heads ahead:
+      // `1b`'s batch-16 step 0.95-0.98 x the time (performance.md, Kernels and memory).
       if (heads == 1 && h + 1 < it.n_heads)
         prefetch_tiles<3>(c, s.blocks[b], it.head0 + h + 1);
       else if (heads == 1 && b + 1 < it.block1)
