@@ -66,12 +66,13 @@ void linear::impl::forward_quant_dot(const float* x, float* y, uint32_t m, quant
   int16_t* bsum = scratch<int16_t, 2>(size_t{m} * nb * 2);
   // The lanes cost as much again as the blocks (a batch of 16 on `1b` q4_k_m: 3.8 % of a step in
   // quantize_activations), and are read only by small batches.
-  int8_t* lanes = m <= quant::lanes_max_rows ? scratch<int8_t>(size_t{m} * n_in * 2) : nullptr;
+  int8_t* lanes = m <= quant::lanes_max_rows ? scratch<int8_t>(m * quant::lanes_bytes(n_in)) : nullptr;
   // On every thread: on one, the rest of the team would wait (a batch of 16 decodes: 3.5 % of a
   // `1b` q4_k_m step in this loop, and as much again spinning).
   parallel_for(m, [&](size_t i) {
     quant::quantize_activations(variant, x + i * n_in, n_in, act_group, act + i * nb, dsum + i * nb * 2,
-                                bsum + i * nb * 2, lanes == nullptr ? nullptr : lanes + i * n_in * 2);
+                                bsum + i * nb * 2,
+                                lanes == nullptr ? nullptr : lanes + i * quant::lanes_bytes(n_in));
   });
   const quant::activations a{act, dsum, bsum, lanes};
   for_each_quant_item(quant_rows_per_item, [&](const quant_part& p, uint32_t r0, uint32_t rows) {

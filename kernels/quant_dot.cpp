@@ -7,7 +7,7 @@ namespace hearth::quant {
 // Defined by quant_kernels.inc, once per instruction set.
 namespace avx2 {
 void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum,
-                          int16_t* bsum, int8_t* lanes);
+                          int16_t* bsum, int8_t* lanes, bool wide);
 void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
               const activations& x, uint32_t m, float* y, size_t ldy, bool wide);
 void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
@@ -15,7 +15,7 @@ void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32
 }  // namespace avx2
 namespace vnni {
 void quantize_activations(const float* x, uint32_t n, uint32_t group, act_block* out, float* dsum,
-                          int16_t* bsum, int8_t* lanes);
+                          int16_t* bsum, int8_t* lanes, bool wide);
 void dot_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
               const activations& x, uint32_t m, float* y, size_t ldy, bool wide);
 void dequantize_rows(uint32_t type, const std::byte* w, size_t row_bytes, uint32_t rows, uint32_t n_in,
@@ -26,8 +26,9 @@ void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t grou
                           float* dsum, int16_t* bsum, int8_t* lanes) {
   // With group 32 only q8_0's wide one-row dots read lanes.
   if (group != 256 && variant != isa::avx512_vnni_zmm) lanes = nullptr;
-  if (variant != isa::avx2) return vnni::quantize_activations(x, n, group, out, dsum, bsum, lanes);
-  avx2::quantize_activations(x, n, group, out, dsum, bsum, lanes);
+  const bool wide = variant == isa::avx512_vnni_zmm;
+  if (variant != isa::avx2) return vnni::quantize_activations(x, n, group, out, dsum, bsum, lanes, wide);
+  avx2::quantize_activations(x, n, group, out, dsum, bsum, lanes, false);
 }
 
 const char* to_string(isa i) {

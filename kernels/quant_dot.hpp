@@ -31,10 +31,15 @@ struct act_block {
 
 //! The largest batch whose dots read activations::lanes; above it lanes may be null.
 inline constexpr uint32_t lanes_max_rows = 3;
+//! Bytes of activations::lanes a row of n values takes: q4_K's and q6_K's one-row orders, n each,
+//! then the wide variant's q4_K pairs, n bytes and a float4 a pair (see quantize_activations).
+constexpr size_t lanes_bytes(uint32_t n) {
+  return 3 * size_t{n} + n / 32;
+}
 
 //! m rows of quantized activations, each n_in / 32 blocks and n_in / 16 sums of each kind apart;
-//! at batches up to lanes_max_rows also each row's values rearranged for the one-row dots (2 n_in
-//! bytes a row, see quantize_activations).
+//! at batches up to lanes_max_rows also each row's values rearranged for the one-row dots
+//! (lanes_bytes(n_in) a row, see quantize_activations).
 struct activations {
   const act_block* x;
   const float* dsum;
@@ -60,9 +65,11 @@ isa best_isa();
 //! offsets multiply; bsum (n / 16,): Σ q over each 16, what the K types' integer mins multiply.
 //! d = max |x| / 127 over each group of `group` elements (32, or 256: what the K types' dots
 //! need, one scale per super-block), q = x / d rounded to nearest even; n is a multiple of group.
-//! With group 256, lanes (2 n,) gets the same q in the orders q4_K's and q6_K's one-row dots
-//! read them (quant_lanes.inc); with group 32 and avx512_vnni_zmm, in one run beside the blocks'
-//! scales and sums, as q8_0's read them (quant_wide.inc). Other variants leave lanes untouched.
+//! With group 256, lanes (lanes_bytes(n),) gets the same q in the orders q4_K's and q6_K's
+//! one-row dots read them (quant_lanes.inc), and with avx512_vnni_zmm in pairs of super-blocks
+//! after them, as q4_K's wide one-row dots read them (quant_wide.inc); with group 32 and
+//! avx512_vnni_zmm, in one run beside the blocks' scales and sums, as q8_0's read them. Other
+//! variants leave lanes untouched.
 void quantize_activations(isa variant, const float* x, uint32_t n, uint32_t group, act_block* out,
                           float* dsum, int16_t* bsum, int8_t* lanes);
 

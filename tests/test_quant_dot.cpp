@@ -101,12 +101,12 @@ TEST_CASE("quantized dot products match the reference within the activations' ro
         std::vector<float> dsum(size_t{m} * n_in / 16);
         std::vector<int16_t> bsum(size_t{m} * n_in / 16);
         // Larger batches get no lanes, as in the matmul: a dot that read them would fault.
-        std::vector<int8_t> lanes(m <= quant::lanes_max_rows ? size_t{m} * n_in * 2 : 0);
+        std::vector<int8_t> lanes(m <= quant::lanes_max_rows ? m * quant::lanes_bytes(n_in) : 0);
         for (uint32_t i = 0; i < m; ++i)
           quant::quantize_activations(variant, x.data() + size_t{i} * n_in, n_in, group,
                                       act.data() + size_t{i} * n_in / 32, dsum.data() + size_t{i} * n_in / 16,
                                       bsum.data() + size_t{i} * n_in / 16,
-                                      lanes.empty() ? nullptr : lanes.data() + size_t{i} * n_in * 2);
+                                      lanes.empty() ? nullptr : lanes.data() + i * quant::lanes_bytes(n_in));
         std::vector<float> y(size_t{m} * rows, NAN);
         quant::dot_rows(variant, type, q.data.data(), q.row_bytes, rows, n_in,
                         {act.data(), dsum.data(), bsum.data(), lanes.empty() ? nullptr : lanes.data()}, m,
