@@ -64,7 +64,7 @@ struct shape_plan {
 //! eight-row dots' scales loaded, not gathered; v6: hearth-dpbf16 reading ahead a region of K at a
 //! time up to 48 rows, and decode buckets timed on 2 Mi-weight slices; v7: the sixteen-row groups
 //! decoded in zmms and asking for the next group a quarter at a time; v8: hearth-dpbf16's shorter
-//! regions up to 6 rows, and a single row's weights read in 32-byte halves; v9: the wide one-row
+//! regions up to 6 rows, and a single row's weights read in 32-byte halves; v9: the VNNI one-row
 //! dots asking for their rows 4 KiB ahead, and q4_K's read in pairs of super-blocks).
 inline constexpr std::string_view kernel_cache_header =
     "# hearth kernel plans v9: cpu threads compute choice n_in n_out paths";
