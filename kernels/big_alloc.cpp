@@ -23,10 +23,11 @@ size_t mapped_bytes(size_t bytes) {
   return (bytes + huge - 1) / huge * huge;
 }
 
-// Not memset: a pass over the whole buffer before its first use faulted in every page of it (the
-// KV pool's unused tail too) and, for weights, wrote memory that the conversion then wrote again.
-// Fresh anonymous pages are zero. Each end has an inaccessible guard page, so an access past the
-// buffer faults as it would have hit the allocator's redzone under AddressSanitizer.
+// Not memset: a pass over the whole buffer before its first use held up the load by faulting
+// in every page of it (the KV pool's too, which populate_in_background now does on idle time)
+// and, for weights, wrote memory that the conversion then wrote again. Fresh anonymous pages are
+// zero. Each end has an inaccessible guard page, so an access past the buffer faults as it
+// would have hit the allocator's redzone under AddressSanitizer.
 std::byte* map_zeroed(size_t bytes) {
   const size_t len = mapped_bytes(bytes), page = page_bytes();
   const size_t reserved = len + huge + 2 * page;  // room to align, a guard page on each side
@@ -56,6 +57,19 @@ std::byte* alloc_zeroed_bytes(size_t bytes) {
   auto* p = static_cast<std::byte*>(std::aligned_alloc(small_align, padded));  // wants a multiple
   if (p != nullptr) std::memset(p, 0, padded);
   return p;
+}
+
+std::jthread populate_in_background(std::byte* p, size_t bytes) {
+  if (p == nullptr || bytes < huge) return {};
+  return std::jthread([p, bytes](const std::stop_token& stop) {
+    // Only the cores' idle time: a busy worker faults its own pages, as it would have anyway.
+    const sched_param none{};
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
+    for (size_t at = 0; at < bytes && !stop.stop_requested(); at += huge) {
+      // Kernels before 5.14 lack the advice: the pages are then faulted in as they are written.
+      if (madvise(p + at, std::min(huge, bytes - at), MADV_POPULATE_WRITE) != 0) return;
+    }
+  });
 }
 
 void big_free::operator()(void* p) const {

@@ -32,7 +32,10 @@ bool empty_layout(const kv_layout& layout) {
 }  // namespace
 
 kv_pool::kv_pool(const kv_layout& layout, uint32_t n_blocks, big_buffer mem)
-    : layout_(layout), n_blocks_(n_blocks), mem_(std::move(mem)) {}
+    : layout_(layout),
+      n_blocks_(n_blocks),
+      mem_(std::move(mem)),
+      populate_(populate_in_background(mem_.get(), mem_.get_deleter().bytes)) {}
 
 result<kv_pool> kv_pool::create(const kv_layout& layout, uint32_t n_blocks) {
   if (empty_layout(layout)) {

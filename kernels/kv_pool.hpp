@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "common/result.hpp"
@@ -21,6 +22,9 @@ class kv_pool final : public kv_store {
   //! A pool of n_blocks blocks (64-byte aligned, zeroed); errc::invalid_argument for an empty
   //! layout, errc::limit_exceeded when the size overflows or cannot be allocated.
   static result<kv_pool> create(const kv_layout& layout, uint32_t n_blocks);
+  kv_pool(kv_pool&&) = default;
+  //! Not assignable: the old buffer would be freed while its populating thread still ran.
+  kv_pool& operator=(kv_pool&&) = delete;
   //! How many blocks fit in `bytes` / hold `tokens` positions.
   static uint32_t blocks_for_bytes(const kv_layout& layout, uint64_t bytes);
   static uint32_t blocks_for_tokens(const kv_layout& layout, uint64_t tokens);
@@ -44,6 +48,9 @@ class kv_pool final : public kv_store {
   kv_layout layout_;
   uint32_t n_blocks_;
   big_buffer mem_;
+  //! Faults the pool in while the cores idle: until then a new sequence's blocks are fresh pages,
+  //! each first write a fault (big_alloc.hpp). Declared after mem_, so stopped before it is freed.
+  std::jthread populate_;
 };
 
 // Inline: the attention kernels ask for a tile per (block, head) they fold, where the call was 7 %

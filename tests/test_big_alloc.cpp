@@ -1,10 +1,15 @@
 // The buffers behind weights and the KV pool: zeroed, aligned, and from 2 MiB up a mapping of
-// their own between two inaccessible guard pages, gone once freed.
+// their own between two inaccessible guard pages, gone once freed, that a thread can fault in.
+#include <sys/mman.h>
+#include <unistd.h>
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "kernels/big_alloc.hpp"
 
@@ -36,6 +41,18 @@ bool all_zero(const std::byte* p, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (p[i] != std::byte{0}) return false;
   return true;
+}
+
+size_t page_bytes() {
+  return static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+//! How many pages of [p, p + n) are resident.
+size_t resident_pages(const std::byte* p, size_t n) {
+  std::vector<unsigned char> in((n + page_bytes() - 1) / page_bytes());
+  REQUIRE(mincore(const_cast<std::byte*>(p), n, in.data()) == 0);
+  return static_cast<size_t>(
+      std::count_if(in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; }));
 }
 
 }  // namespace
@@ -73,4 +90,30 @@ TEST_CASE("large big_alloc buffers are mappings of their own between guard pages
   const auto again = alloc_zeroed_big<uint16_t>(bytes);
   REQUIRE(again);
   CHECK(all_zero(reinterpret_cast<const std::byte*>(again.get()), bytes));
+}
+
+TEST_CASE("populate_in_background faults a large buffer in and keeps what it holds", "[kernels][big_alloc]") {
+  const size_t bytes = 4 * two_mib;
+  auto b = alloc_zeroed_big(bytes);
+  REQUIRE(b);
+  if (madvise(b.get(), page_bytes(), MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
+    WARN("this kernel has no MADV_POPULATE_WRITE (before Linux 5.14): pages fault in as written");
+    return;
+  }
+  CHECK(resident_pages(b.get(), bytes) < bytes / page_bytes());
+  b[2 * two_mib + 5] = std::byte{7};  // written before and while it runs: kept
+  {
+    std::jthread t = populate_in_background(b.get(), bytes);
+    REQUIRE(t.joinable());
+    b[3 * two_mib + 9] = std::byte{9};
+    t.join();  // to the end: only its destructor asks it to stop
+  }
+  CHECK(resident_pages(b.get(), bytes) == bytes / page_bytes());
+  CHECK(b[2 * two_mib + 5] == std::byte{7});
+  CHECK(b[3 * two_mib + 9] == std::byte{9});
+  b[2 * two_mib + 5] = b[3 * two_mib + 9] = std::byte{0};
+  CHECK(all_zero(b.get(), bytes));
+  // Small buffers are zeroed, so touched, at allocation: no thread.
+  const auto small = alloc_zeroed_big(100);
+  CHECK_FALSE(populate_in_background(small.get(), 100).joinable());
 }
