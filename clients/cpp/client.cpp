@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <span>
 
 #include "common/endpoint_mistake.hpp"
 
@@ -26,9 +27,9 @@ std::chrono::milliseconds ms_until(clock_type::time_point deadline) {
 
 //! zmq::poll, with a signal's interruption read as "nothing yet": the caller checks its clock
 //! (and the application its signal flag) and polls again.
-int poll_once(zmq::pollitem_t& item, std::chrono::milliseconds timeout) {
+int poll_once(std::span<zmq::pollitem_t> items, std::chrono::milliseconds timeout) {
   try {
-    return zmq::poll(&item, 1, timeout);
+    return zmq::poll(items.data(), items.size(), timeout);
   } catch (const zmq::error_t& e) {
     if (e.num() != EINTR) throw;
     return 0;
@@ -50,7 +51,7 @@ first_attempt watch_first_attempt(zmq::socket_t& monitor, clock_type::time_point
   bool connected = false;
   for (;;) {
     zmq::pollitem_t item{monitor.handle(), 0, ZMQ_POLLIN, 0};
-    if (poll_once(item, ms_until(deadline)) == 0) {
+    if (poll_once({&item, 1}, ms_until(deadline)) == 0) {
       if (clock_type::now() >= deadline) return first_attempt::pending;
       continue;
     }
@@ -240,7 +241,7 @@ status<error> client::send(const json& msg, clock_type::time_point deadline) {
     // A DEALER without a connection has nowhere to put a message, and a plain send waits for
     // one for ever: after a CURVE handshake the server refused, libzmq never reconnects.
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLOUT, 0};
-    while (poll_once(item, ms_until(deadline)) == 0)
+    while (poll_once({&item, 1}, ms_until(deadline)) == 0)
       if (clock_type::now() >= deadline) return error{"timeout", "no connection to send on in time"};
     // Writable: both frames are taken at once (a multipart message is atomic).
     socket_.send(zmq::buffer(marker), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
@@ -261,9 +262,9 @@ void client::dispatch(reply r) {
   if (it != inbox_.end()) it->second.push_back(std::move(r));
 }
 
-bool client::receive(clock_type::time_point deadline) {
-  zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-  (void)poll_once(item, ms_until(deadline));
+bool client::receive(clock_type::time_point deadline, int fd) {
+  zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, fd, ZMQ_POLLIN, 0}};
+  (void)poll_once(std::span(items).first(fd < 0 ? 1 : 2), ms_until(deadline));
   std::vector<zmq::message_t> frames;
   bool any = false;
   while (zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
@@ -278,6 +279,10 @@ bool client::receive(clock_type::time_point deadline) {
 
 bool client::wait(std::chrono::milliseconds timeout) {
   return receive(clock_type::now() + timeout);
+}
+
+bool client::wait(std::chrono::milliseconds timeout, int fd) {
+  return receive(clock_type::now() + timeout, fd);
 }
 
 void client::abandon(const std::string& id) {

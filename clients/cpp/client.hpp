@@ -122,6 +122,10 @@ class client {
   //! Waits up to `timeout` for messages and sorts whatever arrives into the streams' inboxes;
   //! returns whether any message arrived. Then next() on each stream that is ready().
   bool wait(std::chrono::milliseconds timeout);
+  //! As wait(timeout), and returns as soon as `fd`, a descriptor of the caller's (an eventfd that
+  //! another thread writes, say), is readable too: a thread that also takes work from others can
+  //! sleep until either comes instead of waking at intervals. The caller reads `fd` itself.
+  bool wait(std::chrono::milliseconds timeout, int fd);
   //! Cancels the request `id` sent on this connection (protocol `cancel`; no reply).
   status<error> cancel(const std::string& id);
 
@@ -142,7 +146,7 @@ class client {
   //! Sends one message, waiting until `deadline` for a connection to send it on (`timeout`).
   status<error> send(const nlohmann::json& msg, std::chrono::steady_clock::time_point deadline);
   //! Waits until messages arrive (or `deadline`) and sorts them into their inboxes; whether any came.
-  bool receive(std::chrono::steady_clock::time_point deadline);
+  bool receive(std::chrono::steady_clock::time_point deadline, int fd = -1);
   //! Delivers one reply to the inbox of the request it is about, or drops it.
   void dispatch(reply r);
   outcome<nlohmann::json> call(nlohmann::json msg);
