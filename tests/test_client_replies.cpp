@@ -3,8 +3,12 @@
 // Python client does (clients/cpp/README.md), and never throws.
 #include <catch2/catch.hpp>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <thread>
 
@@ -210,4 +214,38 @@ TEST_CASE("a `refused` beside a stream does not end it", "[client]") {
   CHECK(tokens.size() == 2);
   REQUIRE(done.ok());
   CHECK(done->text == "ab");
+}
+
+TEST_CASE("wait with a descriptor returns once it is readable, and still takes the messages", "[client]") {
+  fake_server s([](const json& r) {
+    return std::vector<json>{message("accepted", r["id"], {{"prompt_tokens", 1}}),
+                             message("done", r["id"], {{"finish_reason", "length"}})};
+  });
+  auto c = connect(s);
+  const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  REQUIRE(fd >= 0);
+  CHECK_FALSE(c->wait(20ms, fd));  // neither a message nor the descriptor: the timeout
+  // Written by another thread while it waits: back long before its timeout, without a message.
+  const auto start = std::chrono::steady_clock::now();
+  std::thread writer([fd] {
+    std::this_thread::sleep_for(20ms);
+    const uint64_t one = 1;
+    CHECK(write(fd, &one, sizeof one) == sizeof one);
+  });
+  CHECK_FALSE(c->wait(30s, fd));
+  CHECK(std::chrono::steady_clock::now() - start < 20s);
+  writer.join();
+  uint64_t count = 0;
+  CHECK(read(fd, &count, sizeof count) == sizeof count);  // the caller drains it
+  CHECK(count == 1);
+  // A request's replies still arrive through it.
+  auto st = c->start({.prompt = "x"});
+  REQUIRE(st.ok());
+  for (int i = 0; i < 100 && !st->ended(); ++i) {
+    (void)c->wait(100ms, fd);
+    while (!st->ended() && st->ready()) (void)st->next();
+  }
+  REQUIRE(st->ended());
+  CHECK(st->result().ok());
+  close(fd);
 }
