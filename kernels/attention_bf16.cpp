@@ -290,22 +290,26 @@ HEARTH_BF16_TARGET inline __m512 sum_lanes(const __m512 (&x)[16]) {
   return _mm512_permutexvar_ps(order, d);
 }
 
-//! s (ldk,) = query q (hd,) . keys [0, n) of k (n, hd), read in place, up to ldk (n rounded up to
-//! 16): one vdpbf16ps per key and 32 elements, 16 keys' sums at a time. C = hd / 32 where the
-//! head is one of the common widths, so that the query stays in registers and the rows' offsets
-//! are constants (with hd at run time the row pointers spilled); 0 for any.
-template <uint32_t C>
-HEARTH_BF16_TARGET void row_scores(const uint16_t* q, const uint16_t* k, uint32_t n, uint32_t hd, float* s) {
-  const uint32_t chunks = C != 0 ? C : hd / 32;
-  const size_t stride = C != 0 ? 32 * C : hd;
+//! s (ldk,) = query q (hd,) . keys [0, n) of the chunks, each key's row `offset` elements into
+//! its place there, up to ldk (n rounded up to 16): one vdpbf16ps per key and 32 elements, 16
+//! keys' sums at a time. P = hd / 32 where the head is one of the common widths, so that the query
+//! stays in registers and the rows' offsets are constants (with hd at run time the row pointers
+//! spilled); 0 for any.
+template <uint32_t P>
+HEARTH_BF16_TARGET void row_scores(const uint16_t* q, const uint16_t* const* chunks, size_t offset,
+                                   uint32_t n, uint32_t hd, float* s) {
+  const uint32_t parts = P != 0 ? P : hd / 32;
+  const size_t stride = P != 0 ? 32 * P : hd;
   for (uint32_t j0 = 0; j0 < n; j0 += 16) {
+    const uint16_t* k = chunks[j0 / 16] + offset;
+    const uint32_t last = std::min(16u, n - j0) - 1;
     __m512 x[16];
 #pragma GCC unroll 16
     for (uint32_t j = 0; j < 16; ++j) {
       // Keys past n repeat the last (in the tile, finite): their lanes are masked in weights.
-      const uint16_t* row = k + std::min(j0 + j, n - 1) * stride;
+      const uint16_t* row = k + std::min(j, last) * stride;
       x[j] = _mm512_setzero_ps();
-      for (uint32_t c = 0; c < chunks; ++c)
+      for (uint32_t c = 0; c < parts; ++c)
         x[j] = _mm512_dpbf16_ps(x[j], as_bf16(_mm512_loadu_si512(row + 32 * c)),
                                 as_bf16(_mm512_loadu_si512(q + 32 * c)));
     }
@@ -313,42 +317,43 @@ HEARTH_BF16_TARGET void row_scores(const uint16_t* q, const uint16_t* k, uint32_
   }
 }
 
-HEARTH_BF16_TARGET void head_scores(const uint16_t* q, const uint16_t* k, uint32_t n, uint32_t hd, float* s) {
+HEARTH_BF16_TARGET void head_scores(const uint16_t* q, const uint16_t* const* chunks, size_t offset,
+                                    uint32_t n, uint32_t hd, float* s) {
   switch (hd) {
     case 64:
-      return row_scores<2>(q, k, n, hd, s);
+      return row_scores<2>(q, chunks, offset, n, hd, s);
     case 128:
-      return row_scores<4>(q, k, n, hd, s);
+      return row_scores<4>(q, chunks, offset, n, hd, s);
     case 256:
-      return row_scores<8>(q, k, n, hd, s);
+      return row_scores<8>(q, chunks, offset, n, hd, s);
     default:
-      return row_scores<0>(q, k, n, hd, s);
+      return row_scores<0>(q, chunks, offset, n, hd, s);
   }
 }
 
-//! Columns [d0, d0 + 16 NV) of v's rows j and j + 1 (zero past n), interleaved by lo and hi.
+//! Columns [d0, d0 + 16 NV) of the value rows `even` and, if `odd`, the one after it (else zero),
+//! interleaved by lo and hi.
 template <uint32_t NV>
-HEARTH_BF16_TARGET inline void key_pairs(const uint16_t* v, uint32_t j, uint32_t n, uint32_t hd, uint32_t d0,
-                                         __m512i lo, __m512i hi, __m512bh (&pairs)[NV]) {
-  const uint16_t* even = v + size_t{j} * hd;
-  const uint16_t* odd = j + 1 < n ? even + hd : nullptr;
+HEARTH_BF16_TARGET inline void key_pairs(const uint16_t* even, bool odd, uint32_t hd, uint32_t d0, __m512i lo,
+                                         __m512i hi, __m512bh (&pairs)[NV]) {
   for (uint32_t x = 0; x < NV / 2; ++x) {
     const __m512i e = _mm512_loadu_si512(even + d0 + 32 * x);
-    const __m512i o = odd ? _mm512_loadu_si512(odd + d0 + 32 * x) : _mm512_setzero_si512();
+    const __m512i o = odd ? _mm512_loadu_si512(even + hd + d0 + 32 * x) : _mm512_setzero_si512();
     pairs[2 * x] = as_bf16(_mm512_permutex2var_epi16(e, lo, o));
     pairs[2 * x + 1] = as_bf16(_mm512_permutex2var_epi16(e, hi, o));
   }
 }
 
-//! acc (NQ, hd) columns [d0, d0 + 16 NV) = acc * correction + p (NQ, ldp) @ v (n, hd): the rows
-//! of consecutive keys interleaved into pairs in registers (vpermt2w), one vdpbf16ps per query,
-//! pair of keys and 16 columns. An odd last key is paired with zero. With Stride, query g's
-//! values are v + g * ht.stride (one query per kv head), each query's pairs its own, and the
-//! lines ht asks for go out a few at each pair of keys.
+//! acc (NQ, hd) columns [d0, d0 + 16 NV) = acc * correction + p (NQ, ldp) @ the value rows of
+//! keys [0, n) of kc, `offset` elements into their places: the rows of consecutive keys
+//! interleaved into pairs in registers (vpermt2w), one vdpbf16ps per query, pair of keys and 16
+//! columns. An odd last key is paired with zero. With Stride, query g's rows are g * ht.stride
+//! further (one query per kv head), each query's pairs its own. The lines ht asks for go out a
+//! few at each pair of keys.
 template <uint32_t NQ, uint32_t NV, bool Stride>
-HEARTH_BF16_TARGET void row_value_vectors(const uint16_t* p, uint32_t ldp, const uint16_t* v, head_tiles ht,
-                                          uint32_t n, uint32_t hd, uint32_t d0, const float* correction,
-                                          float* acc) {
+HEARTH_BF16_TARGET void row_value_vectors(const uint16_t* p, uint32_t ldp, const key_chunks& kc,
+                                          size_t offset, head_tiles ht, uint32_t n, uint32_t hd, uint32_t d0,
+                                          const float* correction, float* acc) {
   static_assert(NV % 2 == 0, "columns come in pairs of vectors: 32 elements of a row");
   // Word 2i of a pair vector is element i of the even key's row, word 2i + 1 the odd key's (32 + i).
   alignas(64) static constexpr uint16_t interleave[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
@@ -361,16 +366,20 @@ HEARTH_BF16_TARGET void row_value_vectors(const uint16_t* p, uint32_t ldp, const
     for (uint32_t x = 0; x < NV; ++x)
       a[g][x] =
           _mm512_mul_ps(_mm512_loadu_ps(acc + size_t{g} * hd + d0 + 16 * x), _mm512_set1_ps(correction[g]));
-  const uint32_t lines = Stride ? 2 * ht.ahead_lines : 0, n_pairs = (n + 1) / 2;
+  const uint32_t lines = ht.ahead_runs * ht.ahead_lines, n_pairs = (n + 1) / 2;
+  uint32_t run = 0, at = 0;  // the next line asked for: line `at` of run `run`
   for (uint32_t j = 0, line = 0; j < n; j += 2) {
-    for (const uint32_t due = lines * (j / 2 + 1) / n_pairs; line < due; ++line)
-      _mm_prefetch(line < ht.ahead_lines ? ht.ahead[0] + size_t{line} * 64
-                                         : ht.ahead[1] + size_t{line - ht.ahead_lines} * 64,
-                   _MM_HINT_T0);
+    for (const uint32_t due = lines * (j / 2 + 1) / n_pairs; line < due; ++line) {
+      _mm_prefetch(ht.ahead[run] + size_t{at} * 64, _MM_HINT_T0);
+      if (++at == ht.ahead_lines) at = 0, ++run;
+    }
+    // A chunk holds 16 keys: a pair never straddles two.
+    const uint16_t* v = kc.v[j / 16] + offset + size_t{j % 16} * hd;
+    const bool odd = j + 1 < n;
     __m512bh pairs[NV];
-    if (!Stride) key_pairs<NV>(v, j, n, hd, d0, lo, hi, pairs);
+    if (!Stride) key_pairs<NV>(v, odd, hd, d0, lo, hi, pairs);
     for (uint32_t g = 0; g < NQ; ++g) {
-      if (Stride) key_pairs<NV>(v + g * ht.stride, j, n, hd, d0, lo, hi, pairs);
+      if (Stride) key_pairs<NV>(v + g * ht.stride, odd, hd, d0, lo, hi, pairs);
       const __m512bh w = broadcast_pair(p + size_t{g} * ldp + j);
       for (uint32_t x = 0; x < NV; ++x) a[g][x] = _mm512_dpbf16_ps(a[g][x], pairs[x], w);
     }
@@ -381,18 +390,19 @@ HEARTH_BF16_TARGET void row_value_vectors(const uint16_t* p, uint32_t ldp, const
 
 //! row_value_vectors over all columns, ht's lines asked for by the first.
 template <uint32_t NQ, bool Stride>
-HEARTH_BF16_TARGET void row_values(const uint16_t* p, uint32_t ldp, const uint16_t* v, head_tiles ht,
-                                   uint32_t n, uint32_t hd, const float* correction, float* acc) {
+HEARTH_BF16_TARGET void row_values(const uint16_t* p, uint32_t ldp, const key_chunks& kc, size_t offset,
+                                   head_tiles ht, uint32_t n, uint32_t hd, const float* correction,
+                                   float* acc) {
   uint32_t d0 = 0;
-  for (; d0 + 64 <= hd; d0 += 64, ht.ahead_lines = 0)
-    row_value_vectors<NQ, 4, Stride>(p, ldp, v, ht, n, hd, d0, correction, acc);
-  if (d0 < hd) row_value_vectors<NQ, 2, Stride>(p, ldp, v, ht, n, hd, d0, correction, acc);
+  for (; d0 + 64 <= hd; d0 += 64, ht.ahead_runs = 0)
+    row_value_vectors<NQ, 4, Stride>(p, ldp, kc, offset, ht, n, hd, d0, correction, acc);
+  if (d0 < hd) row_value_vectors<NQ, 2, Stride>(p, ldp, kc, offset, ht, n, hd, d0, correction, acc);
 }
 
-//! Keys [from, n) of k, v (n, hd), n <= max_tile_keys, folded into queries [0, NQ) of qb; query
-//! g's k and v ht.stride elements after query g - 1's (0: one kv head's queries).
+//! Keys [from, n) of kc, n <= max_tile_keys, folded into queries [0, NQ) of qb; query g's rows
+//! `offset` + g * ht.stride elements into their places.
 template <uint32_t NQ>
-HEARTH_BF16_TARGET void fold_rows(const uint16_t* qb, const uint16_t* k, const uint16_t* v, head_tiles ht,
+HEARTH_BF16_TARGET void fold_rows(const uint16_t* qb, const key_chunks& kc, size_t offset, head_tiles ht,
                                   uint32_t n, uint32_t from, uint32_t hd, float softcap, float* m, float* l,
                                   float* acc) {
   const uint32_t ldk = (n + 15) / 16 * 16;
@@ -401,36 +411,36 @@ HEARTH_BF16_TARGET void fold_rows(const uint16_t* qb, const uint16_t* k, const u
   uint32_t first[NQ], seen[NQ];
   float correction[NQ];
   for (uint32_t g = 0; g < NQ; ++g) {
-    head_scores(qb + size_t{g} * hd, k + g * ht.stride, n, hd, s + g * ldk);
+    head_scores(qb + size_t{g} * hd, kc.k, offset + g * ht.stride, n, hd, s + g * ldk);
     first[g] = from;
     seen[g] = n;
   }
   weights<NQ>(s, ldk, first, seen, softcap, m, l, p, correction);
   if (ht.stride)
-    row_values<NQ, true>(p, ldk, v, ht, n, hd, correction, acc);
+    row_values<NQ, true>(p, ldk, kc, offset, ht, n, hd, correction, acc);
   else
-    row_values<NQ, false>(p, ldk, v, ht, n, hd, correction, acc);
+    row_values<NQ, false>(p, ldk, kc, offset, ht, n, hd, correction, acc);
 }
 
-HEARTH_BF16_TARGET void fold_all_rows(const uint16_t* qb, uint32_t nq, const uint16_t* k, const uint16_t* v,
-                                      head_tiles ht, uint32_t n, uint32_t from, uint32_t hd, float softcap,
-                                      float* m, float* l, float* acc) {
-  for (uint32_t i = 0; i < nq; i += queries_per_fold) {
+HEARTH_BF16_TARGET void fold_all_rows(const uint16_t* qb, uint32_t nq, const key_chunks& kc, head_tiles ht,
+                                      uint32_t n, uint32_t from, uint32_t hd, float softcap, float* m,
+                                      float* l, float* acc) {
+  for (uint32_t i = 0; i < nq; i += queries_per_fold, ht.ahead_runs = 0) {
     const uint16_t* q = qb + size_t{i} * hd;
-    const uint16_t *ki = k + i * ht.stride, *vi = v + i * ht.stride;
+    const size_t offset = i * ht.stride;
     float* a = acc + size_t{i} * hd;
     switch (std::min(queries_per_fold, nq - i)) {
       case 4:
-        fold_rows<4>(q, ki, vi, ht, n, from, hd, softcap, m + i, l + i, a);
+        fold_rows<4>(q, kc, offset, ht, n, from, hd, softcap, m + i, l + i, a);
         break;
       case 3:
-        fold_rows<3>(q, ki, vi, ht, n, from, hd, softcap, m + i, l + i, a);
+        fold_rows<3>(q, kc, offset, ht, n, from, hd, softcap, m + i, l + i, a);
         break;
       case 2:
-        fold_rows<2>(q, ki, vi, ht, n, from, hd, softcap, m + i, l + i, a);
+        fold_rows<2>(q, kc, offset, ht, n, from, hd, softcap, m + i, l + i, a);
         break;
       default:
-        fold_rows<1>(q, ki, vi, ht, n, from, hd, softcap, m + i, l + i, a);
+        fold_rows<1>(q, kc, offset, ht, n, from, hd, softcap, m + i, l + i, a);
         break;
     }
   }
@@ -457,14 +467,9 @@ void fold(const uint16_t* qb, uint32_t nq, const uint32_t* kp, const uint32_t* v
   fold_all(qb, nq, kp, vp, n, hd, from, seen, softcap, m, l, acc, scratch);
 }
 
-void fold_in_place(const uint16_t* qb, uint32_t nq, const uint16_t* k, const uint16_t* v, head_tiles ht,
-                   uint32_t n, uint32_t from, uint32_t hd, float softcap, float* m, float* l, float* acc) {
-  // A block of more than max_tile_keys keys (block_size up to 1024) in runs of that many.
-  for (uint32_t j0 = from / max_tile_keys * max_tile_keys; j0 < n; j0 += max_tile_keys) {
-    const uint32_t keys = std::min(max_tile_keys, n - j0), first = from > j0 ? from - j0 : 0;
-    fold_all_rows(qb, nq, k + size_t{j0} * hd, v + size_t{j0} * hd, ht, keys, first, hd, softcap, m, l, acc);
-    ht.ahead_lines = 0;  // asked for by the first run
-  }
+void fold_in_place(const uint16_t* qb, uint32_t nq, const key_chunks& keys, head_tiles ht, uint32_t n,
+                   uint32_t from, uint32_t hd, float softcap, float* m, float* l, float* acc) {
+  fold_all_rows(qb, nq, keys, ht, n, from, hd, softcap, m, l, acc);
 }
 
 }  // namespace hearth::ops::attention_bf16

@@ -44,21 +44,33 @@ void fold(const uint16_t* qb, uint32_t nq, const uint32_t* kp, const uint32_t* v
           const uint32_t* from, const uint32_t* seen, float softcap, float* m, float* l, float* acc,
           fold_scratch scratch);
 
-//! Where fold_in_place's queries find their tiles. stride 0: they share k and v (one kv head's).
-//! Else query i's are k + i stride, v + i stride: a decode row's consecutive kv heads of one query
-//! each, folded together so that their chains of reductions overlap (a head at a time left each
-//! fold waiting on its own); it then asks for the `ahead_lines` cache lines from each of ahead[0]
-//! and ahead[1] into L1, a few at each pair of keys (asked all at once, they stalled the fold).
+//! Chunks of 16 keys a decode fold reads at most.
+inline constexpr uint32_t max_fold_chunks = max_tile_keys / 16;
+
+//! Where fold_in_place finds its keys: key j's K row at k[j / 16] + (j % 16) hd, its V row at
+//! v[j / 16] + (j % 16) hd; each chunk's rows lie in one tile of the pool (the last may be short).
+struct key_chunks {
+  const uint16_t* k[max_fold_chunks];
+  const uint16_t* v[max_fold_chunks];
+};
+
+//! Where fold_in_place's queries find their tiles, and what to ask for meanwhile. stride 0: they
+//! share the chunks (one kv head's). Else query i's rows are stride elements after query i - 1's:
+//! a decode row's consecutive kv heads of one query each, folded together so that their chains
+//! of reductions overlap (a head at a time left each fold waiting on its own). Either way it asks
+//! for the ahead_lines cache lines from each of ahead[0, ahead_runs) into L1 (the tiles the next
+//! fold reads), a few at each pair of keys (asked all at once, they stalled the fold).
 struct head_tiles {
   size_t stride = 0;
-  const char* ahead[2] = {nullptr, nullptr};
+  const char* ahead[2 * max_fold_chunks] = {};
+  uint32_t ahead_runs = 0;
   uint32_t ahead_lines = 0;
 };
 
-//! Folds keys [from, n) of one block, its bf16 K and V tiles k, v (n, hd) read in place, into
-//! queries [0, nq) of qb (nq, hd), each seeing them all: decode rows, where a tile meets too few
-//! queries to pay for packing it. acc (nq, hd) in order; the same roundings as fold.
-void fold_in_place(const uint16_t* qb, uint32_t nq, const uint16_t* k, const uint16_t* v, head_tiles ht,
-                   uint32_t n, uint32_t from, uint32_t hd, float softcap, float* m, float* l, float* acc);
+//! Folds keys [from, n) (n <= max_tile_keys) of bf16 K and V rows read in place from the pool
+//! (keys) into queries [0, nq) of qb (nq, hd), each seeing them all: decode rows, where a tile
+//! meets too few queries to pay for packing it. acc (nq, hd) in order; the same roundings as fold.
+void fold_in_place(const uint16_t* qb, uint32_t nq, const key_chunks& keys, head_tiles ht, uint32_t n,
+                   uint32_t from, uint32_t hd, float softcap, float* m, float* l, float* acc);
 
 }  // namespace hearth::ops::attention_bf16

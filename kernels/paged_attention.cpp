@@ -23,10 +23,10 @@
 // item's tiles of a bf16 pool fold in bf16 instead (attention_bf16.hpp), and it asks for the next
 // tile's blocks into L2 as it folds one (which did nothing for the f32 folds, bound by their
 // FMAs). attention_bench's prefill lines, small's heads, AMD EPYC Zen 4, two threads: 1.6-2.1 x
-// the f32 folds. A decode row's blocks fold in bf16 too, read in place, a block at a time (runs
-// of 4 blocks read memory 5-10 % slower): one vdpbf16ps per key and 32 elements for the scores,
-// the values' rows paired in registers. attention_bench's decode lines, same machine:
-// Llama-3-8B's heads 1.5-1.6 x (33 -> 53 % of the triad), small's 16 rows at 256 1.4 x.
+// the f32 folds. A decode row's blocks fold in bf16 too, read in place, up to 64 keys at a time
+// (decode_fold_keys): one vdpbf16ps per key and 32 elements for the scores, the values' rows
+// paired in registers. attention_bench's decode lines, same machine: Llama-3-8B's heads 1.5-1.6 x
+// (33 -> 53 % of the triad), small's 16 rows at 256 1.4 x.
 
 #include <algorithm>
 #include <cassert>
@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "kernels/attention_bf16.hpp"
+#include "kernels/attention_plan.hpp"
 #include "kernels/attention_tile.hpp"
 #include "kernels/cpu_ops.hpp"
 #include "kernels/parallel.hpp"
@@ -46,43 +47,6 @@ namespace hearth::ops {
 namespace {
 
 using namespace attention_tile;
-
-//! Query rows per work item: a prefill chunk's rows share each K/V tile read and converted (64
-//! where it was 16: a profile of 256 rows at 1024 had spent a quarter of the time converting
-//! tiles), and a long chunk still splits into enough items to keep every thread busy.
-constexpr uint32_t rows_per_item = 64;
-
-//! Key splitting: a (sequence, kv head, row chunk) gets one key range per min_blocks_per_range
-//! blocks of context, at most max_ranges, so that the merge stays small next to a range's work
-//! and a range's first block, which nothing prefetched, is one of many: at 4 blocks a range,
-//! `small`'s 16 decode rows at context 256 read their K/V at 63-69 % of the triad, at 16 at
-//! 80 % (attention_bench, AMD EPYC Zen 4, alternating; 1.12-1.26 x).
-//! The split depends on the sequence alone, never on the rest of the batch or the thread count:
-//! a sequence gets the same logits, to the bit, alone or batched, on any number of threads, and
-//! the engine's greedy tokens do not change with load.
-constexpr uint32_t min_blocks_per_range = 16;
-constexpr uint32_t max_ranges = 8;
-//! The same for an item of prefill rows, whose range each loads its queries, writes (acc, m, l)
-//! and is merged: at 16 blocks a range that cost 8-15 % of a chunk deep in a long prompt (32 rows
-//! at 2048, 256 at 1024, 512 at 3584; attention_bench's shapes, AMD EPYC Zen 4, 1 and 2 threads),
-//! at 64 blocks as little as no split, and a long prompt's rows still spread over the threads.
-constexpr uint32_t min_prefill_blocks_per_range = 64;
-
-constexpr uint32_t whole_keys = UINT32_MAX;  // attn_item::partial of an item that is not split
-
-//! Query rows [row0, row0 + n_rows) of sequence `seq`, with all query heads of kv heads
-//! [head0, head0 + n_heads), against the keys of blocks [block0, block1) of its table. `partial`
-//! is where its (acc, m, l) go in attn_call::partials when the keys are split, else whole_keys
-//! (it writes the output). Query (head h of the item, row i, head g of the group) is
-//! (h * n_rows + i) * group + g in the item's buffers.
-struct attn_item {
-  uint32_t seq;
-  uint32_t head0, n_heads;
-  uint32_t row0;
-  uint32_t n_rows;
-  uint32_t block0, block1;
-  uint32_t partial;
-};
 
 //! Keys per fold on the prefill path: whole blocks, about 64 keys in f32 and 128 in bf16. A fold
 //! pays a fixed cost (each query's max, correction, and a pass over its accumulators) that 16-key
@@ -151,11 +115,6 @@ struct attn_scratch {
     seen.resize(nq);
   }
 };
-
-//! The first key position a row at `pos` sees: pos + 1 - window under a sliding window, else 0.
-inline uint64_t window_start(uint64_t pos, uint32_t window) {
-  return window != 0 && pos + 1 > window ? pos + 1 - window : 0;
-}
 
 //! The first n rows of a head's K (kv = 0) or V (kv = 1) tile in one block, as f32 into dst.
 HEARTH_SIMD_INLINE void tile_to_f32(const kv_pool& pool, uint32_t block, uint32_t layer, uint32_t kv,
@@ -286,6 +245,17 @@ HEARTH_SIMD_INLINE void visible_keys(const attn_call& c, const head_blocks& hb, 
   from = static_cast<uint32_t>(lo > hb.base ? std::min<uint64_t>(hb.n_keys, lo - hb.base) : 0);
 }
 
+//! Keys a decode row folds at once in bf16 (whole blocks of 16-key chunks): a fold's fixed cost
+//! (each query's max and correction, a pass over its accumulators) once for them, not per block.
+//! Against 16, AMD EPYC Zen 5, alternating: in L2 0.83 x the time; from memory GQA 0.74-0.83 x,
+//! one MHA row 0.82-0.87 x, 16 at 256 0.97 x (on the Zen 4, 4 blocks once read 5-10 % slower).
+constexpr uint32_t decode_fold_keys = 64;
+
+//! Blocks of a decode row's bf16 fold; 1 where they are not whole chunks or hold more keys.
+constexpr uint32_t decode_blocks_per_fold(uint32_t block_size) {
+  return block_size % 16 == 0 && block_size < decode_fold_keys ? decode_fold_keys / block_size : 1;
+}
+
 //! fold_blocks_by_tiles in bf16 (attention_bf16.hpp): the tile packed once, then folded into
 //! every query of the kv head whose row sees any of it.
 HEARTH_SIMD_INLINE void fold_blocks_bf16(const attn_call& c, const attn_item& it, attn_scratch& w,
@@ -352,28 +322,53 @@ HEARTH_SIMD_INLINE void fold_blocks_by_tiles(const attn_call& c, const attn_item
   }
 }
 
-//! kv heads [hb.kv_head, + heads) of block hb.b folded together: their tiles, one after another,
-//! and the tiles of the item's next heads in fold order to ask for meanwhile (this block's, else
-//! the next block's first). AMD EPYC Zen 5, small's heads at batch 16: asked for a block ahead
-//! (48 KiB, as one head at a time is), the fold took 1.07-1.19 x the time; into L2, 1.19-1.26 x.
-HEARTH_SIMD_INLINE attention_bf16::head_tiles together(const attn_call& c, const attn_item& it,
-                                                       const head_blocks& hb, uint32_t heads) {
+//! The tiles the item folds after hb's kv heads [hb.kv_head, + heads) in bf16, to ask for
+//! meanwhile: the next heads' of the same blocks, else the next blocks' first. AMD EPYC Zen 5,
+//! small's heads at batch 16: asked for a block ahead (48 KiB, as one head at a time is), the fold
+//! took 1.07-1.19 x the time; into L2, 1.19-1.26 x.
+HEARTH_SIMD_INLINE attention_bf16::head_tiles next_tiles(const attn_call& c, const attn_item& it,
+                                                         const head_blocks& hb, uint32_t heads) {
   const size_t tile = c.pool.layout().tile_bytes();
-  attention_bf16::head_tiles ht{.stride = tile / sizeof(uint16_t)};
+  attention_bf16::head_tiles ht{.stride = heads > 1 ? tile / sizeof(uint16_t) : 0};
   const uint32_t next = hb.kv_head - it.head0 + heads;
-  const uint32_t nh = it.head0 + next % it.n_heads, nb = hb.b + next / it.n_heads;
+  const uint32_t nh = it.head0 + next % it.n_heads, nb = hb.b + next / it.n_heads * hb.n_blocks;
   if (nb >= it.block1) return ht;
-  const uint32_t block = c.seqs[it.seq].blocks[nb];
   const uint32_t n = std::min(heads, it.head0 + it.n_heads - nh);
-  for (uint32_t kv = 0; kv < 2; ++kv)
-    ht.ahead[kv] = reinterpret_cast<const char*>(c.pool.tile(block, c.layer, kv, nh));
+  for (uint32_t b = nb; b < std::min(it.block1, nb + hb.n_blocks); ++b)
+    for (uint32_t kv = 0; kv < 2; ++kv)
+      ht.ahead[ht.ahead_runs++] =
+          reinterpret_cast<const char*>(c.pool.tile(c.seqs[it.seq].blocks[b], c.layer, kv, nh));
   ht.ahead_lines = static_cast<uint32_t>(n * tile / 64);
   return ht;
 }
 
-//! Folds one kv head's tiles of one block (hb.n_blocks == 1) into its queries of the item, a
-//! few queries at a time: decode rows, and chunks of at most 4 queries per kv head. With heads > 1
-//! (in bf16, a decode row of one query per kv head), kv heads [hb.kv_head, + heads) together.
+//! Keys [from, n) of hb's blocks, kv heads [hb.kv_head, + heads), folded in bf16 into the
+//! item's queries from q0, read in place, in runs of at most max_tile_keys keys.
+HEARTH_SIMD_INLINE void fold_in_bf16(const attn_call& c, const attn_item& it, attn_scratch& w,
+                                     const head_blocks& hb, uint32_t heads, uint32_t q0, uint32_t n,
+                                     uint32_t from) {
+  constexpr uint32_t run_keys = attention_bf16::max_tile_keys;
+  const uint32_t hd = c.pool.layout().head_dim, bs = c.pool.layout().block_size;
+  attention_bf16::head_tiles ht = next_tiles(c, it, hb, heads);
+  for (uint32_t j0 = from / run_keys * run_keys; j0 < n; j0 += run_keys, ht.ahead_runs = 0) {
+    const uint32_t keys = std::min(run_keys, n - j0);
+    attention_bf16::key_chunks kc;
+    for (uint32_t k = 0; k < keys; k += 16) {  // 16 keys in one block (decode_blocks_per_fold)
+      const uint32_t block = c.seqs[it.seq].blocks[hb.b + (j0 + k) / bs];
+      const size_t row = size_t{(j0 + k) % bs} * hd;
+      kc.k[k / 16] = reinterpret_cast<const uint16_t*>(c.pool.tile(block, c.layer, 0, hb.kv_head)) + row;
+      kc.v[k / 16] = reinterpret_cast<const uint16_t*>(c.pool.tile(block, c.layer, 1, hb.kv_head)) + row;
+    }
+    attention_bf16::fold_in_place(w.qb.data() + size_t{q0} * hd, heads > 1 ? heads : c.group, kc, ht, keys,
+                                  from > j0 ? from - j0 : 0, hd, c.softcap, w.m.data() + q0, w.l.data() + q0,
+                                  w.acc.data() + size_t{q0} * hd);
+  }
+}
+
+//! Folds one kv head's tiles of hb's blocks into its queries of the item, a few queries at a
+//! time: decode rows, and chunks of at most 4 queries per kv head. In bf16, hb may span
+//! decode_blocks_per_fold blocks, and with heads > 1 (a decode row of one query per kv head) kv
+//! heads [hb.kv_head, + heads) fold together; else hb.n_blocks == 1.
 template <class E>
 HEARTH_SIMD_INLINE void fold_block(const attn_call& c, const attn_item& it, attn_scratch& w,
                                    const head_blocks& hb, uint32_t heads, uint64_t first_pos) {
@@ -393,13 +388,7 @@ HEARTH_SIMD_INLINE void fold_block(const attn_call& c, const attn_item& it, attn
     if (off == n) continue;
     const uint32_t q0 = hb.q0 + i * c.group;
     if (bf16) {
-      attention_bf16::head_tiles ht;
-      if (heads > 1) ht = together(c, it, hb, heads);
-      attention_bf16::fold_in_place(
-          w.qb.data() + size_t{q0} * hd, heads > 1 ? heads : c.group,
-          reinterpret_cast<const uint16_t*>(c.pool.tile(block, c.layer, 0, hb.kv_head)),
-          reinterpret_cast<const uint16_t*>(c.pool.tile(block, c.layer, 1, hb.kv_head)), ht, n, off, hd,
-          c.softcap, w.m.data() + q0, w.l.data() + q0, w.acc.data() + size_t{q0} * hd);
+      fold_in_bf16(c, it, w, hb, heads, q0, n, off);
       continue;
     }
     assert(heads == 1 && "paged_attention: kv heads fold together only in bf16");
@@ -427,7 +416,9 @@ HEARTH_SIMD_INLINE void attend(const attn_call& c, const attn_item& it) {
     w.prepare_bf16(nq, hd, bs);
     attention_bf16::round_queries(w.q.data(), hd, nq, hd, w.qb.data());
   }
-  const uint32_t step = by_tiles ? prefill_blocks_per_tile(bs, bf16_tiles) : 1;
+  const uint32_t step = by_tiles  ? prefill_blocks_per_tile(bs, bf16_tiles)
+                        : in_bf16 ? decode_blocks_per_fold(bs)
+                                  : 1;
   // A decode row of one query per kv head (MHA) folds 2 heads at once in bf16, asking for the
   // next 2's tiles (8 KiB ahead): 0.94-0.97 x the time of 4 (performance.md).
   const uint32_t heads_per_fold = in_bf16 && per_head == 1 ? 2 : 1;
@@ -449,10 +440,10 @@ HEARTH_SIMD_INLINE void attend(const attn_call& c, const attn_item& it) {
       }
       const uint32_t heads = std::min(heads_per_fold, it.n_heads - h);
       // One head at a time asks for the tiles it folds next, not a block of all heads ahead:
-      // `1b`'s batch-16 step 0.95-0.98 x the time (performance.md, Kernels and memory).
-      if (heads == 1 && h + 1 < it.n_heads)
+      // `1b`'s batch-16 step 0.95-0.98 x the time (performance.md). bf16 folds: next_tiles.
+      if (!in_bf16 && h + 1 < it.n_heads)
         prefetch_tiles<3>(c, s.blocks[b], it.head0 + h + 1);
-      else if (heads == 1 && b + 1 < it.block1)
+      else if (!in_bf16 && b + 1 < it.block1)
         prefetch_tiles<3>(c, s.blocks[b + 1], it.head0);
       fold_block<E>(c, it, w, hb, heads, first_pos);
       h += heads;
@@ -510,58 +501,6 @@ void merge_items(const attn_call& c, const attn_item* first, uint32_t n) {
     merge<bf16_elems>(c, first, n);
   else
     merge<f32_elems>(c, first, n);
-}
-
-//! The work of one call: items, and for each split (sequence, kv head, row chunk) where its
-//! consecutive items start and how many there are.
-struct attn_plan {
-  std::vector<attn_item> items;
-  std::vector<std::pair<uint32_t, uint32_t>> merges;
-  size_t partial_floats = 0;
-};
-
-//! Kv heads per item of a decode row: all of them, so that the item reads each block's K tiles,
-//! then its V tiles, as two contiguous runs (small: 24 KiB each, against 2 KiB per head), unless
-//! that leaves fewer than two items per thread. Heads never change numerics (each is its own
-//! softmax), so this may follow the thread count where the key split must not.
-uint32_t decode_heads_per_item(uint32_t n_head_kv, size_t items_with_all_heads) {
-  const size_t wanted = 2 * static_cast<size_t>(kernel_threads());
-  if (items_with_all_heads >= wanted) return n_head_kv;
-  const auto groups = static_cast<uint32_t>(
-      std::min<size_t>(n_head_kv, (wanted + items_with_all_heads - 1) / items_with_all_heads));
-  return (n_head_kv + groups - 1) / groups;
-}
-
-attn_plan make_plan(const kv_layout& lay, uint32_t group, uint32_t window, std::span<const seq_rows> seqs) {
-  attn_plan plan;
-  for (uint32_t si = 0; si < seqs.size(); ++si) {
-    const seq_rows& s = seqs[si];
-    assert((s.n_rows == 0 || (uint64_t{s.start_pos} + s.n_rows - 1) / lay.block_size < s.blocks.size()) &&
-           "paged_attention: block table too short");
-    for (uint32_t row0 = 0; row0 < s.n_rows; row0 += rows_per_item) {
-      const uint32_t n_rows = std::min(rows_per_item, s.n_rows - row0);
-      const auto n_blocks = static_cast<uint32_t>(
-          (uint64_t{s.start_pos} + row0 + n_rows + lay.block_size - 1) / lay.block_size);
-      // Blocks before the first row's window hold no key any row of the chunk sees.
-      const auto b0 =
-          static_cast<uint32_t>(window_start(uint64_t{s.start_pos} + row0, window) / lay.block_size);
-      const uint32_t per_range = n_rows > 1 ? min_prefill_blocks_per_range : min_blocks_per_range;
-      const uint32_t ranges = std::clamp((n_blocks - b0) / per_range, 1u, max_ranges);
-      const uint32_t per_item = n_rows == 1 ? decode_heads_per_item(lay.n_head_kv, seqs.size() * ranges) : 1;
-      for (uint32_t h = 0; h < lay.n_head_kv; h += per_item) {
-        const uint32_t n_heads = std::min(per_item, lay.n_head_kv - h);
-        const size_t partial = size_t{n_heads} * n_rows * group * (lay.head_dim + 2);
-        if (ranges > 1) plan.merges.emplace_back(static_cast<uint32_t>(plan.items.size()), ranges);
-        for (uint32_t r = 0; r < ranges; ++r) {
-          const uint32_t slot = ranges > 1 ? static_cast<uint32_t>(plan.partial_floats) : whole_keys;
-          plan.items.push_back({si, h, n_heads, row0, n_rows, b0 + (n_blocks - b0) * r / ranges,
-                                b0 + (n_blocks - b0) * (r + 1) / ranges, slot});
-          if (ranges > 1) plan.partial_floats += partial;
-        }
-      }
-    }
-  }
-  return plan;
 }
 
 }  // namespace
