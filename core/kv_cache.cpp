@@ -43,7 +43,10 @@ void kv_cache::release(uint32_t block) {
 }
 
 void kv_cache::release(std::span<const uint32_t> blocks) {
-  for (uint32_t b : blocks) release(b);
+  // Last block first: cached blocks join the LRU tail first, so that a chain's head, which every
+  // match starts from, is evicted last (head first left the rest of the chain unreachable while
+  // it stayed cached), and free ones come back on the stack to be handed out in the table's order.
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) release(*b);
 }
 
 void kv_cache::take_ref(uint32_t block) {

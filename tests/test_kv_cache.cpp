@@ -43,6 +43,27 @@ TEST_CASE("blocks are handed out once and come back on release", "[kv_cache]") {
   CHECK(kv.available() == 4);
 }
 
+TEST_CASE("a released table's blocks come back in its order, and its cached tail is evicted before its head",
+          "[kv_cache]") {
+  kv_cache kv(8, 2);
+  std::vector<uint32_t> first;
+  for (int i = 0; i < 4; ++i) first.push_back(*kv.allocate());
+  CHECK(first == std::vector<uint32_t>{0, 1, 2, 3});
+  kv.release(first);
+  std::vector<uint32_t> again;
+  for (int i = 0; i < 4; ++i) again.push_back(*kv.allocate());
+  CHECK(again == first);
+  kv.release(again);
+
+  kv_cache cached(3, 2);
+  const auto a = iota_tokens(6);  // three full blocks, all offered
+  const auto table = fill(cached, a, 0);
+  cached.release(table);
+  CHECK(cached.stats().cached == 3);
+  REQUIRE(cached.allocate() == table[2]);  // the tail goes first
+  CHECK(cached.match_prefix(a, 0, 6).blocks == std::vector<uint32_t>{table[0], table[1]});
+}
+
 TEST_CASE("the prefix cache matches whole chained blocks of the same salt", "[kv_cache]") {
   kv_cache kv(16, 4);
   const auto a = iota_tokens(10);  // two full blocks and a partial one
